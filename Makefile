@@ -1,0 +1,159 @@
+# svcenv — one non-recursive Makefile.
+#
+# Knobs:
+#   V=1                         show every command
+#   SANITIZE=address,undefined  build with sanitizers (objects go to build/san-*)
+#   CC=clang                    another compiler
+#   PREFIX=/usr/local DESTDIR=  for `make install`
+#   FUZZ_SECONDS=30             time per target for `make fuzz`
+#
+# Targets: all test demo bench fuzz lint hdr-check install clean deps
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+FUZZ_SECONDS ?= 30
+PKGS := libcurl yaml-0.1 jansson libwebsockets libcrypto
+
+ifeq ($(SANITIZE),)
+BUILD ?= build
+SANFLAGS :=
+else
+BUILD ?= build/san-$(subst $(comma),-,$(SANITIZE))
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+comma := ,
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && echo yes)
+DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wmissing-declarations -Wold-style-definition -Wpointer-arith -Wwrite-strings \
+	-Wformat=2 -Wundef -Wvla -Wimplicit-fallthrough -Wcast-qual -Wnull-dereference
+HARDEN := -fno-common -fstack-protector-strong
+ifeq ($(SANITIZE),)
+HARDEN += -D_FORTIFY_SOURCE=3
+endif
+OPT ?= -O2 -g
+SE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(OPT) $(SANFLAGS) -Iinclude $(DEP_CFLAGS)
+SE_LDFLAGS := -Wl,-z,relro,-z,now $(SANFLAGS)
+ALL_CFLAGS = $(SE_CFLAGS) $(EXTRA_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(SE_LDFLAGS) $(LDFLAGS)
+
+# --- library: every pkg/*/ folder, one static archive ---
+LIB_SRCS := $(sort $(wildcard pkg/*/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB := $(BUILD)/libsvcenv.a
+
+# --- binaries: cmd/<name>/*.c -> build/bin/<name> ---
+CMDS := $(notdir $(wildcard cmd/*))
+BINS := $(CMDS:%=$(BUILD)/bin/%)
+
+# --- unit tests: test/unit/<pkg>/test_<module>.c, each its own binary ---
+TEST_SRCS := $(sort $(wildcard test/unit/*/test_*.c))
+TEST_LIB_SRCS := $(sort $(wildcard test/lib/*.c))
+TEST_LIB_OBJS := $(TEST_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_BINS := $(TEST_SRCS:test/unit/%.c=$(BUILD)/test/%)
+
+# --- fuzz targets: test/fuzz/fuzz_<name>.c; replayed under gcc by the standalone driver ---
+FUZZ_SRCS := $(sort $(wildcard test/fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+
+# --- benchmarks ---
+BENCH_SRCS := $(sort $(wildcard test/bench/bench_*.c))
+BENCH_BINS := $(BENCH_SRCS:test/bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all test demo bench fuzz lint hdr-check install clean deps unit
+.DEFAULT_GOAL := all
+
+all: deps $(BINS)
+
+deps:
+ifneq ($(DEPS_OK),yes)
+	$(Q)test/ensure-deps
+	$(Q)echo "dependencies installed; run make again" >&2; exit 1
+endif
+
+# tests dereference typed views right after asserting them
+$(BUILD)/obj/test/%.o: EXTRA_CFLAGS := -Wno-null-dereference
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+.SECONDEXPANSION:
+# a function, so that its % is not taken for the pattern rule's stem
+objs_of = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+$(BUILD)/bin/%: $$(call objs_of,$$(wildcard cmd/$$*/*.c)) $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(TEST_LIB_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/fuzz-replay/%: $(BUILD)/obj/test/fuzz/%.o $(BUILD)/obj/test/fuzz/replay_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/test/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+unit: deps $(BINS) $(TEST_BINS) $(FUZZ_REPLAY)
+
+# The test command of the README: unit tests, corpus replay, golden and CLI tests,
+# integration tests. Ends with one line `N passed, N failed`.
+test: unit
+	$(Q)BUILD=$(BUILD) test/run-all
+
+demo: all
+	$(Q)test/demo $(BUILD)/bin/svcenv
+
+bench: deps $(BINS) $(BENCH_BINS)
+	$(Q)BUILD=$(BUILD) test/bench/run
+
+# libFuzzer needs clang; a separate build tree so flags do not mix.
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT="-O1 -g" \
+		SANITIZE=address,undefined CFLAGS="-fsanitize=fuzzer-no-link" build/fuzz/libsvcenv.a
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) test/fuzz/run-libfuzzer build/fuzz
+
+HEADERS := $(sort $(wildcard include/svcenv/*.h))
+hdr-check: deps
+	$(Q)for h in $(HEADERS); do \
+		echo "#include <svcenv/$${h##*/}>" | $(CC) $(SE_CFLAGS) -x c -fsyntax-only - || exit 1; \
+	done; echo "hdr-check: $(words $(HEADERS)) headers compile on their own"
+
+lint: hdr-check
+	$(Q)clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --std=c11 -Iinclude -D__GNUC__ --suppress=missingIncludeSystem \
+		pkg cmd
+	$(Q)test/check-layers
+	@echo "lint: ok"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,79 @@
+/* Shared CLI helpers (see cli.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <svcenv/manifest.h>
+
+#include "cli.h"
+
+int cli_source_option(struct cli_source *src, int opt, const char *arg)
+{
+        switch (opt) {
+        case 'f':
+                return se_strv_push(&src->files, arg) < 0 ? -ENOMEM : 1;
+        case 'n':
+                src->ns = arg;
+                return 1;
+        case 'A':
+                src->all_ns = true;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+void cli_source_release(struct cli_source *src)
+{
+        se_strv_release(&src->files);
+}
+
+const char *cli_source_namespace(const struct cli_source *src)
+{
+        return src->ns ? src->ns : "default";
+}
+
+int cli_fail(int code, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "svcenv: %s\n", msg);
+        return code;
+}
+
+int cli_usage_error(const char *sub, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "svcenv %s: %s (see 'svcenv %s --help')\n", sub, msg, sub);
+        return EXIT_USAGE;
+}
+
+int cli_load(const struct cli_source *src, struct se_store **ret)
+{
+        *ret = NULL;
+        if (src->files.n == 0)
+                return cli_fail(EXIT_USAGE, "no cluster given: use -f FILE|DIR|- (repeatable)");
+        struct se_store *store = se_store_new();
+        if (!store)
+                return cli_fail(EXIT_SYSTEM, "out of memory");
+        struct se_diag diag;
+        int r = se_manifest_load(store, (const char *const *)src->files.v, src->files.n, NULL, NULL,
+                                 &diag);
+        if (r < 0) {
+                char msg[1200];
+                se_diag_format(&diag, msg, sizeof(msg));
+                se_store_free(store);
+                return cli_fail(r == -EINVAL || r == -EEXIST ? EXIT_INVALID : EXIT_SYSTEM, "%s",
+                                msg);
+        }
+        *ret = store;
+        return EXIT_OK;
+}

@@ -1,0 +1,54 @@
+/* Shared pieces of the svcenv CLI: exit codes, the cluster source options
+ * every subcommand takes, and one-line error reporting. */
+#ifndef SVCENV_CLI_H
+#define SVCENV_CLI_H
+
+#include <stdbool.h>
+
+#include <svcenv/diag.h>
+#include <svcenv/macro.h>
+#include <svcenv/store.h>
+#include <svcenv/strv.h>
+
+enum cli_exit {
+        EXIT_OK = 0,
+        EXIT_FAILED = 1, /* the command ran and found a problem (e.g. a size guard) */
+        EXIT_USAGE = 2,
+        EXIT_INVALID = 3,
+        EXIT_SYSTEM = 4,
+};
+
+/* Where the cluster comes from: manifests (-f) for now. */
+struct cli_source {
+        struct se_strv files;
+        const char *ns; /* -n */
+        bool all_ns; /* -A */
+};
+
+/* Options shared by the subcommands, for getopt_long tables. */
+#define CLI_SOURCE_LONG_OPTIONS                                                               \
+ { "filename", required_argument, NULL, 'f' }, { "namespace", required_argument, NULL, 'n' }, \
+ {                                                                                            \
+  "all-namespaces", no_argument, NULL, 'A'                                                    \
+ }
+
+/* Handles -f/-n/-A; returns 1 when it took the option, 0 when not, or a
+ * negative errno. */
+int cli_source_option(struct cli_source *src, int opt, const char *arg);
+void cli_source_release(struct cli_source *src);
+/* The namespace for namespaced defaults ("default" when -n is absent). */
+const char *cli_source_namespace(const struct cli_source *src);
+
+/* Loads the cluster into a new store; on failure prints the error and
+ * returns the exit code (and *ret = NULL). */
+int cli_load(const struct cli_source *src, struct se_store **ret);
+
+/* "svcenv: message" on stderr, one line. Returns code. */
+int cli_fail(int code, const char *fmt, ...) SE_PRINTF(2, 3);
+/* A usage error for sub ("svcenv SUB: message; see 'svcenv SUB --help'"). */
+int cli_usage_error(const char *sub, const char *fmt, ...) SE_PRINTF(2, 3);
+
+/* Subcommands: argc/argv start at the subcommand's name. */
+int cmd_get(int argc, char **argv);
+
+#endif

@@ -1,0 +1,143 @@
+/* svcenv get: list what the cluster holds, one object a line. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/encode.h>
+#include <svcenv/strbuf.h>
+
+#include "cli.h"
+
+static const char usage[] =
+        "Usage: svcenv get -f CLUSTER [KIND] [-n NS | -A] [-o table|name|json|yaml] [--no-headers]\n"
+        "\n"
+        "Lists the objects svcenv models (Services, Pods, Nodes, Namespaces, Endpoints,\n"
+        "EndpointSlices, ConfigMaps, Secrets), sorted by kind, namespace and name.\n"
+        "KIND is a kind or resource name (service, svc, pods, endpointslices, ...).\n"
+        "Without -n or -A every namespace is listed.\n";
+
+static int print_objects(const struct se_object **objs, long n, const char *output, bool headers)
+{
+        if (strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0) {
+                json_t *list = se_encode_list(objs, (size_t)n);
+                if (!list)
+                        return cli_fail(EXIT_SYSTEM, "out of memory");
+                int r = 0;
+                if (output[0] == 'j') {
+                        r = json_dumpf(list, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+                        putchar('\n');
+                } else {
+                        struct se_strbuf sb;
+                        se_strbuf_init(&sb, 0);
+                        r = se_encode_yaml(list, &sb);
+                        fwrite(sb.buf, 1, sb.len, stdout);
+                        se_strbuf_release(&sb);
+                }
+                json_decref(list);
+                return r < 0 ? cli_fail(EXIT_SYSTEM, "cannot write output") : EXIT_OK;
+        }
+        size_t wk = 4, wn = 9;
+        for (long i = 0; i < n; i++) {
+                size_t k = strlen(se_kind_name(objs[i]->kind));
+                size_t ns = strlen(objs[i]->meta.namespace);
+                wk = k > wk ? k : wk;
+                wn = ns > wn ? ns : wn;
+        }
+        if (strcmp(output, "name") == 0) {
+                for (long i = 0; i < n; i++)
+                        printf("%s/%s\n", se_kind_resource(objs[i]->kind), objs[i]->meta.name);
+                return EXIT_OK;
+        }
+        if (headers)
+                printf("%-*s  %-*s  %s\n", (int)wk, "KIND", (int)wn, "NAMESPACE", "NAME");
+        for (long i = 0; i < n; i++)
+                printf("%-*s  %-*s  %s\n", (int)wk, se_kind_name(objs[i]->kind), (int)wn,
+                       *objs[i]->meta.namespace ? objs[i]->meta.namespace : "-",
+                       objs[i]->meta.name);
+        return EXIT_OK;
+}
+
+int cmd_get(int argc, char **argv)
+{
+        static const struct option opts[] = { CLI_SOURCE_LONG_OPTIONS,
+                                              { "output", required_argument, NULL, 'o' },
+                                              { "no-headers", no_argument, NULL, 'H' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
+        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        const char *output = "table";
+        bool headers = true;
+        int c, r;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "f:n:Ao:h", opts, NULL)) != -1) {
+                if ((r = cli_source_option(&src, c, optarg)) != 0) {
+                        if (r < 0) {
+                                cli_source_release(&src);
+                                return cli_fail(EXIT_SYSTEM, "out of memory");
+                        }
+                        continue;
+                }
+                switch (c) {
+                case 'o':
+                        output = optarg;
+                        break;
+                case 'H':
+                        headers = false;
+                        break;
+                case 'h':
+                        fputs(usage, stdout);
+                        cli_source_release(&src);
+                        return EXIT_OK;
+                default:
+                        cli_source_release(&src);
+                        return cli_usage_error("get", "unknown option");
+                }
+        }
+        static const char *const outputs[] = { "table", "name", "json", "yaml" };
+        bool known = false;
+        for (size_t i = 0; i < SE_ARRAY_SIZE(outputs); i++)
+                known |= strcmp(output, outputs[i]) == 0;
+        int kind = -1;
+        if (!known)
+                r = cli_usage_error("get", "-o must be table, name, json or yaml, not \"%s\"",
+                                    output);
+        else if (optind < argc && (kind = se_kind_from_name(argv[optind])) < 0)
+                r = cli_usage_error("get", "unknown kind \"%s\"", argv[optind]);
+        else if (optind + 1 < argc)
+                r = cli_usage_error("get", "unexpected argument \"%s\"", argv[optind + 1]);
+        else
+                r = EXIT_OK;
+        if (r != EXIT_OK) {
+                cli_source_release(&src);
+                return r;
+        }
+        struct se_store *store;
+        if ((r = cli_load(&src, &store)) != EXIT_OK) {
+                cli_source_release(&src);
+                return r;
+        }
+        const char *ns = src.all_ns ? NULL : src.ns;
+        size_t total = 0;
+        for (int k = 0; k < SE_KIND_COUNT; k++)
+                if (kind < 0 || k == kind)
+                        total += se_store_count(store, (enum se_kind)k, NULL);
+        const struct se_object **all = calloc(total ? total : 1, sizeof(*all));
+        long n = 0;
+        for (int k = 0; all && k < SE_KIND_COUNT; k++) {
+                if (kind >= 0 && k != kind)
+                        continue;
+                const struct se_object **objs;
+                long m =
+                        se_store_list(store, (enum se_kind)k,
+                                      ns && se_kind_namespaced((enum se_kind)k) ? ns : NULL, &objs);
+                for (long i = 0; i < m; i++)
+                        all[n++] = objs[i];
+                free(objs);
+        }
+        r = all ? print_objects(all, n, output, headers) : cli_fail(EXIT_SYSTEM, "out of memory");
+        free(all);
+        se_store_free(store);
+        cli_source_release(&src);
+        return r;
+}

@@ -1,0 +1,27 @@
+/* alloc.h — the one allocator every svcenv allocation goes through.
+ *
+ * Wrappers over libc with overflow-checked sizes. A test hook can make the
+ * Nth allocation fail so that -ENOMEM paths are exercised. Every function
+ * returns NULL on failure and never aborts. */
+#ifndef SVCENV_ALLOC_H
+#define SVCENV_ALLOC_H
+
+#include <stddef.h>
+
+/* malloc; NULL on failure. */
+void *se_malloc(size_t size);
+/* calloc with an overflow check of n*size; NULL on failure or overflow. */
+void *se_calloc(size_t n, size_t size);
+/* realloc of an array of n elements of size bytes, overflow-checked. On
+ * failure returns NULL and leaves p untouched (still owned by the caller). */
+void *se_reallocarray(void *p, size_t n, size_t size);
+/* New copy of s (NULL gives NULL). */
+char *se_strdup(const char *s);
+/* New NUL-terminated copy of the first n bytes of s. */
+char *se_strndup(const char *s, size_t n);
+
+/* Test hook: make the allocation number n (1-based, counted from this call)
+ * fail; 0 switches it off. Not thread-safe; tests only. */
+void se_alloc_fail_at(unsigned long n);
+
+#endif

@@ -1,0 +1,39 @@
+/* decode.h — Kubernetes JSON (a jansson tree) to typed objects.
+ *
+ * The decoder reads only the fields svcenv uses, ignores unknown fields, and
+ * checks types and values: a wrong type or an invalid value is an error that
+ * names the field path (`spec.ports[0].port: ...`). It never keeps the JSON
+ * tree: the caller may free it right after. The same decoder serves manifest
+ * files (see manifest.h) and API responses. */
+#ifndef SVCENV_DECODE_H
+#define SVCENV_DECODE_H
+
+#include <jansson.h>
+
+#include <svcenv/model.h>
+
+/* Limits on what one object may hold; larger input is refused. */
+#define SE_MAX_NAME_LEN    253
+#define SE_MAX_STRING_LEN  (1u << 20) /* any single string value */
+#define SE_MAX_ARRAY_ITEMS 100000u /* any single array or map */
+
+struct se_decode_error {
+        char path[256]; /* field path, e.g. "spec.ports[0].targetPort"; "" for the object */
+        char message[256]; /* what is wrong */
+};
+
+/* Decodes one API object. `json` must be an object with apiVersion and kind.
+ * Objects without a namespace get default_ns (NULL: "default") when the kind
+ * is namespaced.
+ * Returns 0 and *ret (new reference) on success; 1 and *ret = NULL when the
+ * kind is one svcenv does not model (the object is skipped); -EINVAL with
+ * *err filled when the object is malformed; -ENOMEM. */
+int se_decode_object(const json_t *json, const char *default_ns, struct se_object **ret,
+                     struct se_decode_error *err);
+
+/* Decodes an object whose kind is already known (API list items carry no
+ * kind). Same results as se_decode_object, never 1. */
+int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
+                        struct se_object **ret, struct se_decode_error *err);
+
+#endif

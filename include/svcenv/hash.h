@@ -1,0 +1,31 @@
+/* hash.h — SHA-256 (OpenSSL libcrypto) and RFC 4648 base32.
+ *
+ * kube-proxy names its per-service and per-endpoint chains after the base32
+ * encoding of a SHA-256 digest; these two helpers are what that needs. */
+#ifndef SVCENV_HASH_H
+#define SVCENV_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SE_SHA256_LEN 32
+
+/* SHA-256 of data. 0 or -EIO when libcrypto fails. */
+int se_sha256(const void *data, size_t n, uint8_t out[SE_SHA256_LEN]);
+/* Standard-alphabet base32 with '=' padding, as Go's base32.StdEncoding.
+ * Writes at most size-1 characters plus NUL; returns the full encoded
+ * length (like snprintf), so size >= se_base32_len(n)+1 gives all of it. */
+size_t se_base32_encode(const void *data, size_t n, char *out, size_t size);
+static inline size_t se_base32_len(size_t n)
+{
+        return (n + 4) / 5 * 8;
+}
+
+/* Standard base64 (padding required, as Go's StdEncoding): decodes in into
+ * out (room for len/4*3+1 bytes), NUL-terminates, stores the length.
+ * 0 or -EINVAL. */
+int se_base64_decode(const char *in, size_t len, char *out, size_t *ret_len);
+/* Encodes n bytes into out (room for (n+2)/3*4+1), NUL-terminated. */
+void se_base64_encode(const void *data, size_t n, char *out);
+
+#endif

@@ -1,0 +1,378 @@
+/* model.h — the typed, slim objects every svcenv computation reads.
+ *
+ * Each object lives in one arena (its struct, arrays and strings): it is made
+ * by se_object_new(), filled by a decoder or a builder, and freed in one call
+ * by se_object_unref() when the last reference goes. Objects in a store are
+ * immutable: an update replaces the whole object.
+ *
+ * Conventions of these structs:
+ *  - strings are NULL when the field was absent, "" when it was empty;
+ *  - arrays are a pointer and a count (`n_`), NULL/0 when absent;
+ *  - an int32 that is 0 means "not set" where Kubernetes has no valid 0
+ *    (ports, nodePort, healthCheckNodePort);
+ *  - label and annotation lists are sorted by key (unique keys). */
+#ifndef SVCENV_MODEL_H
+#define SVCENV_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <svcenv/arena.h>
+#include <svcenv/macro.h>
+
+enum se_kind {
+        SE_KIND_SERVICE,
+        SE_KIND_POD,
+        SE_KIND_NODE,
+        SE_KIND_NAMESPACE,
+        SE_KIND_ENDPOINTS,
+        SE_KIND_ENDPOINT_SLICE,
+        SE_KIND_CONFIGMAP,
+        SE_KIND_SECRET,
+        SE_KIND_COUNT
+};
+
+/* Tri-state boolean for optional API booleans. */
+enum se_opt_bool { SE_UNSET = 0, SE_FALSE, SE_TRUE };
+
+enum se_protocol { SE_PROTO_TCP = 0, SE_PROTO_UDP, SE_PROTO_SCTP };
+
+struct se_kv {
+        const char *key;
+        const char *value;
+};
+
+struct se_kvlist {
+        struct se_kv *items;
+        uint32_t n;
+};
+
+struct se_strs {
+        const char **v;
+        uint32_t n;
+};
+
+struct se_owner_ref {
+        const char *api_version;
+        const char *kind;
+        const char *name;
+        const char *uid;
+        enum se_opt_bool controller;
+        enum se_opt_bool block_owner_deletion;
+};
+
+struct se_meta {
+        const char *name;
+        const char *generate_name;
+        const char *namespace; /* "" for cluster-scoped kinds */
+        const char *uid;
+        const char *resource_version;
+        const char *creation_timestamp;
+        const char *deletion_timestamp; /* NULL unless terminating */
+        int64_t generation;
+        struct se_kvlist labels;
+        struct se_kvlist annotations;
+        struct se_owner_ref *owner_refs;
+        uint32_t n_owner_refs;
+};
+
+/* Common head of every object. */
+struct se_object {
+        enum se_kind kind;
+        int refs; /* atomic; see se_object_ref */
+        struct se_arena arena;
+        struct se_meta meta;
+        const char *source; /* "file" the object came from, NULL when from the API */
+        uint32_t source_line;
+};
+
+struct se_int_or_string {
+        bool is_string; /* false: num holds the value (0 = not set) */
+        int32_t num;
+        const char *str;
+};
+
+/* ---- Service ---- */
+
+enum se_service_type {
+        SE_SVC_CLUSTER_IP = 0,
+        SE_SVC_NODE_PORT,
+        SE_SVC_LOAD_BALANCER,
+        SE_SVC_EXTERNAL_NAME
+};
+enum se_traffic_policy { SE_POLICY_CLUSTER = 0, SE_POLICY_LOCAL };
+enum se_ip_mode { SE_IPMODE_UNSET = 0, SE_IPMODE_VIP, SE_IPMODE_PROXY };
+
+struct se_service_port {
+        const char *name;
+        enum se_protocol protocol;
+        int32_t port;
+        struct se_int_or_string target_port; /* unset = same as port */
+        int32_t node_port;
+        const char *app_protocol;
+};
+
+struct se_lb_ingress {
+        const char *ip;
+        const char *hostname;
+        enum se_ip_mode ip_mode;
+};
+
+struct se_service {
+        struct se_object obj;
+        enum se_service_type type;
+        const char *cluster_ip; /* spec.clusterIP: "", "None" or an IP; NULL if absent */
+        struct se_strs cluster_ips;
+        struct se_strs ip_families; /* "IPv4" / "IPv6" */
+        const char *ip_family_policy;
+        struct se_service_port *ports;
+        uint32_t n_ports;
+        struct se_kvlist selector; /* empty: no selector */
+        bool client_ip_affinity; /* sessionAffinity: ClientIP */
+        int32_t affinity_timeout; /* seconds; 10800 by default with ClientIP */
+        struct se_strs external_ips;
+        const char *load_balancer_ip;
+        struct se_strs lb_source_ranges;
+        const char *load_balancer_class;
+        struct se_lb_ingress *lb_ingress;
+        uint32_t n_lb_ingress;
+        enum se_traffic_policy external_policy;
+        enum se_traffic_policy internal_policy;
+        int32_t health_check_node_port;
+        bool publish_not_ready_addresses;
+        enum se_opt_bool allocate_lb_node_ports;
+        const char *external_name;
+        const char *traffic_distribution;
+};
+
+/* ---- Pod ---- */
+
+enum se_env_source {
+        SE_ENV_VALUE = 0, /* value (possibly empty or absent) */
+        SE_ENV_FIELD_REF, /* ref = fieldPath */
+        SE_ENV_RESOURCE_REF, /* ref = resource, container, divisor */
+        SE_ENV_CONFIGMAP_KEY, /* ref = name, key */
+        SE_ENV_SECRET_KEY, /* ref = name, key */
+};
+
+struct se_env_var {
+        const char *name;
+        const char *value;
+        enum se_env_source source;
+        const char *ref; /* fieldPath, resource or object name */
+        const char *key; /* key in the ConfigMap/Secret */
+        const char *container; /* resourceFieldRef.containerName */
+        const char *divisor; /* resourceFieldRef.divisor */
+        enum se_opt_bool optional;
+};
+
+struct se_env_from {
+        const char *prefix;
+        bool secret; /* false: configMapRef */
+        const char *name;
+        enum se_opt_bool optional;
+};
+
+struct se_container_port {
+        const char *name;
+        int32_t container_port;
+        enum se_protocol protocol;
+        int32_t host_port;
+        const char *host_ip;
+};
+
+struct se_container {
+        const char *name;
+        const char *image;
+        const char *restart_policy; /* init containers: "Always" = sidecar */
+        struct se_container_port *ports;
+        uint32_t n_ports;
+        struct se_env_var *env;
+        uint32_t n_env;
+        struct se_env_from *env_from;
+        uint32_t n_env_from;
+        struct se_kvlist limits;
+        struct se_kvlist requests;
+};
+
+struct se_pod_condition {
+        const char *type;
+        const char *status;
+};
+
+struct se_pod {
+        struct se_object obj;
+        const char *node_name;
+        const char *hostname;
+        const char *subdomain;
+        const char *service_account_name;
+        bool host_network;
+        enum se_opt_bool enable_service_links; /* unset means true */
+        struct se_container *containers;
+        uint32_t n_containers;
+        struct se_container *init_containers;
+        uint32_t n_init_containers;
+        const char *phase;
+        const char *pod_ip;
+        struct se_strs pod_ips;
+        const char *host_ip;
+        struct se_strs host_ips;
+        struct se_pod_condition *conditions;
+        uint32_t n_conditions;
+};
+
+/* ---- Node, Namespace, ConfigMap, Secret ---- */
+
+struct se_node_address {
+        const char *type; /* InternalIP, ExternalIP, Hostname, ... */
+        const char *address;
+};
+
+struct se_node {
+        struct se_object obj;
+        struct se_node_address *addresses;
+        uint32_t n_addresses;
+        struct se_strs pod_cidrs;
+        bool unschedulable;
+        enum se_opt_bool ready; /* the Ready condition */
+};
+
+struct se_namespace {
+        struct se_object obj;
+        const char *phase;
+};
+
+struct se_configmap {
+        struct se_object obj;
+        struct se_kvlist data;
+};
+
+struct se_secret {
+        struct se_object obj;
+        const char *type;
+        struct se_kvlist data; /* base64-decoded `data` merged with `stringData` */
+};
+
+/* ---- Endpoints ---- */
+
+struct se_object_ref {
+        const char *kind;
+        const char *namespace;
+        const char *name;
+        const char *uid;
+        const char *resource_version;
+};
+
+struct se_endpoint_address {
+        const char *ip;
+        const char *hostname;
+        const char *node_name;
+        struct se_object_ref *target_ref; /* NULL when absent */
+};
+
+struct se_endpoint_port {
+        const char *name;
+        int32_t port;
+        enum se_protocol protocol;
+        const char *app_protocol;
+};
+
+struct se_endpoint_subset {
+        struct se_endpoint_address *addresses;
+        uint32_t n_addresses;
+        struct se_endpoint_address *not_ready;
+        uint32_t n_not_ready;
+        struct se_endpoint_port *ports;
+        uint32_t n_ports;
+};
+
+struct se_endpoints {
+        struct se_object obj;
+        struct se_endpoint_subset *subsets;
+        uint32_t n_subsets;
+};
+
+/* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
+
+struct se_slice_endpoint {
+        struct se_strs addresses;
+        enum se_opt_bool ready;
+        enum se_opt_bool serving;
+        enum se_opt_bool terminating;
+        const char *hostname;
+        struct se_object_ref *target_ref;
+        const char *node_name;
+        const char *zone;
+        struct se_strs hint_zones;
+        struct se_strs hint_nodes;
+};
+
+struct se_slice_port {
+        const char *name; /* NULL: unnamed (nil in the API) */
+        bool has_port; /* false: nil port (all ports) */
+        int32_t port;
+        bool has_protocol;
+        enum se_protocol protocol;
+        const char *app_protocol;
+};
+
+struct se_endpoint_slice {
+        struct se_object obj;
+        const char *address_type; /* IPv4, IPv6, FQDN */
+        struct se_slice_endpoint *endpoints;
+        uint32_t n_endpoints;
+        struct se_slice_port *ports;
+        uint32_t n_ports;
+        bool has_ports; /* false: `ports` was null */
+};
+
+/* ---- lifecycle ---- */
+
+/* New empty object of the kind, refcount 1, its struct allocated in its own
+ * arena. NULL on -ENOMEM. */
+struct se_object *se_object_new(enum se_kind kind);
+/* Adds a reference (thread-safe); returns obj. */
+struct se_object *se_object_ref(struct se_object *obj);
+/* Drops a reference; frees the object at zero. NULL-safe; returns NULL. */
+struct se_object *se_object_unref(struct se_object *obj);
+/* Bytes of memory the object holds (its arena). */
+size_t se_object_memory(const struct se_object *obj);
+
+/* Kind names: "Service", ..., and their apiVersion ("v1", "discovery.k8s.io/v1"). */
+const char *se_kind_name(enum se_kind kind);
+const char *se_kind_api_version(enum se_kind kind);
+/* Lower-case plural resource name ("services", "endpointslices"). */
+const char *se_kind_resource(enum se_kind kind);
+bool se_kind_namespaced(enum se_kind kind);
+/* Kind from "Service", "service", "services", "svc", "endpointslices", ...;
+ * -1 when unknown. */
+int se_kind_from_name(const char *name);
+
+const char *se_protocol_name(enum se_protocol p);
+
+/* Value of key in a sorted kvlist, NULL when absent. */
+const char *se_kvlist_get(const struct se_kvlist *l, const char *key);
+
+/* Typed views; each returns NULL when obj is NULL or of another kind. */
+#define SE_DEFINE_VIEW(type, kindval)                                  \
+ static inline const struct type *type##_of(const struct se_object *o) \
+ {                                                                     \
+  return o && o->kind == (kindval) ? (const struct type *)o : NULL;    \
+ }
+SE_DEFINE_VIEW(se_service, SE_KIND_SERVICE)
+SE_DEFINE_VIEW(se_pod, SE_KIND_POD)
+SE_DEFINE_VIEW(se_node, SE_KIND_NODE)
+SE_DEFINE_VIEW(se_namespace, SE_KIND_NAMESPACE)
+SE_DEFINE_VIEW(se_endpoints, SE_KIND_ENDPOINTS)
+SE_DEFINE_VIEW(se_endpoint_slice, SE_KIND_ENDPOINT_SLICE)
+SE_DEFINE_VIEW(se_configmap, SE_KIND_CONFIGMAP)
+SE_DEFINE_VIEW(se_secret, SE_KIND_SECRET)
+#undef SE_DEFINE_VIEW
+
+/* Pod helpers shared by envvars and endpoints. */
+/* True when the Ready condition is "True". */
+bool se_pod_is_ready(const struct se_pod *pod);
+/* True when status.phase is Succeeded or Failed. */
+bool se_pod_is_terminal(const struct se_pod *pod);
+
+#endif

@@ -1,0 +1,43 @@
+/* parse.h — strict parsing of numbers, booleans and IP addresses.
+ *
+ * Every function parses the whole string (no trailing bytes), rejects empty
+ * input and out-of-range values, and returns 0 or -EINVAL / -ERANGE. Outputs
+ * are only written on success. */
+#ifndef SVCENV_PARSE_H
+#define SVCENV_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <netinet/in.h>
+
+int se_parse_i64(const char *s, int64_t min, int64_t max, int64_t *ret);
+int se_parse_int(const char *s, int min, int max, int *ret);
+/* true/false, 1/0, yes/no, on/off (case-insensitive). */
+int se_parse_bool(const char *s, bool *ret);
+
+enum se_ip_family { SE_IP_NONE = 0, SE_IPV4 = 4, SE_IPV6 = 6 };
+
+struct se_ip {
+        enum se_ip_family family;
+        uint8_t addr[16]; /* network order; IPv4 in the first 4 bytes */
+};
+
+/* An IPv4 or IPv6 address in the forms Kubernetes validation accepts
+ * (dotted quad without leading zeros; IPv6 textual forms, no zone). */
+int se_parse_ip(const char *s, struct se_ip *ret);
+/* The family of s, SE_IP_NONE when it is not an IP address. */
+enum se_ip_family se_ip_family_of(const char *s);
+/* Canonical text of ip into buf (>= 46 bytes). */
+void se_ip_format(const struct se_ip *ip, char *buf, size_t size);
+
+struct se_cidr {
+        struct se_ip ip; /* masked network address */
+        unsigned prefix;
+};
+
+/* "a.b.c.d/n" or "x::/n". */
+int se_parse_cidr(const char *s, struct se_cidr *ret);
+bool se_cidr_contains(const struct se_cidr *c, const struct se_ip *ip);
+
+#endif

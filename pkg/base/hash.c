@@ -1,0 +1,117 @@
+/* SHA-256 through libcrypto's EVP and RFC 4648 base32 (see hash.h). */
+#include <errno.h>
+
+#include <openssl/evp.h>
+
+#include <svcenv/hash.h>
+
+int se_sha256(const void *data, size_t n, uint8_t out[SE_SHA256_LEN])
+{
+        unsigned int len = 0;
+        if (!EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) || len != SE_SHA256_LEN)
+                return -EIO;
+        return 0;
+}
+
+size_t se_base32_encode(const void *data, size_t n, char *out, size_t size)
+{
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        const uint8_t *in = data;
+        size_t total = se_base32_len(n);
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 5) {
+                uint8_t block[5] = { 0 };
+                size_t take = n - i < 5 ? n - i : 5;
+                for (size_t k = 0; k < take; k++)
+                        block[k] = in[i + k];
+                /* characters carrying data for 1..5 input bytes */
+                static const size_t chars_for[] = { 0, 2, 4, 5, 7, 8 };
+                uint64_t bits = ((uint64_t)block[0] << 32) | ((uint64_t)block[1] << 24) |
+                                ((uint64_t)block[2] << 16) | ((uint64_t)block[3] << 8) | block[4];
+                for (size_t k = 0; k < 8; k++) {
+                        char c = k < chars_for[take] ? alphabet[(bits >> (35 - 5 * k)) & 31] : '=';
+                        if (o + 1 < size)
+                                out[o] = c;
+                        o++;
+                }
+        }
+        if (size)
+                out[o < size ? o : size - 1] = '\0';
+        return total;
+}
+
+static int b64_value(unsigned char c)
+{
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+int se_base64_decode(const char *in, size_t len, char *out, size_t *ret_len)
+{
+        /* Go's decoder ignores \r and \n; nothing else */
+        size_t o = 0, q = 0, pad = 0;
+        uint32_t acc = 0;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)in[i];
+                if (c == '\r' || c == '\n')
+                        continue;
+                if (c == '=') {
+                        pad++;
+                        acc <<= 6;
+                        q++;
+                } else {
+                        int v = b64_value(c);
+                        if (v < 0 || pad)
+                                return -EINVAL;
+                        acc = (acc << 6) | (uint32_t)v;
+                        q++;
+                }
+                if (q == 4) {
+                        if (pad > 2)
+                                return -EINVAL;
+                        out[o++] = (char)(acc >> 16);
+                        if (pad < 2)
+                                out[o++] = (char)(acc >> 8);
+                        if (pad < 1)
+                                out[o++] = (char)acc;
+                        q = 0;
+                        acc = 0;
+                        if (pad)
+                                pad = 100; /* nothing may follow padding */
+                }
+        }
+        if (q != 0)
+                return -EINVAL;
+        out[o] = '\0';
+        *ret_len = o;
+        return 0;
+}
+
+void se_base64_encode(const void *data, size_t n, char *out)
+{
+        static const char alphabet[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const uint8_t *in = data;
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t)in[i] << 16;
+                if (i + 1 < n)
+                        v |= (uint32_t)in[i + 1] << 8;
+                if (i + 2 < n)
+                        v |= in[i + 2];
+                out[o++] = alphabet[(v >> 18) & 63];
+                out[o++] = alphabet[(v >> 12) & 63];
+                out[o++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+                out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
+        }
+        out[o] = '\0';
+}

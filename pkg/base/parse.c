@@ -1,0 +1,132 @@
+/* Strict parsers for numbers, booleans, IPs and CIDRs (see parse.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <svcenv/parse.h>
+
+int se_parse_i64(const char *s, int64_t min, int64_t max, int64_t *ret)
+{
+        if (!s || !*s)
+                return -EINVAL;
+        /* strtoll skips spaces and accepts '+': neither is a number here */
+        if (!(*s == '-' || (*s >= '0' && *s <= '9')))
+                return -EINVAL;
+        errno = 0;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (*end)
+                return -EINVAL;
+        if (errno == ERANGE || v < min || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+int se_parse_int(const char *s, int min, int max, int *ret)
+{
+        int64_t v;
+        int r = se_parse_i64(s, min, max, &v);
+        if (r == 0)
+                *ret = (int)v;
+        return r;
+}
+
+int se_parse_bool(const char *s, bool *ret)
+{
+        static const char *const yes[] = { "true", "1", "yes", "on" };
+        static const char *const no[] = { "false", "0", "no", "off" };
+        for (size_t i = 0; i < 4; i++) {
+                if (strcasecmp(s, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(s, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+int se_parse_ip(const char *s, struct se_ip *ret)
+{
+        struct se_ip ip = { 0 };
+        if (!s || !*s || strlen(s) > 45)
+                return -EINVAL;
+        if (strchr(s, ':')) {
+                if (inet_pton(AF_INET6, s, ip.addr) != 1)
+                        return -EINVAL;
+                /* Go (and so Kubernetes) treats an IPv4-mapped IPv6 address as IPv4 */
+                if (memcmp(ip.addr, v4_mapped_prefix, 12) == 0) {
+                        memmove(ip.addr, ip.addr + 12, 4);
+                        memset(ip.addr + 4, 0, 12);
+                        ip.family = SE_IPV4;
+                } else {
+                        ip.family = SE_IPV6;
+                }
+        } else {
+                /* dotted quad; leading zeros are ambiguous (octal) and refused */
+                for (const char *p = s; *p; p++)
+                        if (*p == '0' && (p == s || p[-1] == '.') && p[1] >= '0' && p[1] <= '9')
+                                return -EINVAL;
+                if (inet_pton(AF_INET, s, ip.addr) != 1)
+                        return -EINVAL;
+                ip.family = SE_IPV4;
+        }
+        *ret = ip;
+        return 0;
+}
+
+enum se_ip_family se_ip_family_of(const char *s)
+{
+        struct se_ip ip;
+        return se_parse_ip(s, &ip) == 0 ? ip.family : SE_IP_NONE;
+}
+
+void se_ip_format(const struct se_ip *ip, char *buf, size_t size)
+{
+        if (!inet_ntop(ip->family == SE_IPV6 ? AF_INET6 : AF_INET, ip->addr, buf,
+                       (socklen_t)size) &&
+            size)
+                buf[0] = '\0';
+}
+
+int se_parse_cidr(const char *s, struct se_cidr *ret)
+{
+        const char *slash = s ? strchr(s, '/') : NULL;
+        if (!slash || (size_t)(slash - s) > 45)
+                return -EINVAL;
+        char addr[46];
+        memcpy(addr, s, (size_t)(slash - s));
+        addr[slash - s] = '\0';
+        struct se_cidr c;
+        if (se_parse_ip(addr, &c.ip) < 0)
+                return -EINVAL;
+        int prefix = 0;
+        unsigned maxp = c.ip.family == SE_IPV4 ? 32 : 128;
+        if (se_parse_int(slash + 1, 0, (int)maxp, &prefix) < 0)
+                return -EINVAL;
+        c.prefix = (unsigned)prefix;
+        for (unsigned bit = c.prefix; bit < maxp; bit++)
+                c.ip.addr[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+        *ret = c;
+        return 0;
+}
+
+bool se_cidr_contains(const struct se_cidr *c, const struct se_ip *ip)
+{
+        if (c->ip.family != ip->family)
+                return false;
+        for (unsigned bit = 0; bit < c->prefix; bit++) {
+                uint8_t m = (uint8_t)(0x80u >> (bit % 8));
+                if ((c->ip.addr[bit / 8] & m) != (ip->addr[bit / 8] & m))
+                        return false;
+        }
+        return true;
+}

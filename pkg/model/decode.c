@@ -1,0 +1,84 @@
+/* Dispatch: apiVersion/kind to the per-kind decoder. */
+#include <errno.h>
+#include <string.h>
+
+#include <svcenv/decode.h>
+
+#include "decode_internal.h"
+
+static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj)
+{
+        switch (obj->kind) {
+        case SE_KIND_SERVICE:
+                return decode_service(d, json, (struct se_service *)obj);
+        case SE_KIND_POD:
+                return decode_pod(d, json, (struct se_pod *)obj);
+        case SE_KIND_NODE:
+                return decode_node(d, json, (struct se_node *)obj);
+        case SE_KIND_NAMESPACE:
+                return decode_namespace(d, json, (struct se_namespace *)obj);
+        case SE_KIND_ENDPOINTS:
+                return decode_endpoints(d, json, (struct se_endpoints *)obj);
+        case SE_KIND_ENDPOINT_SLICE:
+                return decode_endpoint_slice(d, json, (struct se_endpoint_slice *)obj);
+        case SE_KIND_CONFIGMAP:
+                return decode_configmap(d, json, (struct se_configmap *)obj);
+        case SE_KIND_SECRET:
+                return decode_secret(d, json, (struct se_secret *)obj);
+        default:
+                return -EINVAL;
+        }
+}
+
+int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
+                        struct se_object **ret, struct se_decode_error *err)
+{
+        *ret = NULL;
+        if (err)
+                err->path[0] = err->message[0] = '\0';
+        struct dctx d = { .err = err };
+        if (!json_is_object(json))
+                return dctx_fail(&d, NULL, "expected an object, got %s", json_type_name(json));
+        struct se_object *obj = se_object_new(kind);
+        if (!obj)
+                return -ENOMEM;
+        d.arena = &obj->arena;
+        int r = decode_meta(&d, json, kind, default_ns, &obj->meta);
+        if (r == 0)
+                r = decode_kind(&d, json, obj);
+        if (r < 0) {
+                se_object_unref(obj);
+                return r;
+        }
+        *ret = obj;
+        return 0;
+}
+
+int se_decode_object(const json_t *json, const char *default_ns, struct se_object **ret,
+                     struct se_decode_error *err)
+{
+        *ret = NULL;
+        if (err)
+                err->path[0] = err->message[0] = '\0';
+        struct dctx d = { .err = err };
+        if (!json_is_object(json))
+                return dctx_fail(&d, NULL, "expected an object, got %s", json_type_name(json));
+        const json_t *kind_j = json_object_get(json, "kind");
+        const json_t *api_j = json_object_get(json, "apiVersion");
+        if (!json_is_string(kind_j) || !*json_string_value(kind_j))
+                return dctx_fail(&d, "kind", "Required value: every object needs a kind");
+        if (!json_is_string(api_j) || !*json_string_value(api_j))
+                return dctx_fail(&d, "apiVersion",
+                                 "Required value: every object needs an apiVersion");
+        const char *kind_name = json_string_value(kind_j);
+        const char *api = json_string_value(api_j);
+        for (int k = 0; k < SE_KIND_COUNT; k++) {
+                if (strcmp(kind_name, se_kind_name(k)) != 0)
+                        continue;
+                if (strcmp(api, se_kind_api_version(k)) != 0)
+                        return dctx_fail(&d, "apiVersion", "%s is served as \"%s\", not \"%s\"",
+                                         kind_name, se_kind_api_version(k), api);
+                return se_decode_object_as(json, k, default_ns, ret, err);
+        }
+        return 1;
+}

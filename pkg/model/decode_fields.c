@@ -1,0 +1,356 @@
+/* Typed field getters with path tracking (see decode_internal.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/parse.h>
+
+#include "decode_internal.h"
+
+size_t dctx_push_key(struct dctx *d, const char *key)
+{
+        size_t old = d->plen;
+        int n = snprintf(d->path + d->plen, sizeof(d->path) - d->plen, "%s%s", d->plen ? "." : "",
+                         key);
+        if (n > 0)
+                d->plen += (size_t)n < sizeof(d->path) - d->plen ? (size_t)n :
+                                                                   sizeof(d->path) - d->plen - 1;
+        return old;
+}
+
+size_t dctx_push_index(struct dctx *d, size_t i)
+{
+        size_t old = d->plen;
+        int n = snprintf(d->path + d->plen, sizeof(d->path) - d->plen, "[%zu]", i);
+        if (n > 0)
+                d->plen += (size_t)n < sizeof(d->path) - d->plen ? (size_t)n :
+                                                                   sizeof(d->path) - d->plen - 1;
+        return old;
+}
+
+void dctx_pop(struct dctx *d, size_t old)
+{
+        d->plen = old;
+        d->path[old] = '\0';
+}
+
+int dctx_fail(struct dctx *d, const char *key, const char *fmt, ...)
+{
+        if (d->err) {
+                /* a path longer than the buffer is cut: it is only for people */
+                struct dctx tmp = *d;
+                if (key && *key)
+                        dctx_push_key(&tmp, key);
+                memcpy(d->err->path, tmp.path, tmp.plen + 1);
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(d->err->message, sizeof(d->err->message), fmt, ap);
+                va_end(ap);
+        }
+        return -EINVAL;
+}
+
+const char *json_type_name(const json_t *j)
+{
+        if (!j)
+                return "nothing";
+        switch (json_typeof(j)) {
+        case JSON_OBJECT:
+                return "an object";
+        case JSON_ARRAY:
+                return "a list";
+        case JSON_STRING:
+                return "a string";
+        case JSON_INTEGER:
+                return "an integer";
+        case JSON_REAL:
+                return "a number";
+        case JSON_TRUE:
+        case JSON_FALSE:
+                return "a boolean";
+        default:
+                return "null";
+        }
+}
+
+void *dctx_array(struct dctx *d, size_t n, size_t size)
+{
+        if (n == 0)
+                return NULL;
+        return se_arena_array(d->arena, n, size);
+}
+
+const char *dctx_strdup(struct dctx *d, const char *s)
+{
+        return se_arena_strdup(d->arena, s);
+}
+
+/* The value at key, NULL when absent or null. */
+static const json_t *field(const json_t *obj, const char *key)
+{
+        const json_t *v = json_object_get(obj, key);
+        return v && !json_is_null(v) ? v : NULL;
+}
+
+int get_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
+{
+        const json_t *v = field(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_string(v))
+                return dctx_fail(d, key, "expected a string, got %s", json_type_name(v));
+        if (json_string_length(v) > SE_MAX_STRING_LEN)
+                return dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
+        if (strlen(json_string_value(v)) != json_string_length(v))
+                return dctx_fail(d, key, "string contains a NUL byte");
+        *ret = se_arena_strndup(d->arena, json_string_value(v), json_string_length(v));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int get_int64(struct dctx *d, const json_t *obj, const char *key, int64_t *ret)
+{
+        const json_t *v = field(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_integer(v))
+                return dctx_fail(d, key, "expected an integer, got %s", json_type_name(v));
+        *ret = json_integer_value(v);
+        return 0;
+}
+
+int get_int32(struct dctx *d, const json_t *obj, const char *key, int32_t *ret, bool *present)
+{
+        const json_t *v = field(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_integer(v))
+                return dctx_fail(d, key, "expected an integer, got %s", json_type_name(v));
+        json_int_t n = json_integer_value(v);
+        if (n < INT32_MIN || n > INT32_MAX)
+                return dctx_fail(d, key, "%lld does not fit in 32 bits", (long long)n);
+        *ret = (int32_t)n;
+        if (present)
+                *present = true;
+        return 0;
+}
+
+int get_bool(struct dctx *d, const json_t *obj, const char *key, enum se_opt_bool *ret)
+{
+        const json_t *v = field(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_boolean(v))
+                return dctx_fail(d, key, "expected a boolean, got %s", json_type_name(v));
+        *ret = json_is_true(v) ? SE_TRUE : SE_FALSE;
+        return 0;
+}
+
+int get_object(struct dctx *d, const json_t *obj, const char *key, const json_t **ret)
+{
+        const json_t *v = field(obj, key);
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_object(v))
+                return dctx_fail(d, key, "expected an object, got %s", json_type_name(v));
+        if (json_object_size(v) > SE_MAX_ARRAY_ITEMS)
+                return dctx_fail(d, key, "more than %u entries", SE_MAX_ARRAY_ITEMS);
+        *ret = v;
+        return 0;
+}
+
+int get_array(struct dctx *d, const json_t *obj, const char *key, const json_t **ret)
+{
+        const json_t *v = field(obj, key);
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_array(v))
+                return dctx_fail(d, key, "expected a list, got %s", json_type_name(v));
+        if (json_array_size(v) > SE_MAX_ARRAY_ITEMS)
+                return dctx_fail(d, key, "more than %u items", SE_MAX_ARRAY_ITEMS);
+        *ret = v;
+        return 0;
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+        return strcmp(((const struct se_kv *)a)->key, ((const struct se_kv *)b)->key);
+}
+
+void kvlist_sort(struct se_kvlist *l)
+{
+        if (l->n > 1)
+                qsort(l->items, l->n, sizeof(*l->items), cmp_kv);
+}
+
+int get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
+{
+        const json_t *m;
+        int r = get_object(d, obj, key, &m);
+        if (r < 0 || !m)
+                return r;
+        size_t n = json_object_size(m);
+        struct se_kv *items = dctx_array(d, n, sizeof(*items));
+        if (n && !items)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, key);
+        size_t i = 0;
+        const char *k;
+        const json_t *v;
+        json_object_foreach(SE_UNCONST(json_t, m), k, v) {
+                if (json_is_null(v))
+                        continue; /* Go decodes a null map value as "" — keep it out */
+                const char *val = NULL;
+                r = get_string(d, m, k, &val);
+                if (r < 0)
+                        return r;
+                items[i].key = dctx_strdup(d, k);
+                items[i].value = val;
+                if (!items[i].key)
+                        return -ENOMEM;
+                i++;
+        }
+        dctx_pop(d, old);
+        ret->items = items;
+        ret->n = (uint32_t)i;
+        kvlist_sort(ret);
+        return 0;
+}
+
+int get_strarray(struct dctx *d, const json_t *obj, const char *key, struct se_strs *ret)
+{
+        const json_t *a;
+        int r = get_array(d, obj, key, &a);
+        if (r < 0 || !a)
+                return r;
+        size_t n = json_array_size(a);
+        const char **v = dctx_array(d, n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, key);
+        for (size_t i = 0; i < n; i++) {
+                const json_t *e = json_array_get(a, i);
+                if (!json_is_string(e)) {
+                        size_t o2 = dctx_push_index(d, i);
+                        r = dctx_fail(d, NULL, "expected a string, got %s", json_type_name(e));
+                        dctx_pop(d, o2);
+                        return r;
+                }
+                v[i] = se_arena_strndup(d->arena, json_string_value(e), json_string_length(e));
+                if (!v[i])
+                        return -ENOMEM;
+        }
+        dctx_pop(d, old);
+        ret->v = v;
+        ret->n = (uint32_t)n;
+        return 0;
+}
+
+int get_int_or_string(struct dctx *d, const json_t *obj, const char *key,
+                      struct se_int_or_string *ret)
+{
+        const json_t *v = field(obj, key);
+        if (!v)
+                return 0;
+        if (json_is_integer(v)) {
+                json_int_t n = json_integer_value(v);
+                if (n < INT32_MIN || n > INT32_MAX)
+                        return dctx_fail(d, key, "%lld does not fit in 32 bits", (long long)n);
+                ret->is_string = false;
+                ret->num = (int32_t)n;
+                return 0;
+        }
+        if (json_is_string(v)) {
+                ret->is_string = true;
+                ret->str = dctx_strdup(d, json_string_value(v));
+                return ret->str ? 0 : -ENOMEM;
+        }
+        return dctx_fail(d, key, "expected an integer or a string, got %s", json_type_name(v));
+}
+
+int get_protocol(struct dctx *d, const json_t *obj, const char *key, enum se_protocol *ret,
+                 bool *present)
+{
+        const char *s = NULL;
+        int r = get_string(d, obj, key, &s);
+        if (r < 0 || !s)
+                return r;
+        if (strcmp(s, "TCP") == 0)
+                *ret = SE_PROTO_TCP;
+        else if (strcmp(s, "UDP") == 0)
+                *ret = SE_PROTO_UDP;
+        else if (strcmp(s, "SCTP") == 0)
+                *ret = SE_PROTO_SCTP;
+        else
+                return dctx_fail(
+                        d, key,
+                        "unsupported value \"%s\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+                        s);
+        if (present)
+                *present = true;
+        return 0;
+}
+
+int check_port(struct dctx *d, const char *key, int32_t port, bool allow_zero)
+{
+        if ((port == 0 && allow_zero) || (port >= 1 && port <= 65535))
+                return 0;
+        return dctx_fail(d, key, "invalid port %d: must be between 1 and 65535, inclusive", port);
+}
+
+int check_ip(struct dctx *d, const char *key, const char *ip)
+{
+        struct se_ip parsed;
+        if (se_parse_ip(ip, &parsed) == 0)
+                return 0;
+        return dctx_fail(d, key, "\"%s\" is not a valid IP address", ip);
+}
+
+int check_dns_label(struct dctx *d, const char *key, const char *s)
+{
+        size_t n = strlen(s);
+        bool ok = n >= 1 && n <= 63 && s[0] != '-' && s[n - 1] != '-';
+        for (size_t i = 0; ok && i < n; i++)
+                ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-';
+        if (ok)
+                return 0;
+        return dctx_fail(d, key,
+                         "\"%s\" is not a valid DNS label: lower case letters, digits and '-', "
+                         "at most 63, starting and ending with a letter or digit",
+                         s);
+}
+
+int check_iana_svc_name(struct dctx *d, const char *key, const char *s)
+{
+        size_t n = strlen(s);
+        bool letter = false,
+             ok = n >= 1 && n <= 15 && s[0] != '-' && s[n - 1] != '-' && !strstr(s, "--");
+        for (size_t i = 0; ok && i < n; i++) {
+                bool lower = s[i] >= 'a' && s[i] <= 'z';
+                letter |= lower;
+                ok = lower || (s[i] >= '0' && s[i] <= '9') || s[i] == '-';
+        }
+        if (ok && letter)
+                return 0;
+        return dctx_fail(d, key,
+                         "\"%s\" is not a valid port name: at most 15 lower case letters, digits "
+                         "and '-', with at least one letter",
+                         s);
+}
+
+int check_one_of(struct dctx *d, const char *key, const char *s, const char *const *allowed)
+{
+        char list[200] = "";
+        size_t o = 0;
+        for (size_t i = 0; allowed[i]; i++) {
+                if (strcmp(s, allowed[i]) == 0)
+                        return 0;
+                int n = snprintf(list + o, sizeof(list) - o, "%s\"%s\"", i ? ", " : "", allowed[i]);
+                if (n > 0 && (size_t)n < sizeof(list) - o)
+                        o += (size_t)n;
+        }
+        return dctx_fail(d, key, "unsupported value \"%s\": supported values: %s", s, list);
+}

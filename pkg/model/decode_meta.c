@@ -1,0 +1,116 @@
+/* metadata: name, namespace, labels, annotations, owner references. */
+#include <errno.h>
+#include <string.h>
+
+#include "decode_internal.h"
+
+/* DNS-1123 subdomain: what most object names must be. */
+static int check_subdomain(struct dctx *d, const char *key, const char *s)
+{
+        size_t n = strlen(s);
+        bool ok = n >= 1 && n <= SE_MAX_NAME_LEN;
+        for (size_t i = 0; ok && i < n; i++) {
+                char c = s[i];
+                bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+                bool edge = i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+                ok = alnum || (!edge && (c == '-' || c == '.'));
+        }
+        if (ok)
+                return 0;
+        return dctx_fail(d, key,
+                         "\"%s\" is not a valid name: lower case letters, digits, '-' and '.', "
+                         "at most 253, starting and ending with a letter or digit",
+                         s);
+}
+
+/* Service names must be DNS-1035 labels: they start with a letter. */
+static int check_service_name(struct dctx *d, const char *key, const char *s)
+{
+        int r = check_dns_label(d, key, s);
+        if (r == 0 && !(s[0] >= 'a' && s[0] <= 'z'))
+                return dctx_fail(d, key,
+                                 "\"%s\" is not a valid Service name: it must start with a letter",
+                                 s);
+        return r;
+}
+
+static int decode_owner_refs(struct dctx *d, const json_t *meta, struct se_meta *m)
+{
+        const json_t *arr;
+        int r = get_array(d, meta, "ownerReferences", &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        m->owner_refs = dctx_array(d, n, sizeof(*m->owner_refs));
+        if (n && !m->owner_refs)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, "ownerReferences");
+        for (size_t i = 0; i < n; i++) {
+                const json_t *o = json_array_get(arr, i);
+                struct se_owner_ref *ref = &m->owner_refs[i];
+                size_t o2 = dctx_push_index(d, i);
+                if (!json_is_object(o))
+                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(o));
+                if ((r = get_string(d, o, "apiVersion", &ref->api_version)) < 0 ||
+                    (r = get_string(d, o, "kind", &ref->kind)) < 0 ||
+                    (r = get_string(d, o, "name", &ref->name)) < 0 ||
+                    (r = get_string(d, o, "uid", &ref->uid)) < 0 ||
+                    (r = get_bool(d, o, "controller", &ref->controller)) < 0 ||
+                    (r = get_bool(d, o, "blockOwnerDeletion", &ref->block_owner_deletion)) < 0)
+                        return r;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        m->n_owner_refs = (uint32_t)n;
+        return 0;
+}
+
+int decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, const char *default_ns,
+                struct se_meta *m)
+{
+        const json_t *meta;
+        int r = get_object(d, json, "metadata", &meta);
+        if (r < 0)
+                return r;
+        if (!meta)
+                return dctx_fail(d, "metadata.name", "Required value: name is required");
+        size_t old = dctx_push_key(d, "metadata");
+        if ((r = get_string(d, meta, "name", &m->name)) < 0 ||
+            (r = get_string(d, meta, "generateName", &m->generate_name)) < 0 ||
+            (r = get_string(d, meta, "namespace", &m->namespace)) < 0 ||
+            (r = get_string(d, meta, "uid", &m->uid)) < 0 ||
+            (r = get_string(d, meta, "resourceVersion", &m->resource_version)) < 0 ||
+            (r = get_string(d, meta, "creationTimestamp", &m->creation_timestamp)) < 0 ||
+            (r = get_string(d, meta, "deletionTimestamp", &m->deletion_timestamp)) < 0 ||
+            (r = get_int64(d, meta, "generation", &m->generation)) < 0 ||
+            (r = get_strmap(d, meta, "labels", &m->labels)) < 0 ||
+            (r = get_strmap(d, meta, "annotations", &m->annotations)) < 0 ||
+            (r = decode_owner_refs(d, meta, m)) < 0)
+                return r;
+        if (!m->name || !*m->name) {
+                /* generated objects (a Pod under admission) have only generateName */
+                if (!m->generate_name || !*m->generate_name)
+                        return dctx_fail(d, "name",
+                                         "Required value: name or generateName is required");
+                m->name = "";
+        } else if (kind == SE_KIND_SERVICE) {
+                if ((r = check_service_name(d, "name", m->name)) < 0)
+                        return r;
+        } else if (kind == SE_KIND_NAMESPACE) {
+                if ((r = check_dns_label(d, "name", m->name)) < 0)
+                        return r;
+        } else if ((r = check_subdomain(d, "name", m->name)) < 0) {
+                return r;
+        }
+        if (!se_kind_namespaced(kind)) {
+                m->namespace = "";
+        } else if (!m->namespace || !*m->namespace) {
+                m->namespace = dctx_strdup(d, default_ns ? default_ns : "default");
+                if (!m->namespace)
+                        return -ENOMEM;
+        } else if ((r = check_dns_label(d, "namespace", m->namespace)) < 0) {
+                return r;
+        }
+        dctx_pop(d, old);
+        return 0;
+}

@@ -1,0 +1,135 @@
+/* Node, Namespace, ConfigMap and Secret. */
+#include <errno.h>
+#include <string.h>
+
+#include <svcenv/hash.h>
+
+#include "decode_internal.h"
+
+int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
+{
+        const json_t *spec, *status, *arr;
+        enum se_opt_bool unsched = SE_UNSET;
+        int r;
+        if ((r = get_object(d, json, "spec", &spec)) < 0)
+                return r;
+        if (spec) {
+                size_t old = dctx_push_key(d, "spec");
+                if ((r = get_strarray(d, spec, "podCIDRs", &node->pod_cidrs)) < 0 ||
+                    (r = get_bool(d, spec, "unschedulable", &unsched)) < 0)
+                        return r;
+                if (!node->pod_cidrs.n) {
+                        const char *cidr = NULL;
+                        if ((r = get_string(d, spec, "podCIDR", &cidr)) < 0)
+                                return r;
+                        if (cidr && *cidr) {
+                                node->pod_cidrs.v = dctx_array(d, 2, sizeof(char *));
+                                if (!node->pod_cidrs.v)
+                                        return -ENOMEM;
+                                node->pod_cidrs.v[0] = cidr;
+                                node->pod_cidrs.n = 1;
+                        }
+                }
+                dctx_pop(d, old);
+        }
+        node->unschedulable = unsched == SE_TRUE;
+        if ((r = get_object(d, json, "status", &status)) < 0 || !status)
+                return r;
+        size_t old = dctx_push_key(d, "status");
+        if ((r = get_array(d, status, "addresses", &arr)) < 0)
+                return r;
+        if (arr) {
+                size_t n = json_array_size(arr);
+                node->addresses = dctx_array(d, n, sizeof(*node->addresses));
+                if (n && !node->addresses)
+                        return -ENOMEM;
+                size_t o2 = dctx_push_key(d, "addresses");
+                for (size_t i = 0; i < n; i++) {
+                        const json_t *e = json_array_get(arr, i);
+                        struct se_node_address *a = &node->addresses[i];
+                        size_t o3 = dctx_push_index(d, i);
+                        if (!json_is_object(e))
+                                return dctx_fail(d, NULL, "expected an object, got %s",
+                                                 json_type_name(e));
+                        if ((r = get_string(d, e, "type", &a->type)) < 0 ||
+                            (r = get_string(d, e, "address", &a->address)) < 0)
+                                return r;
+                        if (!a->type || !a->address)
+                                return dctx_fail(d, a->type ? "address" : "type", "Required value");
+                        if (strstr(a->type, "IP") && (r = check_ip(d, "address", a->address)) < 0)
+                                return r;
+                        dctx_pop(d, o3);
+                }
+                node->n_addresses = (uint32_t)n;
+                dctx_pop(d, o2);
+        }
+        if ((r = get_array(d, status, "conditions", &arr)) < 0)
+                return r;
+        for (size_t i = 0; arr && i < json_array_size(arr); i++) {
+                const json_t *e = json_array_get(arr, i);
+                const json_t *type = json_object_get(e, "type");
+                const json_t *st = json_object_get(e, "status");
+                if (json_is_string(type) && strcmp(json_string_value(type), "Ready") == 0 &&
+                    json_is_string(st))
+                        node->ready =
+                                strcmp(json_string_value(st), "True") == 0 ? SE_TRUE : SE_FALSE;
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
+int decode_namespace(struct dctx *d, const json_t *json, struct se_namespace *ns)
+{
+        const json_t *status;
+        int r = get_object(d, json, "status", &status);
+        if (r < 0 || !status)
+                return r;
+        size_t old = dctx_push_key(d, "status");
+        if ((r = get_string(d, status, "phase", &ns->phase)) < 0)
+                return r;
+        dctx_pop(d, old);
+        return 0;
+}
+
+int decode_configmap(struct dctx *d, const json_t *json, struct se_configmap *cm)
+{
+        return get_strmap(d, json, "data", &cm->data);
+}
+
+/* data is base64; stringData (write-only in the API) overrides it key by key,
+ * as the API server merges them. */
+int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec)
+{
+        struct se_kvlist data = { 0 }, sdata = { 0 };
+        int r;
+        if ((r = get_string(d, json, "type", &sec->type)) < 0 ||
+            (r = get_strmap(d, json, "data", &data)) < 0 ||
+            (r = get_strmap(d, json, "stringData", &sdata)) < 0)
+                return r;
+        size_t old = dctx_push_key(d, "data");
+        for (uint32_t i = 0; i < data.n; i++) {
+                size_t len = strlen(data.items[i].value);
+                char *out = se_arena_alloc(d->arena, len / 4 * 3 + 4);
+                size_t outlen;
+                if (!out)
+                        return -ENOMEM;
+                if (se_base64_decode(data.items[i].value, len, out, &outlen) < 0)
+                        return dctx_fail(d, data.items[i].key, "illegal base64 data");
+                data.items[i].value = out;
+        }
+        dctx_pop(d, old);
+        uint32_t n = data.n + sdata.n;
+        struct se_kv *items = dctx_array(d, n, sizeof(*items));
+        if (n && !items)
+                return -ENOMEM;
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < data.n; i++)
+                if (!se_kvlist_get(&sdata, data.items[i].key))
+                        items[k++] = data.items[i];
+        for (uint32_t i = 0; i < sdata.n; i++)
+                items[k++] = sdata.items[i];
+        sec->data.items = items;
+        sec->data.n = k;
+        kvlist_sort(&sec->data);
+        return 0;
+}

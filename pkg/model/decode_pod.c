@@ -1,0 +1,462 @@
+/* Pod: the spec and status fields envvars and endpoints read. */
+#include <errno.h>
+#include <string.h>
+
+#include "decode_internal.h"
+
+static const char *const phases[] = {
+        "Pending", "Running", "Succeeded", "Failed", "Unknown", NULL
+};
+static const char *const cond_status[] = { "True", "False", "Unknown", NULL };
+
+/* Environment variable names: since RelaxedEnvironmentVariableValidation (GA)
+ * any printable ASCII except '=' is allowed. */
+static int check_env_name(struct dctx *d, const char *key, const char *s)
+{
+        if (!*s)
+                return dctx_fail(d, key, "Required value");
+        for (const char *p = s; *p; p++)
+                if (*p < 32 || *p > 126 || *p == '=')
+                        return dctx_fail(
+                                d, key,
+                                "Invalid value: \"%s\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+                                s);
+        return 0;
+}
+
+static int decode_key_ref(struct dctx *d, const json_t *vf, const char *key, struct se_env_var *e,
+                          enum se_env_source source)
+{
+        const json_t *ref;
+        int r = get_object(d, vf, key, &ref);
+        if (r < 0 || !ref)
+                return r;
+        size_t old = dctx_push_key(d, key);
+        e->source = source;
+        if ((r = get_string(d, ref, "name", &e->ref)) < 0 ||
+            (r = get_string(d, ref, "key", &e->key)) < 0 ||
+            (r = get_bool(d, ref, "optional", &e->optional)) < 0)
+                return r;
+        if (!e->key || !*e->key)
+                return dctx_fail(d, "key", "Required value");
+        if (!e->ref)
+                e->ref = "";
+        dctx_pop(d, old);
+        return 1;
+}
+
+static int decode_value_from(struct dctx *d, const json_t *ej, struct se_env_var *e)
+{
+        const json_t *vf, *ref;
+        int r = get_object(d, ej, "valueFrom", &vf);
+        if (r < 0 || !vf)
+                return r;
+        size_t old = dctx_push_key(d, "valueFrom");
+        int found = 0;
+        if ((r = get_object(d, vf, "fieldRef", &ref)) < 0)
+                return r;
+        if (ref) {
+                size_t o2 = dctx_push_key(d, "fieldRef");
+                e->source = SE_ENV_FIELD_REF;
+                if ((r = get_string(d, ref, "fieldPath", &e->ref)) < 0)
+                        return r;
+                if (!e->ref || !*e->ref)
+                        return dctx_fail(d, "fieldPath", "Required value");
+                dctx_pop(d, o2);
+                found++;
+        }
+        if ((r = get_object(d, vf, "resourceFieldRef", &ref)) < 0)
+                return r;
+        if (ref) {
+                size_t o2 = dctx_push_key(d, "resourceFieldRef");
+                const json_t *div = json_object_get(ref, "divisor");
+                e->source = SE_ENV_RESOURCE_REF;
+                if ((r = get_string(d, ref, "resource", &e->ref)) < 0 ||
+                    (r = get_string(d, ref, "containerName", &e->container)) < 0)
+                        return r;
+                /* a quantity may be written as a number in YAML */
+                if (json_is_integer(div)) {
+                        char buf[32];
+                        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(div));
+                        e->divisor = dctx_strdup(d, buf);
+                } else if ((r = get_string(d, ref, "divisor", &e->divisor)) < 0) {
+                        return r;
+                }
+                if (!e->ref || !*e->ref)
+                        return dctx_fail(d, "resource", "Required value");
+                dctx_pop(d, o2);
+                found++;
+        }
+        if ((r = decode_key_ref(d, vf, "configMapKeyRef", e, SE_ENV_CONFIGMAP_KEY)) < 0)
+                return r;
+        found += r;
+        if ((r = decode_key_ref(d, vf, "secretKeyRef", e, SE_ENV_SECRET_KEY)) < 0)
+                return r;
+        found += r;
+        if (found != 1)
+                return dctx_fail(
+                        d, NULL,
+                        found ? "Invalid value: may not have more than one field specified at a time" :
+                                "Invalid value: must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+        dctx_pop(d, old);
+        return 0;
+}
+
+static int decode_env(struct dctx *d, const json_t *cj, struct se_container *c)
+{
+        const json_t *arr;
+        int r = get_array(d, cj, "env", &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        c->env = dctx_array(d, n, sizeof(*c->env));
+        if (n && !c->env)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, "env");
+        for (size_t i = 0; i < n; i++) {
+                const json_t *ej = json_array_get(arr, i);
+                struct se_env_var *e = &c->env[i];
+                size_t o2 = dctx_push_index(d, i);
+                if (!json_is_object(ej))
+                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(ej));
+                if ((r = get_string(d, ej, "name", &e->name)) < 0 ||
+                    (r = get_string(d, ej, "value", &e->value)) < 0)
+                        return r;
+                if ((r = check_env_name(d, "name", e->name ? e->name : "")) < 0)
+                        return r;
+                if ((r = decode_value_from(d, ej, e)) < 0)
+                        return r;
+                if (e->source != SE_ENV_VALUE && e->value && *e->value)
+                        return dctx_fail(
+                                d, "valueFrom",
+                                "Invalid value: may not be specified when `value` is not empty");
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        c->n_env = (uint32_t)n;
+        return 0;
+}
+
+static int decode_env_from(struct dctx *d, const json_t *cj, struct se_container *c)
+{
+        const json_t *arr;
+        int r = get_array(d, cj, "envFrom", &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        c->env_from = dctx_array(d, n, sizeof(*c->env_from));
+        if (n && !c->env_from)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, "envFrom");
+        for (size_t i = 0; i < n; i++) {
+                const json_t *ej = json_array_get(arr, i), *cm, *sec;
+                struct se_env_from *f = &c->env_from[i];
+                size_t o2 = dctx_push_index(d, i);
+                if (!json_is_object(ej))
+                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(ej));
+                if ((r = get_string(d, ej, "prefix", &f->prefix)) < 0 ||
+                    (r = get_object(d, ej, "configMapRef", &cm)) < 0 ||
+                    (r = get_object(d, ej, "secretRef", &sec)) < 0)
+                        return r;
+                if (f->prefix && *f->prefix && (r = check_env_name(d, "prefix", f->prefix)) < 0)
+                        return r;
+                if (!cm == !sec)
+                        return dctx_fail(
+                                d, NULL,
+                                cm ? "Invalid value: may not have more than one field specified at a time" :
+                                     "Invalid value: must specify one of: `configMapRef` or `secretRef`");
+                f->secret = sec != NULL;
+                const json_t *ref = cm ? cm : sec;
+                size_t o3 = dctx_push_key(d, cm ? "configMapRef" : "secretRef");
+                if ((r = get_string(d, ref, "name", &f->name)) < 0 ||
+                    (r = get_bool(d, ref, "optional", &f->optional)) < 0)
+                        return r;
+                if (!f->name)
+                        f->name = "";
+                dctx_pop(d, o3);
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        c->n_env_from = (uint32_t)n;
+        return 0;
+}
+
+static int decode_container_ports(struct dctx *d, const json_t *cj, struct se_container *c)
+{
+        const json_t *arr;
+        int r = get_array(d, cj, "ports", &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        c->ports = dctx_array(d, n, sizeof(*c->ports));
+        if (n && !c->ports)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, "ports");
+        for (size_t i = 0; i < n; i++) {
+                const json_t *pj = json_array_get(arr, i);
+                struct se_container_port *p = &c->ports[i];
+                size_t o2 = dctx_push_index(d, i);
+                if (!json_is_object(pj))
+                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(pj));
+                if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
+                    (r = get_int32(d, pj, "containerPort", &p->container_port, NULL)) < 0 ||
+                    (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0 ||
+                    (r = get_int32(d, pj, "hostPort", &p->host_port, NULL)) < 0 ||
+                    (r = get_string(d, pj, "hostIP", &p->host_ip)) < 0)
+                        return r;
+                if (p->container_port == 0)
+                        return dctx_fail(d, "containerPort", "Required value");
+                if ((r = check_port(d, "containerPort", p->container_port, false)) < 0 ||
+                    (r = check_port(d, "hostPort", p->host_port, true)) < 0)
+                        return r;
+                if (p->name && *p->name && (r = check_iana_svc_name(d, "name", p->name)) < 0)
+                        return r;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        c->n_ports = (uint32_t)n;
+        return 0;
+}
+
+static int decode_resources(struct dctx *d, const json_t *cj, struct se_container *c)
+{
+        const json_t *res;
+        int r = get_object(d, cj, "resources", &res);
+        if (r < 0 || !res)
+                return r;
+        size_t old = dctx_push_key(d, "resources");
+        /* quantities may be plain numbers in YAML: keep their text */
+        const char *keys[] = { "limits", "requests" };
+        struct se_kvlist *out[] = { &c->limits, &c->requests };
+        for (int k = 0; k < 2; k++) {
+                const json_t *m;
+                if ((r = get_object(d, res, keys[k], &m)) < 0)
+                        return r;
+                if (!m)
+                        continue;
+                size_t n = json_object_size(m), i = 0;
+                out[k]->items = dctx_array(d, n, sizeof(struct se_kv));
+                if (n && !out[k]->items)
+                        return -ENOMEM;
+                const char *rk;
+                const json_t *v;
+                json_object_foreach(SE_UNCONST(json_t, m), rk, v) {
+                        char buf[64];
+                        const char *text;
+                        if (json_is_string(v)) {
+                                text = json_string_value(v);
+                        } else if (json_is_integer(v)) {
+                                snprintf(buf, sizeof(buf), "%lld",
+                                         (long long)json_integer_value(v));
+                                text = buf;
+                        } else if (json_is_real(v)) {
+                                snprintf(buf, sizeof(buf), "%g", json_real_value(v));
+                                text = buf;
+                        } else {
+                                dctx_push_key(d, keys[k]);
+                                return dctx_fail(d, rk, "expected a quantity, got %s",
+                                                 json_type_name(v));
+                        }
+                        out[k]->items[i].key = dctx_strdup(d, rk);
+                        out[k]->items[i].value = dctx_strdup(d, text);
+                        if (!out[k]->items[i].key || !out[k]->items[i].value)
+                                return -ENOMEM;
+                        i++;
+                }
+                out[k]->n = (uint32_t)i;
+                kvlist_sort(out[k]);
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
+static int decode_container(struct dctx *d, const json_t *cj, struct se_container *c)
+{
+        int r;
+        if (!json_is_object(cj))
+                return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(cj));
+        if ((r = get_string(d, cj, "name", &c->name)) < 0 ||
+            (r = get_string(d, cj, "image", &c->image)) < 0 ||
+            (r = get_string(d, cj, "restartPolicy", &c->restart_policy)) < 0 ||
+            (r = decode_container_ports(d, cj, c)) < 0 || (r = decode_env(d, cj, c)) < 0 ||
+            (r = decode_env_from(d, cj, c)) < 0 || (r = decode_resources(d, cj, c)) < 0)
+                return r;
+        if (!c->name || !*c->name)
+                return dctx_fail(d, "name", "Required value");
+        return check_dns_label(d, "name", c->name);
+}
+
+static int decode_containers(struct dctx *d, const json_t *spec, const char *key,
+                             struct se_container **ret, uint32_t *ret_n)
+{
+        const json_t *arr;
+        int r = get_array(d, spec, key, &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        struct se_container *cs = dctx_array(d, n, sizeof(*cs));
+        if (n && !cs)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, key);
+        for (size_t i = 0; i < n; i++) {
+                size_t o2 = dctx_push_index(d, i);
+                if ((r = decode_container(d, json_array_get(arr, i), &cs[i])) < 0)
+                        return r;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        *ret = cs;
+        *ret_n = (uint32_t)n;
+        return 0;
+}
+
+/* Container names are unique across containers and init containers. */
+static int check_unique_names(struct dctx *d, const struct se_pod *pod)
+{
+        uint32_t total = pod->n_containers + pod->n_init_containers;
+        for (uint32_t i = 0; i < total; i++) {
+                const struct se_container *a = i < pod->n_init_containers ?
+                                                       &pod->init_containers[i] :
+                                                       &pod->containers[i - pod->n_init_containers];
+                for (uint32_t j = 0; j < i; j++) {
+                        const struct se_container *b =
+                                j < pod->n_init_containers ?
+                                        &pod->init_containers[j] :
+                                        &pod->containers[j - pod->n_init_containers];
+                        if (strcmp(a->name, b->name) == 0) {
+                                bool init = i < pod->n_init_containers;
+                                dctx_push_key(d, init ? "initContainers" : "containers");
+                                dctx_push_index(d, init ? i : i - pod->n_init_containers);
+                                return dctx_fail(d, "name", "Duplicate value: \"%s\"", a->name);
+                        }
+                }
+        }
+        return 0;
+}
+
+static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
+{
+        const json_t *status, *arr;
+        int r;
+        if ((r = get_object(d, json, "status", &status)) < 0 || !status)
+                return r;
+        size_t old = dctx_push_key(d, "status");
+        if ((r = get_string(d, status, "phase", &pod->phase)) < 0 ||
+            (r = get_string(d, status, "podIP", &pod->pod_ip)) < 0 ||
+            (r = get_string(d, status, "hostIP", &pod->host_ip)) < 0)
+                return r;
+        if (pod->phase && *pod->phase && (r = check_one_of(d, "phase", pod->phase, phases)) < 0)
+                return r;
+        if (pod->pod_ip && *pod->pod_ip && (r = check_ip(d, "podIP", pod->pod_ip)) < 0)
+                return r;
+        if (pod->host_ip && *pod->host_ip && (r = check_ip(d, "hostIP", pod->host_ip)) < 0)
+                return r;
+        /* podIPs and hostIPs are lists of {ip: ...} */
+        const char *lists[] = { "podIPs", "hostIPs" };
+        struct se_strs *outs[] = { &pod->pod_ips, &pod->host_ips };
+        for (int k = 0; k < 2; k++) {
+                if ((r = get_array(d, status, lists[k], &arr)) < 0)
+                        return r;
+                if (!arr)
+                        continue;
+                size_t n = json_array_size(arr);
+                outs[k]->v = dctx_array(d, n + 1, sizeof(char *));
+                if (!outs[k]->v)
+                        return -ENOMEM;
+                size_t o2 = dctx_push_key(d, lists[k]);
+                for (size_t i = 0; i < n; i++) {
+                        const json_t *e = json_array_get(arr, i);
+                        size_t o3 = dctx_push_index(d, i);
+                        if (!json_is_object(e))
+                                return dctx_fail(d, NULL, "expected an object, got %s",
+                                                 json_type_name(e));
+                        const char *ip = NULL;
+                        if ((r = get_string(d, e, "ip", &ip)) < 0)
+                                return r;
+                        if ((r = check_ip(d, "ip", ip ? ip : "")) < 0)
+                                return r;
+                        outs[k]->v[i] = ip;
+                        dctx_pop(d, o3);
+                }
+                outs[k]->n = (uint32_t)n;
+                dctx_pop(d, o2);
+        }
+        /* the API server keeps podIP == podIPs[0]; fill whichever is missing */
+        if ((!pod->pod_ip || !*pod->pod_ip) && pod->pod_ips.n)
+                pod->pod_ip = pod->pod_ips.v[0];
+        if (pod->pod_ip && *pod->pod_ip && !pod->pod_ips.n) {
+                pod->pod_ips.v = dctx_array(d, 2, sizeof(char *));
+                if (!pod->pod_ips.v)
+                        return -ENOMEM;
+                pod->pod_ips.v[0] = pod->pod_ip;
+                pod->pod_ips.n = 1;
+        }
+        if ((!pod->host_ip || !*pod->host_ip) && pod->host_ips.n)
+                pod->host_ip = pod->host_ips.v[0];
+        if ((r = get_array(d, status, "conditions", &arr)) < 0)
+                return r;
+        if (arr) {
+                size_t n = json_array_size(arr);
+                pod->conditions = dctx_array(d, n, sizeof(*pod->conditions));
+                if (n && !pod->conditions)
+                        return -ENOMEM;
+                size_t o2 = dctx_push_key(d, "conditions");
+                for (size_t i = 0; i < n; i++) {
+                        const json_t *e = json_array_get(arr, i);
+                        struct se_pod_condition *c = &pod->conditions[i];
+                        size_t o3 = dctx_push_index(d, i);
+                        if (!json_is_object(e))
+                                return dctx_fail(d, NULL, "expected an object, got %s",
+                                                 json_type_name(e));
+                        if ((r = get_string(d, e, "type", &c->type)) < 0 ||
+                            (r = get_string(d, e, "status", &c->status)) < 0)
+                                return r;
+                        if (!c->type || !*c->type)
+                                return dctx_fail(d, "type", "Required value");
+                        if ((r = check_one_of(d, "status", c->status ? c->status : "",
+                                              cond_status)) < 0)
+                                return r;
+                        dctx_pop(d, o3);
+                }
+                pod->n_conditions = (uint32_t)n;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
+int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod)
+{
+        const json_t *spec;
+        enum se_opt_bool host_network = SE_UNSET;
+        int r;
+        if ((r = get_object(d, json, "spec", &spec)) < 0)
+                return r;
+        if (!spec)
+                return dctx_fail(d, "spec", "Required value");
+        size_t old = dctx_push_key(d, "spec");
+        if ((r = get_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
+            (r = get_string(d, spec, "hostname", &pod->hostname)) < 0 ||
+            (r = get_string(d, spec, "subdomain", &pod->subdomain)) < 0 ||
+            (r = get_string(d, spec, "serviceAccountName", &pod->service_account_name)) < 0 ||
+            (r = get_bool(d, spec, "hostNetwork", &host_network)) < 0 ||
+            (r = get_bool(d, spec, "enableServiceLinks", &pod->enable_service_links)) < 0 ||
+            (r = decode_containers(d, spec, "containers", &pod->containers, &pod->n_containers)) <
+                    0 ||
+            (r = decode_containers(d, spec, "initContainers", &pod->init_containers,
+                                   &pod->n_init_containers)) < 0)
+                return r;
+        pod->host_network = host_network == SE_TRUE;
+        if (pod->n_containers == 0)
+                return dctx_fail(d, "containers", "Required value");
+        if (pod->hostname && *pod->hostname &&
+            (r = check_dns_label(d, "hostname", pod->hostname)) < 0)
+                return r;
+        if (pod->subdomain && *pod->subdomain &&
+            (r = check_dns_label(d, "subdomain", pod->subdomain)) < 0)
+                return r;
+        if ((r = check_unique_names(d, pod)) < 0)
+                return r;
+        dctx_pop(d, old);
+        return decode_status(d, json, pod);
+}

@@ -1,0 +1,301 @@
+/* Service: spec and status.loadBalancer, validated as the API server would. */
+#include <errno.h>
+#include <string.h>
+
+#include <svcenv/parse.h>
+
+#include "decode_internal.h"
+
+static const char *const service_types[] = { "ClusterIP", "NodePort", "LoadBalancer",
+                                             "ExternalName", NULL };
+static const char *const policies[] = { "Cluster", "Local", NULL };
+static const char *const affinities[] = { "ClientIP", "None", NULL };
+static const char *const families[] = { "IPv4", "IPv6", NULL };
+static const char *const family_policies[] = { "SingleStack", "PreferDualStack", "RequireDualStack",
+                                               NULL };
+
+static int decode_port(struct dctx *d, const json_t *pj, struct se_service_port *p)
+{
+        int r;
+        if (!json_is_object(pj))
+                return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(pj));
+        if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
+            (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0 ||
+            (r = get_int32(d, pj, "port", &p->port, NULL)) < 0 ||
+            (r = get_int_or_string(d, pj, "targetPort", &p->target_port)) < 0 ||
+            (r = get_int32(d, pj, "nodePort", &p->node_port, NULL)) < 0 ||
+            (r = get_string(d, pj, "appProtocol", &p->app_protocol)) < 0)
+                return r;
+        if (p->port == 0)
+                return dctx_fail(d, "port", "Required value");
+        if ((r = check_port(d, "port", p->port, false)) < 0 ||
+            (r = check_port(d, "nodePort", p->node_port, true)) < 0)
+                return r;
+        if (p->name && *p->name && (r = check_dns_label(d, "name", p->name)) < 0)
+                return r;
+        if (p->target_port.is_string) {
+                if ((r = check_iana_svc_name(d, "targetPort", p->target_port.str)) < 0)
+                        return r;
+        } else if (p->target_port.num != 0 &&
+                   (r = check_port(d, "targetPort", p->target_port.num, false)) < 0) {
+                return r;
+        }
+        return 0;
+}
+
+static int decode_ports(struct dctx *d, const json_t *spec, struct se_service *svc)
+{
+        const json_t *arr;
+        int r = get_array(d, spec, "ports", &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        svc->ports = dctx_array(d, n, sizeof(*svc->ports));
+        if (n && !svc->ports)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, "ports");
+        for (size_t i = 0; i < n; i++) {
+                size_t o2 = dctx_push_index(d, i);
+                if ((r = decode_port(d, json_array_get(arr, i), &svc->ports[i])) < 0)
+                        return r;
+                const char *name = svc->ports[i].name ? svc->ports[i].name : "";
+                if (n > 1 && !*name)
+                        return dctx_fail(
+                                d, "name",
+                                "Required value: every port of a multi-port Service needs a name");
+                for (size_t j = 0; j < i; j++) {
+                        const char *other = svc->ports[j].name ? svc->ports[j].name : "";
+                        if (*name && strcmp(name, other) == 0)
+                                return dctx_fail(d, "name", "Duplicate value: \"%s\"", name);
+                        if (svc->ports[j].port == svc->ports[i].port &&
+                            svc->ports[j].protocol == svc->ports[i].protocol)
+                                return dctx_fail(d, NULL, "Duplicate value: port %d/%s",
+                                                 svc->ports[i].port,
+                                                 se_protocol_name(svc->ports[i].protocol));
+                }
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        svc->n_ports = (uint32_t)n;
+        return 0;
+}
+
+static int check_ip_list(struct dctx *d, const char *key, const struct se_strs *l, bool allow_none)
+{
+        size_t old = dctx_push_key(d, key);
+        for (uint32_t i = 0; i < l->n; i++) {
+                if (allow_none && strcmp(l->v[i], "None") == 0)
+                        continue;
+                size_t o2 = dctx_push_index(d, i);
+                int r = check_ip(d, NULL, l->v[i]);
+                if (r < 0)
+                        return r;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
+static int decode_affinity(struct dctx *d, const json_t *spec, struct se_service *svc)
+{
+        const char *aff = NULL;
+        int r = get_string(d, spec, "sessionAffinity", &aff);
+        if (r < 0)
+                return r;
+        if (aff && *aff && (r = check_one_of(d, "sessionAffinity", aff, affinities)) < 0)
+                return r;
+        svc->client_ip_affinity = aff && strcmp(aff, "ClientIP") == 0;
+        if (!svc->client_ip_affinity)
+                return 0;
+        svc->affinity_timeout = 10800; /* the API server's default */
+        const json_t *cfg, *client;
+        if ((r = get_object(d, spec, "sessionAffinityConfig", &cfg)) < 0 || !cfg)
+                return r;
+        size_t old = dctx_push_key(d, "sessionAffinityConfig");
+        if ((r = get_object(d, cfg, "clientIP", &client)) < 0)
+                return r;
+        if (client) {
+                size_t o2 = dctx_push_key(d, "clientIP");
+                bool present = false;
+                int32_t t = 0;
+                if ((r = get_int32(d, client, "timeoutSeconds", &t, &present)) < 0)
+                        return r;
+                if (present && (t < 1 || t > 86400))
+                        return dctx_fail(
+                                d, "timeoutSeconds",
+                                "Invalid value: %d: must be greater than 0 and less than 86400", t);
+                if (present)
+                        svc->affinity_timeout = t;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
+static int decode_policy(struct dctx *d, const json_t *spec, const char *key,
+                         enum se_traffic_policy *ret)
+{
+        const char *s = NULL;
+        int r = get_string(d, spec, key, &s);
+        if (r < 0 || !s || !*s)
+                return r;
+        if ((r = check_one_of(d, key, s, policies)) < 0)
+                return r;
+        *ret = strcmp(s, "Local") == 0 ? SE_POLICY_LOCAL : SE_POLICY_CLUSTER;
+        return 0;
+}
+
+static int decode_lb_status(struct dctx *d, const json_t *json, struct se_service *svc)
+{
+        const json_t *status, *lb, *arr;
+        int r;
+        if ((r = get_object(d, json, "status", &status)) < 0 || !status)
+                return r;
+        size_t old = dctx_push_key(d, "status");
+        if ((r = get_object(d, status, "loadBalancer", &lb)) < 0 || !lb)
+                goto out;
+        dctx_push_key(d, "loadBalancer");
+        if ((r = get_array(d, lb, "ingress", &arr)) < 0 || !arr)
+                goto out;
+        dctx_push_key(d, "ingress");
+        size_t n = json_array_size(arr);
+        svc->lb_ingress = dctx_array(d, n, sizeof(*svc->lb_ingress));
+        if (n && !svc->lb_ingress)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const json_t *e = json_array_get(arr, i);
+                struct se_lb_ingress *ing = &svc->lb_ingress[i];
+                const char *mode = NULL;
+                size_t o2 = dctx_push_index(d, i);
+                if (!json_is_object(e))
+                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
+                if ((r = get_string(d, e, "ip", &ing->ip)) < 0 ||
+                    (r = get_string(d, e, "hostname", &ing->hostname)) < 0 ||
+                    (r = get_string(d, e, "ipMode", &mode)) < 0)
+                        return r;
+                if (ing->ip && *ing->ip && (r = check_ip(d, "ip", ing->ip)) < 0)
+                        return r;
+                if (mode) {
+                        static const char *const modes[] = { "VIP", "Proxy", NULL };
+                        if ((r = check_one_of(d, "ipMode", mode, modes)) < 0)
+                                return r;
+                        ing->ip_mode = strcmp(mode, "VIP") == 0 ? SE_IPMODE_VIP : SE_IPMODE_PROXY;
+                }
+                dctx_pop(d, o2);
+        }
+        svc->n_lb_ingress = (uint32_t)n;
+out:
+        if (r == 0)
+                dctx_pop(d, old);
+        return r;
+}
+
+static int check_source_ranges(struct dctx *d, const struct se_strs *l)
+{
+        size_t old = dctx_push_key(d, "loadBalancerSourceRanges");
+        for (uint32_t i = 0; i < l->n; i++) {
+                struct se_cidr c;
+                /* the API server trims spaces around each range */
+                char buf[64];
+                const char *s = l->v[i];
+                while (*s == ' ')
+                        s++;
+                size_t len = strlen(s);
+                while (len && s[len - 1] == ' ')
+                        len--;
+                if (len >= sizeof(buf) ||
+                    (memcpy(buf, s, len), buf[len] = '\0', se_parse_cidr(buf, &c) < 0)) {
+                        size_t o2 = dctx_push_index(d, i);
+                        int r = dctx_fail(d, NULL, "\"%s\" is not a valid CIDR", l->v[i]);
+                        dctx_pop(d, o2);
+                        return r;
+                }
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
+int decode_service(struct dctx *d, const json_t *json, struct se_service *svc)
+{
+        const json_t *spec;
+        const char *type = NULL;
+        int r;
+        if ((r = get_object(d, json, "spec", &spec)) < 0)
+                return r;
+        if (spec) {
+                size_t old = dctx_push_key(d, "spec");
+                if ((r = get_string(d, spec, "type", &type)) < 0 ||
+                    (r = get_string(d, spec, "clusterIP", &svc->cluster_ip)) < 0 ||
+                    (r = get_strarray(d, spec, "clusterIPs", &svc->cluster_ips)) < 0 ||
+                    (r = get_strarray(d, spec, "ipFamilies", &svc->ip_families)) < 0 ||
+                    (r = get_string(d, spec, "ipFamilyPolicy", &svc->ip_family_policy)) < 0 ||
+                    (r = decode_ports(d, spec, svc)) < 0 ||
+                    (r = get_strmap(d, spec, "selector", &svc->selector)) < 0 ||
+                    (r = decode_affinity(d, spec, svc)) < 0 ||
+                    (r = get_strarray(d, spec, "externalIPs", &svc->external_ips)) < 0 ||
+                    (r = get_string(d, spec, "loadBalancerIP", &svc->load_balancer_ip)) < 0 ||
+                    (r = get_strarray(d, spec, "loadBalancerSourceRanges",
+                                      &svc->lb_source_ranges)) < 0 ||
+                    (r = get_string(d, spec, "loadBalancerClass", &svc->load_balancer_class)) < 0 ||
+                    (r = decode_policy(d, spec, "externalTrafficPolicy", &svc->external_policy)) <
+                            0 ||
+                    (r = decode_policy(d, spec, "internalTrafficPolicy", &svc->internal_policy)) <
+                            0 ||
+                    (r = get_int32(d, spec, "healthCheckNodePort", &svc->health_check_node_port,
+                                   NULL)) < 0 ||
+                    (r = get_bool(d, spec, "publishNotReadyAddresses", &(enum se_opt_bool){ 0 })) <
+                            0 ||
+                    (r = get_bool(d, spec, "allocateLoadBalancerNodePorts",
+                                  &svc->allocate_lb_node_ports)) < 0 ||
+                    (r = get_string(d, spec, "externalName", &svc->external_name)) < 0 ||
+                    (r = get_string(d, spec, "trafficDistribution", &svc->traffic_distribution)) <
+                            0)
+                        return r;
+                svc->publish_not_ready_addresses =
+                        json_is_true(json_object_get(spec, "publishNotReadyAddresses"));
+                if (type && *type) {
+                        if ((r = check_one_of(d, "type", type, service_types)) < 0)
+                                return r;
+                        for (int t = 0; service_types[t]; t++)
+                                if (strcmp(type, service_types[t]) == 0)
+                                        svc->type = (enum se_service_type)t;
+                }
+                if (svc->cluster_ip && *svc->cluster_ip && strcmp(svc->cluster_ip, "None") != 0 &&
+                    (r = check_ip(d, "clusterIP", svc->cluster_ip)) < 0)
+                        return r;
+                if ((r = check_ip_list(d, "clusterIPs", &svc->cluster_ips, true)) < 0 ||
+                    (r = check_ip_list(d, "externalIPs", &svc->external_ips, false)) < 0 ||
+                    (r = check_source_ranges(d, &svc->lb_source_ranges)) < 0)
+                        return r;
+                if (svc->cluster_ip && *svc->cluster_ip && svc->cluster_ips.n &&
+                    strcmp(svc->cluster_ip, svc->cluster_ips.v[0]) != 0)
+                        return dctx_fail(d, "clusterIPs[0]",
+                                         "Invalid value: \"%s\": must be equal to clusterIP \"%s\"",
+                                         svc->cluster_ips.v[0], svc->cluster_ip);
+                /* clusterIPs alone implies clusterIP, as the API server defaults it */
+                if ((!svc->cluster_ip || !*svc->cluster_ip) && svc->cluster_ips.n)
+                        svc->cluster_ip = svc->cluster_ips.v[0];
+                size_t o2 = dctx_push_key(d, "ipFamilies");
+                for (uint32_t i = 0; i < svc->ip_families.n; i++) {
+                        size_t o3 = dctx_push_index(d, i);
+                        if ((r = check_one_of(d, NULL, svc->ip_families.v[i], families)) < 0)
+                                return r;
+                        dctx_pop(d, o3);
+                }
+                dctx_pop(d, o2);
+                if (svc->ip_family_policy &&
+                    (r = check_one_of(d, "ipFamilyPolicy", svc->ip_family_policy,
+                                      family_policies)) < 0)
+                        return r;
+                if ((r = check_port(d, "healthCheckNodePort", svc->health_check_node_port, true)) <
+                    0)
+                        return r;
+                if (svc->type == SE_SVC_EXTERNAL_NAME &&
+                    (!svc->external_name || !*svc->external_name))
+                        return dctx_fail(
+                                d, "externalName",
+                                "Required value: an ExternalName Service needs spec.externalName");
+                dctx_pop(d, old);
+        }
+        return decode_lb_status(d, json, svc);
+}

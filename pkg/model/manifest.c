@@ -1,0 +1,409 @@
+/* Manifest files, folders and stdin into the store, all or nothing. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <svcenv/alloc.h>
+#include <svcenv/decode.h>
+#include <svcenv/manifest.h>
+#include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
+
+#include "yaml_internal.h"
+
+#define MAX_FOLDER_DEPTH 8
+
+struct loader {
+        struct se_store *staged; /* objects of this call until all succeeded */
+        const struct se_store *target;
+        const char *default_ns;
+        struct se_manifest_stats stats;
+        struct se_diag *diag;
+};
+
+/* Where one document's text came from, to find error lines on demand. */
+struct source {
+        const char *name;
+        const char *data;
+        size_t len;
+        bool json;
+};
+
+/* The line of `path` inside object `item` (-1: the document itself) of
+ * document `doc`, found by parsing the source again with full line tracking.
+ * Only runs on the error path. */
+static unsigned find_line(const struct source *src, size_t doc, long item, const char *path)
+{
+        struct linemap *lm = linemap_new();
+        struct yaml_docs docs = { 0 };
+        unsigned line = 0;
+        if (lm && yaml_parse(src->data, src->len, lm, 0, &docs, NULL) == 0 && doc < docs.n) {
+                const json_t *obj = docs.docs[doc];
+                if (item >= 0)
+                        obj = json_array_get(json_object_get(obj, "items"), (size_t)item);
+                const json_t *node = obj ? json_find_path(obj, path) : NULL;
+                line = linemap_get(lm, node);
+                if (!line)
+                        line = linemap_get(lm, obj);
+        }
+        yaml_docs_release(&docs);
+        linemap_free(lm);
+        return line;
+}
+
+static void describe(char *buf, size_t size, const json_t *json, const char *list_kind,
+                     const char *default_ns)
+{
+        const char *kind = json_string_value(json_object_get(json, "kind"));
+        if (!kind)
+                kind = list_kind;
+        int k = kind ? se_kind_from_name(kind) : -1;
+        const json_t *meta = json_object_get(json, "metadata");
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        if ((!ns || !*ns) && k >= 0 && se_kind_namespaced((enum se_kind)k))
+                ns = default_ns ? default_ns : "default";
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        if (!name)
+                name = json_string_value(json_object_get(meta, "generateName"));
+        snprintf(buf, size, "%s %s%s%s: ", kind ? kind : "object", ns ? ns : "", ns ? "/" : "",
+                 name ? name : "(unnamed)");
+}
+
+/* Decodes one object and stages it. */
+static int load_object(struct loader *l, const struct source *src, const json_t *json, size_t doc,
+                       long item, unsigned line, const char *list_kind)
+{
+        struct se_decode_error err;
+        struct se_object *obj = NULL;
+        int r;
+        if (list_kind && json_is_object(json) && !json_object_get(json, "kind")) {
+                int k = se_kind_from_name(list_kind);
+                r = k < 0 ? 1 :
+                            se_decode_object_as(json, (enum se_kind)k, l->default_ns, &obj, &err);
+        } else {
+                r = se_decode_object(json, l->default_ns, &obj, &err);
+        }
+        if (r == 1) {
+                l->stats.skipped++;
+                return 0;
+        }
+        if (r == -EINVAL) {
+                char what[600];
+                describe(what, sizeof(what), json, list_kind, l->default_ns);
+                unsigned at = find_line(src, doc, item, err.path);
+                se_diag_set(l->diag, src->name, at ? at : line, 0, "%s%s%s%s", what, err.path,
+                            err.path[0] ? ": " : "", err.message);
+                return r;
+        }
+        if (r < 0)
+                return r;
+        obj->source = se_arena_strdup(&obj->arena, src->name);
+        obj->source_line = line;
+        const char *ns = obj->meta.namespace, *name = obj->meta.name;
+        enum se_kind kind = obj->kind;
+        if (se_store_get(l->target, kind, ns, name) || se_store_get(l->staged, kind, ns, name)) {
+                const struct se_object *prev = se_store_get(l->staged, kind, ns, name);
+                if (!line)
+                        line = find_line(src, doc, item, "");
+                se_diag_set(l->diag, src->name, line, 0, "%s %s%s%s is defined twice%s",
+                            se_kind_name(kind), ns, *ns ? "/" : "", name,
+                            prev && prev->source_line ? " (see the earlier definition)" : "");
+                se_object_unref(obj);
+                return -EEXIST;
+        }
+        r = se_store_add(l->staged, obj);
+        if (r == 0)
+                l->stats.objects++;
+        return r;
+}
+
+/* A document: one object, or a List (`kind: List` or `kind: FooList`). */
+static int load_document(struct loader *l, const struct source *src, const json_t *doc,
+                         size_t doc_index, unsigned line, const struct linemap *lines)
+{
+        if (!json_is_object(doc)) {
+                se_diag_set(l->diag, src->name, line, 0, "expected an object, got %s",
+                            json_is_array(doc) ? "a list" : "a scalar");
+                return -EINVAL;
+        }
+        const char *kind = json_string_value(json_object_get(doc, "kind"));
+        const json_t *items = json_object_get(doc, "items");
+        size_t kl = kind ? strlen(kind) : 0;
+        if (kind && kl >= 4 && strcmp(kind + kl - 4, "List") == 0 &&
+            (json_is_array(items) || json_is_null(items) || !items)) {
+                /* FooList from the API: its items carry no kind */
+                char item_kind[64] = "";
+                if (kl > 4 && kl - 4 < sizeof(item_kind)) {
+                        memcpy(item_kind, kind, kl - 4);
+                        item_kind[kl - 4] = '\0';
+                }
+                size_t i;
+                json_t *it;
+                json_array_foreach(items, i, it) {
+                        unsigned item_line = linemap_get(lines, it);
+                        int r = load_object(l, src, it, doc_index, (long)i,
+                                            item_line ? item_line : line,
+                                            item_kind[0] ? item_kind : NULL);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        return load_object(l, src, doc, doc_index, -1, line, NULL);
+}
+
+static int load_json(struct loader *l, const struct source *src)
+{
+        size_t off = 0, doc = 0;
+        for (;;) {
+                while (off < src->len && strchr(" \t\r\n", src->data[off]))
+                        off++;
+                if (off >= src->len)
+                        return 0;
+                json_error_t jerr;
+                json_t *j = json_loadb(src->data + off, src->len - off,
+                                       JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                                       &jerr);
+                if (!j) {
+                        /* the line is relative to where this value started */
+                        unsigned before = 1;
+                        for (size_t i = 0; i < off; i++)
+                                before += src->data[i] == '\n';
+                        se_diag_set(l->diag, src->name, before + (unsigned)jerr.line - 1,
+                                    (unsigned)jerr.column, "invalid JSON: %s", jerr.text);
+                        return -EINVAL;
+                }
+                unsigned line = 1;
+                for (size_t i = 0; i < off; i++)
+                        line += src->data[i] == '\n';
+                int r = load_document(l, src, j, doc++, line, NULL);
+                off += jerr.position;
+                json_decref(j);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int load_yaml(struct loader *l, const struct source *src)
+{
+        struct yaml_docs docs = { 0 };
+        struct linemap *lines = linemap_new();
+        if (!lines)
+                return -ENOMEM;
+        int r = yaml_parse(src->data, src->len, lines, 3, &docs, l->diag);
+        if (r == -EINVAL)
+                snprintf(l->diag->file, sizeof(l->diag->file), "%s", src->name);
+        for (size_t i = 0; r == 0 && i < docs.n; i++) {
+                unsigned line = linemap_get(lines, docs.docs[i]);
+                r = load_document(l, src, docs.docs[i], i, line ? line : docs.lines[i], lines);
+        }
+        yaml_docs_release(&docs);
+        linemap_free(lines);
+        return r;
+}
+
+static int load_source(struct loader *l, const struct source *src)
+{
+        l->stats.bytes += src->len;
+        if (src->len > SE_MANIFEST_MAX_FILE) {
+                se_diag_set(l->diag, src->name, 0, 0, "larger than %zu MiB",
+                            SE_MANIFEST_MAX_FILE >> 20);
+                return -EINVAL;
+        }
+        /* A UTF-8 BOM is allowed by both formats' readers in Kubernetes. */
+        struct source s = *src;
+        if (s.len >= 3 && memcmp(s.data, "\xef\xbb\xbf", 3) == 0) {
+                s.data += 3;
+                s.len -= 3;
+        }
+        size_t i = 0;
+        while (i < s.len && strchr(" \t\r\n", s.data[i]))
+                i++;
+        s.json = i < s.len && (s.data[i] == '{' || s.data[i] == '[');
+        return s.json ? load_json(l, &s) : load_yaml(l, &s);
+}
+
+/* Reads all of fd, at most SE_MANIFEST_MAX_FILE + 1 bytes. */
+static int read_all(int fd, struct se_strbuf *out)
+{
+        for (;;) {
+                int r = se_strbuf_grow(out, 65536);
+                if (r < 0)
+                        return r;
+                ssize_t n = read(fd, out->buf + out->len, 65536);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return 0;
+                out->len += (size_t)n;
+                out->buf[out->len] = '\0';
+        }
+}
+
+static int load_file(struct loader *l, const char *path, int fd)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, SE_MANIFEST_MAX_FILE + 65536 + 1);
+        int r = read_all(fd, &sb);
+        if (r == -E2BIG || (r == 0 && sb.len > SE_MANIFEST_MAX_FILE)) {
+                se_diag_set(l->diag, path, 0, 0, "larger than %zu MiB", SE_MANIFEST_MAX_FILE >> 20);
+                r = -EINVAL;
+        } else if (r < 0 && r != -ENOMEM) {
+                se_diag_set(l->diag, path, 0, 0, "cannot read: %s", strerror(-r));
+                r = -EIO;
+        } else if (r == 0) {
+                struct source src = { .name = path, .data = sb.buf, .len = sb.len };
+                r = load_source(l, &src);
+        }
+        se_strbuf_release(&sb);
+        return r;
+}
+
+static bool manifest_name(const char *name)
+{
+        size_t n = strlen(name);
+        return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) ||
+               (n > 4 && strcmp(name + n - 4, ".yml") == 0) ||
+               (n > 5 && strcmp(name + n - 5, ".json") == 0);
+}
+
+static int load_path(struct loader *l, const char *path, int depth);
+
+static int load_folder(struct loader *l, const char *path, int depth)
+{
+        DIR *dir = opendir(path);
+        if (!dir) {
+                se_diag_set(l->diag, path, 0, 0, "cannot open folder: %s", strerror(errno));
+                return -EIO;
+        }
+        struct se_strv names = SE_STRV_INIT;
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                if (names.n >= SE_MANIFEST_MAX_FILES) {
+                        se_diag_set(l->diag, path, 0, 0, "more than %d entries",
+                                    SE_MANIFEST_MAX_FILES);
+                        r = -EINVAL;
+                        break;
+                }
+                if ((r = se_strv_push(&names, de->d_name)) < 0)
+                        break;
+        }
+        closedir(dir);
+        se_strv_sort(&names);
+        for (size_t i = 0; r == 0 && i < names.n; i++) {
+                char *child = NULL;
+                if (asprintf(&child, "%s/%s", path, names.v[i]) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                struct stat st;
+                if (stat(child, &st) == 0 && S_ISDIR(st.st_mode)) {
+                        if (depth >= MAX_FOLDER_DEPTH) {
+                                se_diag_set(l->diag, child, 0, 0, "folders nested deeper than %d",
+                                            MAX_FOLDER_DEPTH);
+                                r = -EINVAL;
+                        } else {
+                                r = load_path(l, child, depth + 1);
+                        }
+                } else if (manifest_name(names.v[i])) {
+                        r = load_path(l, child, depth + 1);
+                }
+                free(child);
+        }
+        se_strv_release(&names);
+        return r;
+}
+
+static int load_path(struct loader *l, const char *path, int depth)
+{
+        if (strcmp(path, "-") == 0)
+                return load_file(l, "<stdin>", 0);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                int e = errno;
+                se_diag_set(l->diag, path, 0, 0, "cannot open: %s", strerror(e));
+                return e == ENOENT ? -ENOENT : -EIO;
+        }
+        struct stat st;
+        int r;
+        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+                close(fd);
+                return load_folder(l, path, depth);
+        }
+        r = load_file(l, path, fd);
+        close(fd);
+        return r;
+}
+
+/* Moves every staged object into the target store. */
+static int commit(struct se_store *target, const struct se_store *staged)
+{
+        for (int k = 0; k < SE_KIND_COUNT; k++) {
+                const struct se_object **objs;
+                long n = se_store_list(staged, (enum se_kind)k, NULL, &objs);
+                if (n < 0)
+                        return (int)n;
+                for (long i = 0; i < n; i++) {
+                        int r = se_store_put(target,
+                                             se_object_ref(SE_UNCONST(struct se_object, objs[i])));
+                        if (r < 0) {
+                                free(objs);
+                                return r;
+                        }
+                }
+                free(objs);
+        }
+        return 0;
+}
+
+static int run(struct se_store *store, const char *const *paths, size_t n_paths,
+               const struct source *buffer, const char *default_ns, struct se_manifest_stats *stats,
+               struct se_diag *diag)
+{
+        struct se_diag local = { 0 };
+        struct loader l = { .target = store,
+                            .default_ns = default_ns,
+                            .diag = diag ? diag : &local };
+        memset(l.diag, 0, sizeof(*l.diag));
+        l.staged = se_store_new();
+        if (!l.staged)
+                return -ENOMEM;
+        int r = 0;
+        if (buffer)
+                r = load_source(&l, buffer);
+        for (size_t i = 0; r == 0 && i < n_paths; i++)
+                r = load_path(&l, paths[i], 0);
+        if (r == 0)
+                r = commit(store, l.staged);
+        if (r == -ENOMEM)
+                se_diag_set(l.diag, NULL, 0, 0, "out of memory");
+        se_store_free(l.staged);
+        if (r == 0 && stats)
+                *stats = l.stats;
+        return r;
+}
+
+int se_manifest_load(struct se_store *store, const char *const *paths, size_t n_paths,
+                     const char *default_ns, struct se_manifest_stats *stats, struct se_diag *diag)
+{
+        return run(store, paths, n_paths, NULL, default_ns, stats, diag);
+}
+
+int se_manifest_load_buffer(struct se_store *store, const char *name, const char *data, size_t len,
+                            const char *default_ns, struct se_manifest_stats *stats,
+                            struct se_diag *diag)
+{
+        struct source src = { .name = name, .data = data, .len = len };
+        return run(store, NULL, 0, &src, default_ns, stats, diag);
+}

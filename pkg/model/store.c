@@ -1,0 +1,310 @@
+/* The object store: kind -> namespace -> name, with change callbacks. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/alloc.h>
+#include <svcenv/hashmap.h>
+#include <svcenv/store.h>
+
+struct ns_bucket {
+        char *ns;
+        struct se_hashmap by_name; /* name -> struct se_object* (one reference) */
+};
+
+struct subscriber {
+        se_store_fn fn;
+        void *data;
+};
+
+struct kind_table {
+        struct se_hashmap by_ns; /* namespace -> struct ns_bucket* */
+        size_t count;
+        struct subscriber *subs;
+        size_t n_subs;
+};
+
+struct se_store {
+        struct kind_table kinds[SE_KIND_COUNT];
+        /* behind a pointer so that const readers can lock */
+        pthread_rwlock_t *lock;
+};
+
+struct se_store *se_store_new(void)
+{
+        struct se_store *s = se_calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->lock = se_malloc(sizeof(*s->lock));
+        if (!s->lock || pthread_rwlock_init(s->lock, NULL) != 0) {
+                free(s->lock);
+                free(s);
+                return NULL;
+        }
+        return s;
+}
+
+static void bucket_free(struct ns_bucket *b)
+{
+        const char *k;
+        void *v;
+        for (size_t i = 0; se_hashmap_next(&b->by_name, &i, &k, &v);)
+                se_object_unref(v);
+        se_hashmap_release(&b->by_name);
+        free(b->ns);
+        free(b);
+}
+
+struct se_store *se_store_free(struct se_store *s)
+{
+        if (!s)
+                return NULL;
+        for (int k = 0; k < SE_KIND_COUNT; k++) {
+                const char *key;
+                void *v;
+                for (size_t i = 0; se_hashmap_next(&s->kinds[k].by_ns, &i, &key, &v);)
+                        bucket_free(v);
+                se_hashmap_release(&s->kinds[k].by_ns);
+                free(s->kinds[k].subs);
+        }
+        pthread_rwlock_destroy(s->lock);
+        free(s->lock);
+        free(s);
+        return NULL;
+}
+
+void se_store_rdlock(const struct se_store *s)
+{
+        pthread_rwlock_rdlock(s->lock);
+}
+
+void se_store_unlock(const struct se_store *s)
+{
+        pthread_rwlock_unlock(s->lock);
+}
+
+static void notify(struct kind_table *t, enum se_store_event ev, const struct se_object *old,
+                   const struct se_object *new_obj)
+{
+        for (size_t i = 0; i < t->n_subs; i++)
+                t->subs[i].fn(t->subs[i].data, ev, old, new_obj);
+}
+
+static struct ns_bucket *bucket_get(struct kind_table *t, const char *ns, bool create)
+{
+        struct ns_bucket *b = se_hashmap_get(&t->by_ns, ns);
+        if (b || !create)
+                return b;
+        b = se_calloc(1, sizeof(*b));
+        if (!b)
+                return NULL;
+        b->ns = se_strdup(ns);
+        if (!b->ns || se_hashmap_put(&t->by_ns, b->ns, b, NULL) < 0) {
+                free(b->ns);
+                free(b);
+                return NULL;
+        }
+        return b;
+}
+
+/* Inserts under the write lock; replace=false refuses an existing key. */
+static int insert(struct se_store *s, struct se_object *obj, bool replace)
+{
+        struct kind_table *t = &s->kinds[obj->kind];
+        const char *ns = obj->meta.namespace ? obj->meta.namespace : "";
+        const char *name = obj->meta.name ? obj->meta.name : "";
+        struct ns_bucket *b = bucket_get(t, ns, true);
+        if (!b)
+                return -ENOMEM;
+        struct se_object *old = se_hashmap_get(&b->by_name, name);
+        if (old && !replace)
+                return -EEXIST;
+        void *replaced = NULL;
+        if (se_hashmap_put(&b->by_name, name, obj, &replaced) < 0)
+                return -ENOMEM;
+        if (old) {
+                notify(t, SE_STORE_UPDATE, old, obj);
+                se_object_unref(old);
+        } else {
+                t->count++;
+                notify(t, SE_STORE_ADD, NULL, obj);
+        }
+        return 0;
+}
+
+int se_store_put(struct se_store *s, struct se_object *obj)
+{
+        pthread_rwlock_wrlock(s->lock);
+        int r = insert(s, obj, true);
+        pthread_rwlock_unlock(s->lock);
+        if (r < 0)
+                se_object_unref(obj);
+        return r;
+}
+
+int se_store_add(struct se_store *s, struct se_object *obj)
+{
+        pthread_rwlock_wrlock(s->lock);
+        int r = insert(s, obj, false);
+        pthread_rwlock_unlock(s->lock);
+        if (r < 0)
+                se_object_unref(obj);
+        return r;
+}
+
+int se_store_delete(struct se_store *s, enum se_kind kind, const char *ns, const char *name)
+{
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return -EINVAL;
+        pthread_rwlock_wrlock(s->lock);
+        struct kind_table *t = &s->kinds[kind];
+        struct ns_bucket *b = bucket_get(t, ns ? ns : "", false);
+        struct se_object *old = b ? se_hashmap_remove(&b->by_name, name) : NULL;
+        if (old) {
+                t->count--;
+                notify(t, SE_STORE_DELETE, old, NULL);
+                if (b->by_name.n == 0) {
+                        se_hashmap_remove(&t->by_ns, b->ns);
+                        bucket_free(b);
+                }
+        }
+        pthread_rwlock_unlock(s->lock);
+        se_object_unref(old);
+        return old ? 0 : -ENOENT;
+}
+
+const struct se_object *se_store_get(const struct se_store *s, enum se_kind kind, const char *ns,
+                                     const char *name)
+{
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return NULL;
+        const struct ns_bucket *b = se_hashmap_get(&s->kinds[kind].by_ns, ns ? ns : "");
+        return b ? se_hashmap_get(&b->by_name, name) : NULL;
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+        const struct se_object *x = *(const struct se_object *const *)a;
+        const struct se_object *y = *(const struct se_object *const *)b;
+        int c = strcmp(x->meta.namespace, y->meta.namespace);
+        return c ? c : strcmp(x->meta.name, y->meta.name);
+}
+
+/* Appends the bucket's objects that match (selector may be NULL). */
+static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
+                    const struct se_object **out, size_t *n)
+{
+        const char *k;
+        void *v;
+        for (size_t i = 0; se_hashmap_next(&b->by_name, &i, &k, &v);) {
+                const struct se_object *o = v;
+                if (!selector || se_selector_matches(selector, &o->meta.labels))
+                        out[(*n)++] = o;
+        }
+}
+
+static long list_matching(const struct se_store *s, enum se_kind kind, const char *ns,
+                          const struct se_kvlist *selector, const struct se_object ***ret)
+{
+        *ret = NULL;
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return -EINVAL;
+        const struct kind_table *t = &s->kinds[kind];
+        size_t cap = ns ? se_store_count(s, kind, ns) : t->count;
+        if (cap == 0)
+                return 0;
+        const struct se_object **out = se_calloc(cap, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        size_t n = 0;
+        if (ns) {
+                const struct ns_bucket *b = se_hashmap_get(&t->by_ns, ns);
+                if (b)
+                        collect(b, selector, out, &n);
+        } else {
+                const char *k;
+                void *v;
+                for (size_t i = 0; se_hashmap_next(&t->by_ns, &i, &k, &v);)
+                        collect(v, selector, out, &n);
+        }
+        if (n == 0) {
+                free(out);
+                return 0;
+        }
+        qsort(out, n, sizeof(*out), cmp_obj);
+        *ret = out;
+        return (long)n;
+}
+
+long se_store_list(const struct se_store *s, enum se_kind kind, const char *ns,
+                   const struct se_object ***ret)
+{
+        return list_matching(s, kind, ns, NULL, ret);
+}
+
+long se_store_select(const struct se_store *s, enum se_kind kind, const char *ns,
+                     const struct se_kvlist *selector, const struct se_object ***ret)
+{
+        return list_matching(s, kind, ns, selector, ret);
+}
+
+size_t se_store_count(const struct se_store *s, enum se_kind kind, const char *ns)
+{
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return 0;
+        if (!ns)
+                return s->kinds[kind].count;
+        const struct ns_bucket *b = se_hashmap_get(&s->kinds[kind].by_ns, ns);
+        return b ? b->by_name.n : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+long se_store_namespaces(const struct se_store *s, enum se_kind kind, const char ***ret)
+{
+        *ret = NULL;
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return -EINVAL;
+        const struct se_hashmap *m = &s->kinds[kind].by_ns;
+        if (m->n == 0)
+                return 0;
+        const char **out = se_calloc(m->n, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        size_t n = 0;
+        const char *k;
+        for (size_t i = 0; se_hashmap_next(m, &i, &k, NULL);)
+                out[n++] = k;
+        qsort(out, n, sizeof(*out), cmp_str);
+        *ret = out;
+        return (long)n;
+}
+
+int se_store_subscribe(struct se_store *s, enum se_kind kind, se_store_fn fn, void *data)
+{
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return -EINVAL;
+        pthread_rwlock_wrlock(s->lock);
+        struct kind_table *t = &s->kinds[kind];
+        struct subscriber *subs = se_reallocarray(t->subs, t->n_subs + 1, sizeof(*subs));
+        if (subs) {
+                subs[t->n_subs++] = (struct subscriber){ fn, data };
+                t->subs = subs;
+        }
+        pthread_rwlock_unlock(s->lock);
+        return subs ? 0 : -ENOMEM;
+}
+
+bool se_selector_matches(const struct se_kvlist *selector, const struct se_kvlist *labels)
+{
+        for (uint32_t i = 0; i < selector->n; i++) {
+                const char *v = se_kvlist_get(labels, selector->items[i].key);
+                if (!v || strcmp(v, selector->items[i].value) != 0)
+                        return false;
+        }
+        return true;
+}

@@ -1,0 +1,24 @@
+# svcenv get and the CLI contract: listing, kinds, exit codes, one-line errors.
+. "$(dirname "$0")/lib.sh"
+demo=manifests/examples/demo-cluster.yaml
+g=test/golden/cli
+golden "get lists the demo cluster" $g/get-demo.txt "$SVCENV/svcenv" get -f $demo
+golden "get services in shop" $g/get-shop-services.txt "$SVCENV/svcenv" get -f $demo svc -n shop
+golden "get -o yaml of the master Endpoints" $g/get-endpoints-yaml.txt "$SVCENV/svcenv" get -f $demo endpoints -o yaml
+# the same cluster from stdin, as JSON round-tripped through -o json
+if "$SVCENV/svcenv" get -f $demo -o json | "$SVCENV/svcenv" get -f - >/tmp/svcenv-rt.txt 2>&1 &&
+        diff -q /tmp/svcenv-rt.txt $g/get-demo.txt >/dev/null; then
+        ok "get -o json reads back through stdin to the same objects"
+else
+        not_ok "get -o json reads back through stdin to the same objects"
+fi
+fails_with "no -f is a usage error" 2 "svcenv: no cluster given: use -f FILE|DIR|- (repeatable)" "$SVCENV/svcenv" get
+fails_with "unknown kind is a usage error" 2 "svcenv get: unknown kind \"widgets\" (see 'svcenv get --help')" "$SVCENV/svcenv" get -f $demo widgets
+fails_with "unknown command" 2 "svcenv: unknown command \"frobnicate\" (see 'svcenv --help')" "$SVCENV/svcenv" frobnicate
+fails_with "missing file is a system error" 4 "svcenv: /nonexistent.yaml: cannot open: No such file or directory" "$SVCENV/svcenv" get -f /nonexistent.yaml
+tmp=$(mktemp)
+printf 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports:\n  - port: "80"\n' >"$tmp"
+fails_with "invalid input names file, line and field" 3 "svcenv: $tmp:6: Service default/web: spec.ports[0].port: expected an integer, got a string" "$SVCENV/svcenv" get -f $demo -f "$tmp"
+rm -f "$tmp"
+if "$SVCENV/svcenv" --version | grep -q '^svcenv '; then ok "--version"; else not_ok "--version"; fi
+echo "1..$n"

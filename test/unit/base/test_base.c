@@ -1,0 +1,331 @@
+/* Unit tests for pkg/base: strbuf, strv, hashmap, parsers, hashes, time, arena. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <svcenv/alloc.h>
+#include <svcenv/arena.h>
+#include <svcenv/backoff.h>
+#include <svcenv/diag.h>
+#include <svcenv/hash.h>
+#include <svcenv/hashmap.h>
+#include <svcenv/parse.h>
+#include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
+#include <svcenv/timeutil.h>
+
+static void test_strbuf__append_and_detach(void **state)
+{
+        (void)state;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        assert_string_equal(sb.buf, "");
+        assert_int_equal(se_strbuf_puts(&sb, "abc"), 0);
+        assert_int_equal(se_strbuf_printf(&sb, "-%d-", 42), 0);
+        for (int i = 0; i < 1000; i++)
+                se_strbuf_putc(&sb, 'x');
+        assert_int_equal(sb.len, 7 + 1000);
+        assert_memory_equal(sb.buf, "abc-42-x", 8);
+        size_t len;
+        char *s = se_strbuf_detach(&sb, &len);
+        assert_non_null(s);
+        assert_int_equal(len, 1007);
+        assert_int_equal(strlen(s), 1007);
+        assert_string_equal(sb.buf, "");
+        free(s);
+}
+
+static void test_strbuf__cap_is_sticky(void **state)
+{
+        (void)state;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 8);
+        assert_int_equal(se_strbuf_puts(&sb, "12345678"), 0);
+        assert_int_equal(se_strbuf_puts(&sb, "9"), -E2BIG);
+        /* later appends fail too, and detach refuses a truncated result */
+        assert_int_equal(se_strbuf_puts(&sb, ""), -E2BIG);
+        assert_int_equal(se_strbuf_failed(&sb), -E2BIG);
+        assert_null(se_strbuf_detach(&sb, NULL));
+        se_strbuf_release(&sb);
+}
+
+static void test_strbuf__long_printf(void **state)
+{
+        (void)state;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        char big[1000];
+        memset(big, 'q', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        assert_int_equal(se_strbuf_printf(&sb, "<%s>", big), 0);
+        assert_int_equal(sb.len, 1001);
+        assert_int_equal(sb.buf[0], '<');
+        assert_int_equal(sb.buf[1000], '>');
+        se_strbuf_release(&sb);
+}
+
+static void test_strbuf__allocation_failure(void **state)
+{
+        (void)state;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_alloc_fail_at(1);
+        assert_int_equal(se_strbuf_puts(&sb, "abc"), -ENOMEM);
+        se_alloc_fail_at(0);
+        assert_int_equal(se_strbuf_puts(&sb, "abc"), -ENOMEM); /* sticky */
+        se_strbuf_reset(&sb);
+        assert_int_equal(se_strbuf_puts(&sb, "abc"), 0);
+        assert_string_equal(sb.buf, "abc");
+        se_strbuf_release(&sb);
+}
+
+static void test_strv__push_sort_split(void **state)
+{
+        (void)state;
+        struct se_strv sv = SE_STRV_INIT;
+        assert_int_equal(se_strv_push(&sv, "b"), 0);
+        assert_int_equal(se_strv_push(&sv, "a"), 0);
+        assert_int_equal(se_strv_push(&sv, "c"), 0);
+        se_strv_sort(&sv);
+        assert_string_equal(sv.v[0], "a");
+        assert_string_equal(sv.v[2], "c");
+        assert_null(sv.v[3]);
+        assert_true(se_strv_contains(&sv, "b"));
+        assert_false(se_strv_contains(&sv, "d"));
+        se_strv_release(&sv);
+        assert_int_equal(se_strv_split(&sv, "a,,b", ',', false), 0);
+        assert_int_equal(sv.n, 3);
+        assert_string_equal(sv.v[1], "");
+        se_strv_release(&sv);
+        assert_int_equal(se_strv_split(&sv, ",a,,b,", ',', true), 0);
+        assert_int_equal(sv.n, 2);
+        assert_string_equal(sv.v[1], "b");
+        se_strv_release(&sv);
+}
+
+static void test_hashmap__put_get_remove_many(void **state)
+{
+        (void)state;
+        struct se_hashmap m = SE_HASHMAP_INIT;
+        enum { N = 5000 };
+        char(*keys)[16] = calloc(N, 16);
+        assert_non_null(keys);
+        for (int i = 0; i < N; i++) {
+                snprintf(keys[i], 16, "k%d", i);
+                assert_int_equal(se_hashmap_put(&m, keys[i], &keys[i], NULL), 0);
+        }
+        assert_int_equal(m.n, N);
+        /* remove every third key; the rest must stay reachable (backward shift) */
+        for (int i = 0; i < N; i += 3)
+                assert_ptr_equal(se_hashmap_remove(&m, keys[i]), &keys[i]);
+        for (int i = 0; i < N; i++) {
+                void *v = se_hashmap_get(&m, keys[i]);
+                if (i % 3 == 0)
+                        assert_null(v);
+                else
+                        assert_ptr_equal(v, &keys[i]);
+        }
+        void *old = NULL;
+        assert_int_equal(se_hashmap_put(&m, keys[1], NULL, &old), 0);
+        assert_ptr_equal(old, &keys[1]);
+        size_t count = 0;
+        for (size_t it = 0; se_hashmap_next(&m, &it, NULL, NULL);)
+                count++;
+        assert_int_equal(count, m.n);
+        assert_null(se_hashmap_remove(&m, "absent"));
+        se_hashmap_release(&m);
+        free(keys);
+}
+
+static void test_parse__numbers(void **state)
+{
+        (void)state;
+        int v = 0;
+        int64_t w = 0;
+        assert_int_equal(se_parse_int("42", 0, 100, &v), 0);
+        assert_int_equal(v, 42);
+        assert_int_equal(se_parse_int("-5", -10, 10, &v), 0);
+        assert_int_equal(v, -5);
+        assert_int_equal(se_parse_int("101", 0, 100, &v), -ERANGE);
+        assert_int_equal(se_parse_int("", 0, 100, &v), -EINVAL);
+        assert_int_equal(se_parse_int(" 1", 0, 100, &v), -EINVAL);
+        assert_int_equal(se_parse_int("+1", 0, 100, &v), -EINVAL);
+        assert_int_equal(se_parse_int("1x", 0, 100, &v), -EINVAL);
+        assert_int_equal(se_parse_i64("99999999999999999999", INT64_MIN, INT64_MAX, &w), -ERANGE);
+        bool b = false;
+        assert_int_equal(se_parse_bool("TRUE", &b), 0);
+        assert_true(b);
+        assert_int_equal(se_parse_bool("off", &b), 0);
+        assert_false(b);
+        assert_int_equal(se_parse_bool("maybe", &b), -EINVAL);
+}
+
+static void test_parse__ips_and_cidrs(void **state)
+{
+        (void)state;
+        struct se_ip ip;
+        char buf[64];
+        assert_int_equal(se_parse_ip("10.0.0.1", &ip), 0);
+        assert_int_equal(ip.family, SE_IPV4);
+        assert_int_equal(se_parse_ip("fd00::1", &ip), 0);
+        assert_int_equal(ip.family, SE_IPV6);
+        se_ip_format(&ip, buf, sizeof(buf));
+        assert_string_equal(buf, "fd00::1");
+        /* Go treats an IPv4-mapped IPv6 address as IPv4 */
+        assert_int_equal(se_parse_ip("::ffff:10.1.2.3", &ip), 0);
+        assert_int_equal(ip.family, SE_IPV4);
+        se_ip_format(&ip, buf, sizeof(buf));
+        assert_string_equal(buf, "10.1.2.3");
+        assert_int_equal(se_parse_ip("010.0.0.1", &ip), -EINVAL);
+        assert_int_equal(se_parse_ip("10.0.0", &ip), -EINVAL);
+        assert_int_equal(se_parse_ip("fe80::1%eth0", &ip), -EINVAL);
+        assert_int_equal(se_parse_ip("", &ip), -EINVAL);
+        assert_int_equal(se_ip_family_of("None"), SE_IP_NONE);
+        struct se_cidr c;
+        assert_int_equal(se_parse_cidr("10.0.0.7/8", &c), 0);
+        assert_int_equal(c.prefix, 8);
+        se_ip_format(&c.ip, buf, sizeof(buf));
+        assert_string_equal(buf, "10.0.0.0");
+        assert_int_equal(se_parse_ip("10.200.1.1", &ip), 0);
+        assert_true(se_cidr_contains(&c, &ip));
+        assert_int_equal(se_parse_ip("11.0.0.1", &ip), 0);
+        assert_false(se_cidr_contains(&c, &ip));
+        assert_int_equal(se_parse_cidr("10.0.0.0/33", &c), -EINVAL);
+        assert_int_equal(se_parse_cidr("fd00::/64", &c), 0);
+        assert_int_equal(se_parse_ip("fd00::5", &ip), 0);
+        assert_true(se_cidr_contains(&c, &ip));
+        assert_int_equal(se_parse_cidr("10.0.0.0", &c), -EINVAL);
+}
+
+static void test_hash__sha256_base32_chain_name(void **state)
+{
+        (void)state;
+        /* kube-proxy names ns1/svc1:p80 tcp's chain KUBE-SVC-XPGD46QRK7WJZT7O */
+        const char *in = "ns1/svc1:p80tcp";
+        uint8_t digest[SE_SHA256_LEN];
+        char b32[64];
+        assert_int_equal(se_sha256(in, strlen(in), digest), 0);
+        assert_int_equal(se_base32_encode(digest, sizeof(digest), b32, sizeof(b32)), 56);
+        assert_memory_equal(b32, "XPGD46QRK7WJZT7O", 16);
+        assert_int_equal(se_base32_encode("foobar", 6, b32, sizeof(b32)), 16);
+        assert_string_equal(b32, "MZXW6YTBOI======");
+        se_base32_encode("f", 1, b32, sizeof(b32));
+        assert_string_equal(b32, "MY======");
+        /* a short buffer is cut but still terminated */
+        char small[5];
+        assert_int_equal(se_base32_encode("foobar", 6, small, sizeof(small)), 16);
+        assert_string_equal(small, "MZXW");
+}
+
+static void test_hash__base64(void **state)
+{
+        (void)state;
+        char out[64];
+        size_t n;
+        assert_int_equal(se_base64_decode("aGVsbG8=", 8, out, &n), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(out, "hello");
+        assert_int_equal(se_base64_decode("aGVsbG8", 7, out, &n), -EINVAL);
+        assert_int_equal(se_base64_decode("aGV$bG8=", 8, out, &n), -EINVAL);
+        assert_int_equal(se_base64_decode("aGVs\nbG8=", 9, out, &n), 0);
+        assert_int_equal(se_base64_decode("aG==aGVs", 8, out, &n), -EINVAL);
+        se_base64_encode("hello", 5, out);
+        assert_string_equal(out, "aGVsbG8=");
+}
+
+static void test_time__rfc3339(void **state)
+{
+        (void)state;
+        char buf[64];
+        int64_t t;
+        assert_int_equal(se_time_parse_rfc3339("2026-11-30T08:00:00Z", &t), 0);
+        se_time_format_rfc3339(t, 0, buf, sizeof(buf));
+        assert_string_equal(buf, "2026-11-30T08:00:00Z");
+        assert_int_equal(se_time_parse_rfc3339("2026-11-30T09:00:00.5+01:00", &t), 0);
+        se_time_format_rfc3339(t, 9, buf, sizeof(buf));
+        assert_string_equal(buf, "2026-11-30T08:00:00.5Z");
+        assert_int_equal(se_time_parse_rfc3339("2026-11-30 08:00:00Z", &t), -EINVAL);
+        assert_int_equal(se_time_parse_rfc3339("2026-11-30T08:00:00", &t), -EINVAL);
+}
+
+static void test_arena__alignment_and_strings(void **state)
+{
+        (void)state;
+        struct se_arena a = SE_ARENA_INIT;
+        char *s = se_arena_strdup(&a, "abc");
+        uint64_t *p = se_arena_alloc(&a, sizeof(uint64_t));
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 8, 0);
+        *p = 7;
+        /* many allocations spill into new chunks; earlier pointers stay valid */
+        for (int i = 0; i < 1000; i++)
+                assert_non_null(se_arena_strdup(&a, "some string that takes room"));
+        void *big = se_arena_alloc(&a, 100000);
+        assert_non_null(big);
+        assert_string_equal(s, "abc");
+        assert_int_equal(*p, 7);
+        assert_null(se_arena_array(&a, SIZE_MAX / 4, 8));
+        assert_true(a.total > 100000);
+        se_arena_release(&a);
+        assert_int_equal(a.total, 0);
+}
+
+static void test_backoff__grows_to_cap(void **state)
+{
+        (void)state;
+        struct se_backoff b;
+        se_backoff_init(&b, 800000000ull, 30000000000ull, 2.0, 0.0);
+        assert_int_equal(se_backoff_next(&b), 800000000ull);
+        assert_int_equal(se_backoff_next(&b), 1600000000ull);
+        for (int i = 0; i < 10; i++)
+                se_backoff_next(&b);
+        assert_int_equal(se_backoff_next(&b), 30000000000ull);
+        se_backoff_reset(&b);
+        assert_int_equal(se_backoff_next(&b), 800000000ull);
+        se_backoff_init(&b, 1000, 100000, 2.0, 1.0);
+        for (int i = 0; i < 20; i++) {
+                uint64_t d = se_backoff_next(&b);
+                assert_true(d >= 1000 && d <= 100000);
+        }
+}
+
+static void test_diag__format(void **state)
+{
+        (void)state;
+        struct se_diag d;
+        char buf[256];
+        se_diag_set(&d, "a.yaml", 3, 1, "bad\nthing %d", 7);
+        se_diag_format(&d, buf, sizeof(buf));
+        assert_string_equal(buf, "a.yaml:3: bad thing 7");
+        se_diag_set(&d, NULL, 0, 0, "plain");
+        se_diag_format(&d, buf, sizeof(buf));
+        assert_string_equal(buf, "plain");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_strbuf__append_and_detach),
+                cmocka_unit_test(test_strbuf__cap_is_sticky),
+                cmocka_unit_test(test_strbuf__long_printf),
+                cmocka_unit_test(test_strbuf__allocation_failure),
+                cmocka_unit_test(test_strv__push_sort_split),
+                cmocka_unit_test(test_hashmap__put_get_remove_many),
+                cmocka_unit_test(test_parse__numbers),
+                cmocka_unit_test(test_parse__ips_and_cidrs),
+                cmocka_unit_test(test_hash__sha256_base32_chain_name),
+                cmocka_unit_test(test_hash__base64),
+                cmocka_unit_test(test_time__rfc3339),
+                cmocka_unit_test(test_arena__alignment_and_strings),
+                cmocka_unit_test(test_backoff__grows_to_cap),
+                cmocka_unit_test(test_diag__format),
+        };
+        return cmocka_run_group_tests_name("base", tests, NULL, NULL);
+}

@@ -1,0 +1,160 @@
+/* The object store: keys, replace, delete, listing order, selectors, callbacks. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <svcenv/model.h>
+#include <svcenv/store.h>
+
+static struct se_object *make(enum se_kind kind, const char *ns, const char *name, const char *app)
+{
+        struct se_object *o = se_object_new(kind);
+        assert_non_null(o);
+        o->meta.namespace = se_arena_strdup(&o->arena, ns);
+        o->meta.name = se_arena_strdup(&o->arena, name);
+        if (app) {
+                struct se_kv *kv = se_arena_alloc(&o->arena, sizeof(*kv));
+                kv->key = "app";
+                kv->value = se_arena_strdup(&o->arena, app);
+                o->meta.labels.items = kv;
+                o->meta.labels.n = 1;
+        }
+        return o;
+}
+
+struct events {
+        int adds, updates, deletes;
+        const char *last_old, *last_new;
+};
+
+static void on_change(void *data, enum se_store_event ev, const struct se_object *old,
+                      const struct se_object *new_obj)
+{
+        struct events *e = data;
+        if (ev == SE_STORE_ADD) {
+                assert_null(old);
+                e->adds++;
+        } else if (ev == SE_STORE_UPDATE) {
+                assert_non_null(old);
+                assert_non_null(new_obj);
+                e->updates++;
+        } else {
+                assert_null(new_obj);
+                e->deletes++;
+        }
+        e->last_old = old ? se_kvlist_get(&old->meta.labels, "app") : NULL;
+        e->last_new = new_obj ? se_kvlist_get(&new_obj->meta.labels, "app") : NULL;
+}
+
+static void test_store__put_replace_delete_with_callbacks(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        struct events ev = { 0 };
+        assert_int_equal(se_store_subscribe(s, SE_KIND_POD, on_change, &ev), 0);
+        assert_int_equal(se_store_put(s, make(SE_KIND_POD, "a", "p1", "v1")), 0);
+        assert_int_equal(se_store_put(s, make(SE_KIND_POD, "a", "p1", "v2")), 0);
+        assert_int_equal(ev.adds, 1);
+        assert_int_equal(ev.updates, 1);
+        assert_string_equal(ev.last_old, "v1");
+        assert_string_equal(ev.last_new, "v2");
+        assert_int_equal(se_store_count(s, SE_KIND_POD, NULL), 1);
+        assert_int_equal(se_store_add(s, make(SE_KIND_POD, "a", "p1", "v3")), -EEXIST);
+        /* a service of the same name is another key, and no pod callback runs */
+        assert_int_equal(se_store_put(s, make(SE_KIND_SERVICE, "a", "p1", NULL)), 0);
+        assert_int_equal(ev.adds, 1);
+        assert_int_equal(se_store_delete(s, SE_KIND_POD, "a", "p1"), 0);
+        assert_int_equal(ev.deletes, 1);
+        assert_string_equal(ev.last_old, "v2");
+        assert_int_equal(se_store_delete(s, SE_KIND_POD, "a", "p1"), -ENOENT);
+        assert_null(se_store_get(s, SE_KIND_POD, "a", "p1"));
+        assert_non_null(se_store_get(s, SE_KIND_SERVICE, "a", "p1"));
+        se_store_free(s);
+}
+
+static void test_store__list_sorted_and_by_namespace(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        const char *names[][2] = { { "b", "z" }, { "a", "y" }, { "b", "a" }, { "a", "x" } };
+        for (size_t i = 0; i < 4; i++)
+                assert_int_equal(
+                        se_store_put(s, make(SE_KIND_SERVICE, names[i][0], names[i][1], NULL)), 0);
+        const struct se_object **objs;
+        long n = se_store_list(s, SE_KIND_SERVICE, NULL, &objs);
+        assert_int_equal(n, 4);
+        assert_string_equal(objs[0]->meta.name, "x");
+        assert_string_equal(objs[1]->meta.name, "y");
+        assert_string_equal(objs[2]->meta.namespace, "b");
+        assert_string_equal(objs[2]->meta.name, "a");
+        free(objs);
+        n = se_store_list(s, SE_KIND_SERVICE, "b", &objs);
+        assert_int_equal(n, 2);
+        assert_string_equal(objs[1]->meta.name, "z");
+        free(objs);
+        assert_int_equal(se_store_list(s, SE_KIND_SERVICE, "none", &objs), 0);
+        assert_null(objs);
+        const char **nss;
+        assert_int_equal(se_store_namespaces(s, SE_KIND_SERVICE, &nss), 2);
+        assert_string_equal(nss[0], "a");
+        assert_string_equal(nss[1], "b");
+        free(nss);
+        /* deleting the last object of a namespace drops the namespace */
+        se_store_delete(s, SE_KIND_SERVICE, "a", "x");
+        se_store_delete(s, SE_KIND_SERVICE, "a", "y");
+        assert_int_equal(se_store_namespaces(s, SE_KIND_SERVICE, &nss), 1);
+        free(nss);
+        se_store_free(s);
+}
+
+static void test_store__select_by_labels(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        se_store_put(s, make(SE_KIND_POD, "ns", "p1", "web"));
+        se_store_put(s, make(SE_KIND_POD, "ns", "p2", "db"));
+        se_store_put(s, make(SE_KIND_POD, "ns", "p3", NULL));
+        se_store_put(s, make(SE_KIND_POD, "other", "p4", "web"));
+        struct se_kv want = { "app", "web" };
+        struct se_kvlist sel = { &want, 1 };
+        const struct se_object **objs;
+        assert_int_equal(se_store_select(s, SE_KIND_POD, "ns", &sel, &objs), 1);
+        assert_string_equal(objs[0]->meta.name, "p1");
+        free(objs);
+        assert_int_equal(se_store_select(s, SE_KIND_POD, NULL, &sel, &objs), 2);
+        free(objs);
+        struct se_kvlist empty = { NULL, 0 };
+        assert_int_equal(se_store_select(s, SE_KIND_POD, "ns", &empty, &objs), 3);
+        free(objs);
+        se_store_free(s);
+}
+
+static void test_store__references_outlive_removal(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        se_store_put(s, make(SE_KIND_POD, "ns", "p1", "web"));
+        struct se_object *held = se_object_ref(
+                SE_UNCONST(struct se_object, se_store_get(s, SE_KIND_POD, "ns", "p1")));
+        se_store_delete(s, SE_KIND_POD, "ns", "p1");
+        assert_string_equal(held->meta.name, "p1");
+        se_object_unref(held);
+        se_store_free(s);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_store__put_replace_delete_with_callbacks),
+                cmocka_unit_test(test_store__list_sorted_and_by_namespace),
+                cmocka_unit_test(test_store__select_by_labels),
+                cmocka_unit_test(test_store__references_outlive_removal),
+        };
+        return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
