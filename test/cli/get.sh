@@ -1,5 +1,5 @@
 # svcenv get and the CLI contract: listing, kinds, exit codes, one-line errors.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 demo=manifests/examples/demo-cluster.yaml
 g=test/golden/cli
 golden "get lists the demo cluster" $g/get-demo.txt "$SVCENV/svcenv" get -f $demo
