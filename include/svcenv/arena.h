@@ -1,8 +1,13 @@
 /* arena.h — a bump allocator that owns every byte of one decoded object.
  *
  * Objects in the store (a Pod, a Service, ...) keep their struct, arrays and
- * strings in one arena, so they cost one or two mallocs and are freed in one
- * call. Allocations are 8-byte aligned and never freed one by one. */
+ * strings in one arena, so they cost one malloc and are freed in one call.
+ * Structured allocations are 8-byte aligned and taken from the bottom of a
+ * chunk; strings need no alignment and are taken from its top, so nothing is
+ * lost to padding. `requested` counts what was asked for: an arena that
+ * reserves that many bytes up front serves the same allocations from exactly
+ * one chunk (how decoders size an object: decode once, decode again).
+ * Allocations are never freed one by one. */
 #ifndef SVCENV_ARENA_H
 #define SVCENV_ARENA_H
 
@@ -12,16 +17,20 @@ struct se_arena_chunk;
 
 struct se_arena {
         struct se_arena_chunk *head;
-        char *cur;
-        size_t left;
+        char *lo; /* next structured allocation */
+        char *hi; /* end of the free space; strings are taken below it */
+        size_t requested; /* bytes asked for (structs rounded to 8) */
         size_t total; /* bytes allocated from malloc, for accounting */
 };
 
-#define SE_ARENA_INIT \
- {                    \
-  NULL, NULL, 0, 0    \
+#define SE_ARENA_INIT    \
+ {                       \
+  NULL, NULL, NULL, 0, 0 \
  }
 
+/* Makes the first chunk hold at least size bytes; only on an empty arena
+ * (otherwise a no-op). 0 or -ENOMEM. */
+int se_arena_reserve(struct se_arena *a, size_t size);
 /* size bytes, zeroed; NULL on failure or overflow. */
 void *se_arena_alloc(struct se_arena *a, size_t size);
 /* n elements of size bytes, zeroed, overflow-checked. */

@@ -331,6 +331,9 @@ struct se_endpoint_slice {
 /* New empty object of the kind, refcount 1, its struct allocated in its own
  * arena. NULL on -ENOMEM. */
 struct se_object *se_object_new(enum se_kind kind);
+/* The same with room for `size` bytes of arena (the struct included) in one
+ * chunk: pass what an earlier build of the same object requested. */
+struct se_object *se_object_new_sized(enum se_kind kind, size_t size);
 /* Adds a reference (thread-safe); returns obj. */
 struct se_object *se_object_ref(struct se_object *obj);
 /* Drops a reference; frees the object at zero. NULL-safe; returns NULL. */

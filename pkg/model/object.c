@@ -29,11 +29,13 @@ static const struct kind_info kinds[SE_KIND_COUNT] = {
         [SE_KIND_SECRET] = { "Secret", "v1", "secrets", "secret", true, sizeof(struct se_secret) },
 };
 
-struct se_object *se_object_new(enum se_kind kind)
+struct se_object *se_object_new_sized(enum se_kind kind, size_t size)
 {
         if ((unsigned)kind >= SE_KIND_COUNT)
                 return NULL;
         struct se_arena arena = SE_ARENA_INIT;
+        if (se_arena_reserve(&arena, size) < 0)
+                return NULL;
         struct se_object *obj = se_arena_alloc(&arena, kinds[kind].size);
         if (!obj) {
                 se_arena_release(&arena);
@@ -57,6 +59,11 @@ struct se_object *se_object_unref(struct se_object *obj)
         if (obj && __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0)
                 se_arena_release(&obj->arena);
         return NULL;
+}
+
+struct se_object *se_object_new(enum se_kind kind)
+{
+        return se_object_new_sized(kind, 0);
 }
 
 size_t se_object_memory(const struct se_object *obj)
