@@ -97,23 +97,19 @@ bool service_ip_set(const struct se_service *svc)
         return svc->cluster_ip && *svc->cluster_ip && strcmp(svc->cluster_ip, "None") != 0;
 }
 
-bool pod_ip_of_family(const struct se_pod *pod, int family, char out[IP_TEXT_MAX])
+uint32_t pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
+                           uint32_t max)
 {
-        const char *const *v = pod->pod_ips.v;
-        uint32_t n = pod->pod_ips.n;
-        const char *single = pod->pod_ip;
-        if (!n && single && *single) {
-                v = &single;
-                n = 1;
-        }
-        for (uint32_t i = 0; i < n; i++) {
+        /* status.podIPs only, as upstream (the API server and our decoder
+         * mirror podIP into it) */
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < pod->pod_ips.n && n < max; i++) {
                 struct se_ip ip;
-                if (se_parse_ip(v[i], &ip) < 0 || (int)ip.family != family)
+                if (se_parse_ip(pod->pod_ips.v[i], &ip) < 0 || (int)ip.family != family)
                         continue;
-                se_ip_format(&ip, out, IP_TEXT_MAX);
-                return true;
+                se_ip_format(&ip, out[n++], IP_TEXT_MAX);
         }
-        return false;
+        return n;
 }
 
 const char *pod_hostname_for(const struct se_pod *pod, const struct se_service *svc)

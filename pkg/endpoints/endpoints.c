@@ -197,7 +197,7 @@ static int collect(struct build *b, const struct se_endpoints_input *in)
                     !se_endpoints_pod_included(pod, svc->publish_not_ready_addresses))
                         continue;
                 struct addr *a = &b->addrs[b->n_addrs];
-                if (!pod_ip_of_family(pod, family, a->ip))
+                if (!pod_ips_of_family(pod, family, &a->ip, 1))
                         continue;
                 a->pod = pod;
                 a->hostname = pod_hostname_for(pod, svc);

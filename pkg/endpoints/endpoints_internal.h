@@ -19,9 +19,10 @@ bool estreq(const char *a, const char *b);
 bool pod_selected(const struct se_service *svc, const struct se_pod *pod);
 /* True when clusterIP is set (not "" / "None"). */
 bool service_ip_set(const struct se_service *svc);
-/* First IP of the family in podIPs (podIP when podIPs is empty), in
- * canonical text; false when the pod has none. */
-bool pod_ip_of_family(const struct se_pod *pod, int family, char out[IP_TEXT_MAX]);
+/* The pod's IPs of the family (status.podIPs, in order), in canonical
+ * text, at most max of them; returns how many. */
+uint32_t pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
+                           uint32_t max);
 /* Hostname to publish for the pod, NULL when none (ShouldSetHostname). */
 const char *pod_hostname_for(const struct se_pod *pod, const struct se_service *svc);
 

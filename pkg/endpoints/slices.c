@@ -321,23 +321,9 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
                         }
                 }
                 struct dep *d = &c->deps[c->n_deps];
-                /* every podIP of the family, canonical */
-                uint32_t n = 0;
-                const char *const *v = pod->pod_ips.v;
-                uint32_t nv = pod->pod_ips.n;
-                const char *single = pod->pod_ip;
-                if (!nv && single && *single) {
-                        v = &single;
-                        nv = 1;
-                }
-                for (uint32_t k = 0; k < nv && n < MAX_ADDRS; k++) {
-                        struct se_ip ip;
-                        if (se_parse_ip(v[k], &ip) < 0 || (int)ip.family != family)
-                                continue;
-                        se_ip_format(&ip, d->ips[n], IP_TEXT_MAX);
-                        d->ipv[n] = d->ips[n];
-                        n++;
-                }
+                uint32_t n = pod_ips_of_family(pod, family, d->ips, MAX_ADDRS);
+                for (uint32_t k = 0; k < n; k++)
+                        d->ipv[k] = d->ips[k];
                 if (!n)
                         continue;
                 bool serving = se_pod_is_ready(pod);
@@ -371,7 +357,8 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
         }
         for (uint32_t i = 0; i < c->n_groups; i++) {
                 struct group *g = &c->groups[i];
-                qsort(g->deps, g->n_deps, sizeof(*g->deps), cmp_dep);
+                if (g->n_deps)
+                        qsort(g->deps, g->n_deps, sizeof(*g->deps), cmp_dep);
                 g->n_left = 0;
                 for (uint32_t k = 0; k < g->n_deps; k++)
                         g->n_left += !g->deps[k]->taken;
