@@ -177,8 +177,11 @@ struct se_slices_plan {
  * unchanged slice closest to full that takes all the rest, else new slices;
  * a create and a delete of the same type become one update; a placeholder
  * slice (no ports, no endpoints) is kept when nothing else would exist.
- * Hints are removed (trafficDistribution and topology-mode hints are not
- * computed). 0 or -ENOMEM; *ret is always set on 0. */
+ * Hints follow spec.trafficDistribution (PreferClose/PreferSameZone: ready
+ * endpoints get their zone; PreferSameNode: also their node; otherwise
+ * none); the topology-mode: Auto annotation takes precedence upstream and
+ * its CPU-proportional hints are not computed: such Services get none.
+ * 0 or -ENOMEM; *ret is always set on 0. */
 int se_slices_plan(const struct se_endpoints_input *in,
                    const struct se_endpoint_slice *const *existing, size_t n_existing,
                    const struct se_endpoints_opts *opts, struct se_slices_plan *ret);

@@ -51,7 +51,11 @@ struct work {
         uint32_t n_eps, cap_eps;
 };
 
+/* Which hints the slices carry (upstream trafficdist heuristics). */
+enum hints { HINTS_NONE, HINTS_ZONE, HINTS_ZONE_NODE };
+
 struct ctx {
+        enum hints hints;
         const struct se_endpoints_input *in;
         const struct se_endpoints_opts *opts;
         const struct se_service *svc;
@@ -545,12 +549,92 @@ static int reconcile_group(struct ctx *c, struct group *g,
         return 0;
 }
 
-static bool has_hints(const struct se_endpoint_slice *s)
+static enum hints hints_mode(const struct se_service *svc)
 {
-        for (uint32_t i = 0; i < s->n_endpoints; i++)
-                if (s->endpoints[i].hint_zones.n || s->endpoints[i].hint_nodes.n)
+        const struct se_kvlist *a = &svc->obj.meta.annotations;
+        const char *mode = se_kvlist_get(a, "service.kubernetes.io/topology-aware-hints");
+        if (!mode)
+                mode = se_kvlist_get(a, "service.kubernetes.io/topology-mode");
+        /* topology-mode Auto takes precedence; its CPU-proportional hints are
+         * not computed here, so such Services get no hints */
+        if (mode && (strcmp(mode, "Auto") == 0 || strcmp(mode, "auto") == 0))
+                return HINTS_NONE;
+        const char *td = svc->traffic_distribution;
+        if (nstreq(td, "PreferClose") || nstreq(td, "PreferSameZone"))
+                return HINTS_ZONE;
+        if (nstreq(td, "PreferSameNode"))
+                return HINTS_ZONE_NODE;
+        return HINTS_NONE;
+}
+
+static bool one_hint(const struct se_strs *h, const char *want)
+{
+        return h->n == 1 && nstreq(h->v[0], want);
+}
+
+/* upstream heuristic needsUpdate: a ready endpoint's hints are missing or
+ * wrong (or, without hints wanted, any endpoint has some) */
+static bool hints_need_update(enum hints mode, const struct se_endpoint_slice *s)
+{
+        for (uint32_t i = 0; i < s->n_endpoints; i++) {
+                const struct se_slice_endpoint *e = &s->endpoints[i];
+                if (mode == HINTS_NONE) {
+                        if (e->hint_zones.n || e->hint_nodes.n)
+                                return true;
+                        continue;
+                }
+                if (e->ready != SE_TRUE)
+                        continue;
+                if (e->zone ? !one_hint(&e->hint_zones, e->zone) : e->hint_zones.n > 0)
                         return true;
+                if (e->node_name && mode == HINTS_ZONE_NODE ?
+                            !one_hint(&e->hint_nodes, e->node_name) :
+                            e->hint_nodes.n > 0)
+                        return true;
+        }
         return false;
+}
+
+/* upstream heuristic update, on an endpoint being written */
+static int hints_update(struct se_arena *a, enum hints mode, struct se_slice_endpoint *e)
+{
+        if (mode == HINTS_NONE) {
+                e->hint_zones = e->hint_nodes = (struct se_strs){ NULL, 0 };
+                return 0;
+        }
+        if (e->ready != SE_TRUE)
+                return 0; /* not-ready endpoints keep what they have */
+        e->hint_zones = e->hint_nodes = (struct se_strs){ NULL, 0 };
+        if (e->zone) {
+                e->hint_zones.v = se_arena_array(a, 1, sizeof(char *));
+                if (!e->hint_zones.v)
+                        return -ENOMEM;
+                e->hint_zones.v[0] = e->zone;
+                e->hint_zones.n = 1;
+        }
+        if (e->node_name && mode == HINTS_ZONE_NODE) {
+                e->hint_nodes.v = se_arena_array(a, 1, sizeof(char *));
+                if (!e->hint_nodes.v)
+                        return -ENOMEM;
+                e->hint_nodes.v[0] = e->node_name;
+                e->hint_nodes.n = 1;
+        }
+        return 0;
+}
+
+static int copy_strs(struct se_arena *a, struct se_strs *dst, const struct se_strs *src)
+{
+        *dst = (struct se_strs){ NULL, 0 };
+        if (!src->n)
+                return 0;
+        dst->v = se_arena_array(a, src->n, sizeof(char *));
+        if (!dst->v)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < src->n; i++)
+                if (!(dst->v[i] = se_arena_strdup(a, src->v[i])))
+                        return -ENOMEM;
+        dst->n = src->n;
+        return 0;
 }
 
 static int cmp_slice_name(const void *a, const void *b)
@@ -583,6 +667,9 @@ static int copy_endpoint(struct se_arena *a, struct se_slice_endpoint *dst,
         dst->target_ref = objref_copy(a, src->target_ref, &ok);
         if (!ok || (src->hostname && !dst->hostname) || (src->node_name && !dst->node_name) ||
             (src->zone && !dst->zone))
+                return -ENOMEM;
+        if (copy_strs(a, &dst->hint_zones, &src->hint_zones) < 0 ||
+            copy_strs(a, &dst->hint_nodes, &src->hint_nodes) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -676,8 +763,7 @@ static int set_trigger(struct ctx *c, struct se_endpoint_slice *s)
         return kv_set(&s->obj.arena, &m->annotations, SE_TRIGGER_TIME_ANNOTATION, t);
 }
 
-/* The object a create/update work item writes. Hints are dropped from
- * every endpoint (no hints are computed). */
+/* The object a create/update work item writes, with its hints set. */
 static int materialize(struct ctx *c, const struct work *w, const char *family,
                        struct se_endpoint_slice **ret)
 {
@@ -709,8 +795,10 @@ static int materialize(struct ctx *c, const struct work *w, const char *family,
                 if (!s->endpoints)
                         r = -ENOMEM;
                 for (uint32_t i = 0; r == 0 && i < n; i++)
-                        r = copy_endpoint(a, &s->endpoints[i],
-                                          w->has_eps ? w->eps[i] : &w->src->endpoints[i]);
+                        if ((r = copy_endpoint(a, &s->endpoints[i],
+                                               w->has_eps ? w->eps[i] : &w->src->endpoints[i])) ==
+                            0)
+                                r = hints_update(a, c->hints, &s->endpoints[i]);
                 s->n_endpoints = n;
         }
         if (r == 0)
@@ -862,10 +950,10 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                         n_create++;
                 }
         }
-        /* hints are not computed: unchanged slices carrying some are rewritten */
+        /* unchanged slices whose hints are wrong are rewritten */
         for (uint32_t i = 0; i < c->n_works; i++) {
                 struct work *w = &c->works[i];
-                if (w->state == W_UNCHANGED && has_hints(w->src))
+                if (w->state == W_UNCHANGED && hints_need_update(c->hints, w->src))
                         w->state = W_UPDATE;
         }
         /* finalize: a create and a delete of our own slice become one update */
@@ -977,7 +1065,8 @@ int se_slices_plan(const struct se_endpoints_input *in,
         }
         if (!se_endpoints_service_managed(svc))
                 goto out;
-        struct ctx c = { .in = in,
+        struct ctx c = { .hints = hints_mode(svc),
+                         .in = in,
                          .opts = opts,
                          .svc = svc,
                          .max = opt_max_per_slice(opts),

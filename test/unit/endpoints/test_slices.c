@@ -564,6 +564,51 @@ static void test_slices__update_in_place(void **state)
         fx_free(f);
 }
 
+/* trafficdist: PreferClose/PreferSameZone give ready endpoints a zone hint,
+ * PreferSameNode a node hint too; not-ready endpoints get none; a slice
+ * with the right hints stays unchanged; dropping the field removes them;
+ * topology-mode Auto wins over the field. */
+static void test_slices__traffic_distribution_hints(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_node(f, "node-1", "zone-a");
+        add_pod(f, "a", "1.0.0.1", true);
+        add_pod(f, "b", "1.0.0.2", false);
+        f->svc->traffic_distribution = "PreferClose";
+        const struct se_slices_plan *p = plan(f);
+        const struct se_slice_endpoint *e = p->create[0]->endpoints;
+        assert_int_equal(e[0].hint_zones.n, 1);
+        assert_string_equal(e[0].hint_zones.v[0], "zone-a");
+        assert_int_equal(e[0].hint_nodes.n, 0);
+        assert_int_equal(e[1].hint_zones.n + e[1].hint_nodes.n, 0);
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        f->svc->traffic_distribution = "PreferSameNode";
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        e = p->update[0]->endpoints;
+        assert_int_equal(e[0].hint_nodes.n, 1);
+        assert_string_equal(e[0].hint_nodes.v[0], "node-1");
+        assert_string_equal(e[0].hint_zones.v[0], "zone-a");
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, "service.kubernetes.io/topology-mode",
+              "Auto");
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->endpoints[0].hint_zones.n, 0);
+        f->svc->obj.meta.annotations.n = 0;
+        f->svc->traffic_distribution = NULL;
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->endpoints[0].hint_zones.n, 0);
+        assert_int_equal(p->update[0]->endpoints[0].hint_nodes.n, 0);
+        fx_free(f);
+}
+
 /* Service gone: our slices are reported for deletion. */
 static void test_slices__service_deleted(void **state)
 {
@@ -626,6 +671,7 @@ int main(void)
                 cmocka_unit_test(test_slices__named_port_groups),
                 cmocka_unit_test(test_slices__labels),
                 cmocka_unit_test(test_slices__update_in_place),
+                cmocka_unit_test(test_slices__traffic_distribution_hints),
                 cmocka_unit_test(test_slices__service_deleted),
                 cmocka_unit_test(test_slices__deterministic_names),
         };
