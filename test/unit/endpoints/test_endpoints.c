@@ -234,6 +234,26 @@ static void test_endpoints__address_order(void **state)
         fx_free(f);
 }
 
+/* RepackSubsets (TestPackSubsets): the same address (IP and UID) seen twice
+ * is one address; not ready wins over ready for the same port. */
+static void test_endpoints__repack_duplicate_address(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        fx_port(f->svc, NULL, 80, "80", SE_PROTO_TCP);
+        add_pod(f, "same", "10.0.0.2", true);
+        add_pod(f, "same", "10.0.0.2", false);
+        add_pod(f, "twice", "10.0.0.3", true);
+        add_pod(f, "twice", "10.0.0.3", true);
+        const struct se_endpoints *ep = plan(f, NULL);
+        assert_int_equal(ep->n_subsets, 1);
+        assert_int_equal(ep->subsets[0].n_addresses, 1);
+        assert_string_equal(ep->subsets[0].addresses[0].ip, "10.0.0.3");
+        assert_int_equal(ep->subsets[0].n_not_ready, 1);
+        assert_string_equal(ep->subsets[0].not_ready[0].ip, "10.0.0.2");
+        fx_free(f);
+}
+
 /* Dual stack: only the primary family; without ipFamilies: clusterIP's. */
 static void test_endpoints__primary_family(void **state)
 {
@@ -377,6 +397,37 @@ static void test_endpoints__no_write_when_equal(void **state)
         assert_int_equal(second.obj->subsets[0].n_not_ready, 1);
         se_endpoints_plan_release(&second);
         se_endpoints_plan_release(&first);
+        fx_free(f);
+}
+
+/* TestSyncEndpointsItemsPreexisting: an Endpoints object written by someone
+ * else is adopted: subsets and labels replaced, other metadata kept. */
+static void test_endpoints__adopts_preexisting(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        fx_port(f->svc, "http", 80, "8080", SE_PROTO_TCP);
+        add_pod(f, "a", "10.0.0.2", true);
+        struct se_endpoints *old = (struct se_endpoints *)se_object_new(SE_KIND_ENDPOINTS);
+        struct se_object *o = &old->obj;
+        o->meta.name = "web";
+        o->meta.namespace = "ns";
+        o->meta.resource_version = "1";
+        fx_kv(o, &o->meta.labels, "foo", "bar");
+        fx_kv(o, &o->meta.annotations, "example.com/a", "b");
+        old->subsets = se_arena_alloc(&o->arena, sizeof(*old->subsets));
+        old->n_subsets = 1;
+        old->subsets[0].addresses = se_arena_alloc(&o->arena, sizeof(struct se_endpoint_address));
+        old->subsets[0].addresses[0].ip = "6.7.8.9";
+        old->subsets[0].n_addresses = 1;
+        const struct se_endpoints *ep = plan(f, old);
+        assert_int_equal(f->plan.action, SE_EP_UPDATE);
+        assert_null(se_kvlist_get(&ep->obj.meta.labels, "foo"));
+        assert_string_equal(se_kvlist_get(&ep->obj.meta.labels, "app"), "web");
+        assert_string_equal(se_kvlist_get(&ep->obj.meta.annotations, "example.com/a"), "b");
+        assert_string_equal(ep->subsets[0].addresses[0].ip, "10.0.0.2");
+        assert_string_equal(ep->obj.meta.resource_version, "1");
+        se_object_unref(o);
         fx_free(f);
 }
 
@@ -538,12 +589,14 @@ int main(void)
                 cmocka_unit_test(test_endpoints__named_port_missing_on_some_pods),
                 cmocka_unit_test(test_endpoints__repack_groups_ports),
                 cmocka_unit_test(test_endpoints__address_order),
+                cmocka_unit_test(test_endpoints__repack_duplicate_address),
                 cmocka_unit_test(test_endpoints__primary_family),
                 cmocka_unit_test(test_endpoints__headless_hostname),
                 cmocka_unit_test(test_endpoints__headless_without_ports),
                 cmocka_unit_test(test_endpoints__services_left_alone),
                 cmocka_unit_test(test_endpoints__service_deleted),
                 cmocka_unit_test(test_endpoints__no_write_when_equal),
+                cmocka_unit_test(test_endpoints__adopts_preexisting),
                 cmocka_unit_test(test_endpoints__labels_and_capacity_force_write),
                 cmocka_unit_test(test_endpoints__equal_ignores_subset_order),
                 cmocka_unit_test(test_endpoints__over_capacity),
