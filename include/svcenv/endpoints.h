@@ -27,9 +27,12 @@
  * Service is gone (in->svc == NULL) the planners return SE_EP_DELETE for an
  * existing object carrying our managed-by label (Endpoints without it, or
  * with the leader-election annotation, are left alone: they cannot be told
- * apart from user objects).
+ * apart from user objects). Upstream also deletes an unlabelled Endpoints
+ * when it sees the Service's delete event; a controller that wants that
+ * issues the DELETE itself on the event.
  *
- * IP family: spec.ipFamilies; when absent (manifests written by hand) the
+ * Addresses come from status.podIPs (the decoder mirrors podIP into it), in
+ * canonical text. IP family: spec.ipFamilies; when absent (manifests written by hand) the
  * API server's defaulting is applied: the family of clusterIP, else IPv4.
  * The same single family is used for EndpointSlices.
  *
