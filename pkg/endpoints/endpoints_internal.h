@@ -1,0 +1,47 @@
+/* Helpers shared by the Endpoints and EndpointSlice planners. */
+#ifndef SVCENV_ENDPOINTS_INTERNAL_H
+#define SVCENV_ENDPOINTS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <svcenv/endpoints.h>
+
+#define IP_TEXT_MAX 46
+
+/* NULL-safe string compare and equality (NULL sorts first). */
+int nstrcmp(const char *a, const char *b);
+bool nstreq(const char *a, const char *b);
+/* "" and NULL are the same. */
+bool estreq(const char *a, const char *b);
+
+/* True when the pod is one the Service selects (namespace + selector). */
+bool pod_selected(const struct se_service *svc, const struct se_pod *pod);
+/* True when clusterIP is set (not "" / "None"). */
+bool service_ip_set(const struct se_service *svc);
+/* The pod's IPs of the family (status.podIPs, in order), in canonical
+ * text, at most max of them; returns how many. */
+uint32_t pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
+                           uint32_t max);
+/* Hostname to publish for the pod, NULL when none (ShouldSetHostname). */
+const char *pod_hostname_for(const struct se_pod *pod, const struct se_service *svc);
+
+/* Sorted-kvlist editing in an arena: set (insert or replace) and delete.
+ * Lists stay sorted by key. set returns 0 or -ENOMEM. */
+int kv_set(struct se_arena *a, struct se_kvlist *l, const char *key, const char *value);
+void kv_del(struct se_kvlist *l, const char *key);
+/* Deep copy of src into a's strings. 0 or -ENOMEM. */
+int kv_copy(struct se_arena *a, struct se_kvlist *dst, const struct se_kvlist *src);
+bool kv_equal(const struct se_kvlist *x, const struct se_kvlist *y);
+/* Deep copy of metadata into the arena. 0 or -ENOMEM. */
+int meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src);
+/* Copy of an object reference (NULL gives NULL); *ok false on -ENOMEM. */
+struct se_object_ref *objref_copy(struct se_arena *a, const struct se_object_ref *r, bool *ok);
+/* targetRefs equal, resourceVersion ignored (NULL only equals NULL). */
+bool objref_equal(const struct se_object_ref *x, const struct se_object_ref *y);
+
+const char *opt_endpoints_managed_by(const struct se_endpoints_opts *o);
+const char *opt_slices_managed_by(const struct se_endpoints_opts *o);
+uint32_t opt_max_per_slice(const struct se_endpoints_opts *o);
+
+#endif

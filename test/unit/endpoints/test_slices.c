@@ -1,0 +1,679 @@
+/* The EndpointSlice reconciler, cases translated from upstream's
+ * reconciler_test.go and utils_test.go plus svcenv's own. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+#define MAXP 512
+#define MAXS 64
+
+struct fx {
+        struct se_service *svc;
+        struct se_pod *pods[MAXP];
+        size_t n;
+        struct se_endpoint_slice *existing[MAXS];
+        size_t n_existing;
+        struct se_node *nodes[4];
+        size_t n_nodes;
+        bool use_nodes;
+        struct se_endpoints_opts opts;
+        struct se_slices_plan plan;
+};
+
+static const struct se_node *get_node(void *data, const char *name)
+{
+        struct fx *f = data;
+        for (size_t i = 0; i < f->n_nodes; i++)
+                if (strcmp(f->nodes[i]->obj.meta.name, name) == 0)
+                        return f->nodes[i];
+        return NULL;
+}
+
+static void add_node(struct fx *f, const char *name, const char *zone)
+{
+        struct se_node *n = (struct se_node *)se_object_new(SE_KIND_NODE);
+        n->obj.meta.name = fx_str(&n->obj, name);
+        n->obj.meta.namespace = "";
+        if (zone)
+                fx_kv(&n->obj, &n->obj.meta.labels, "topology.kubernetes.io/zone", zone);
+        f->nodes[f->n_nodes++] = n;
+        f->use_nodes = true;
+}
+
+static struct fx *fx_new(const char *cluster_ip)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+        f->svc = fx_service("ns", "web", cluster_ip);
+        fx_port(f->svc, "http", 80, "8080", SE_PROTO_TCP);
+        return f;
+}
+
+static struct se_pod *add_pod(struct fx *f, const char *name, const char *ips, bool ready)
+{
+        struct se_pod *p = fx_pod("ns", name, "web", ips, ready, "node-1");
+        f->pods[f->n++] = p;
+        return p;
+}
+
+static void add_pods(struct fx *f, int n)
+{
+        char name[32], ip[32];
+        for (int i = 0; i < n; i++) {
+                snprintf(name, sizeof(name), "pod-%03d", i);
+                snprintf(ip, sizeof(ip), "10.1.%d.%d", i / 200, i % 200 + 1);
+                add_pod(f, name, ip, true);
+        }
+}
+
+static const struct se_slices_plan *plan(struct fx *f)
+{
+        struct se_endpoints_input in = {
+                .namespace = "ns",
+                .name = "web",
+                .svc = f->svc,
+                .pods = (const struct se_pod *const *)f->pods,
+                .n_pods = f->n,
+                .get_node = f->use_nodes ? get_node : NULL,
+                .node_data = f,
+        };
+        se_slices_plan_release(&f->plan);
+        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
+                                        f->n_existing, &f->opts, &f->plan),
+                         0);
+        return &f->plan;
+}
+
+/* The plan's result becomes the cluster's state (the API server assigns a
+ * resourceVersion; names were chosen already). */
+static void apply(struct fx *f)
+{
+        struct se_slices_plan *p = &f->plan;
+        struct se_endpoint_slice *next[MAXS];
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_existing; i++) {
+                bool gone = false;
+                for (uint32_t k = 0; k < p->n_remove; k++)
+                        gone |= p->remove[k] == f->existing[i];
+                for (uint32_t k = 0; k < p->n_update; k++)
+                        gone |= strcmp(p->update[k]->obj.meta.name,
+                                       f->existing[i]->obj.meta.name) == 0;
+                if (gone)
+                        se_object_unref(&f->existing[i]->obj);
+                else
+                        next[n++] = f->existing[i];
+        }
+        for (uint32_t k = 0; k < p->n_update; k++)
+                next[n++] = (struct se_endpoint_slice *)se_object_ref(&p->update[k]->obj);
+        for (uint32_t k = 0; k < p->n_create; k++)
+                next[n++] = (struct se_endpoint_slice *)se_object_ref(&p->create[k]->obj);
+        memcpy(f->existing, next, n * sizeof(*next));
+        f->n_existing = n;
+        se_slices_plan_release(p);
+}
+
+static void fx_free(struct fx *f)
+{
+        se_slices_plan_release(&f->plan);
+        fx_free_all((struct se_object **)f->pods, f->n);
+        fx_free_all((struct se_object **)f->existing, f->n_existing);
+        fx_free_all((struct se_object **)f->nodes, f->n_nodes);
+        se_object_unref(&f->svc->obj);
+        free(f);
+}
+
+static size_t total_endpoints(const struct fx *f)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_existing; i++)
+                n += f->existing[i]->n_endpoints;
+        return n;
+}
+
+static int cmp_u32_desc(const void *a, const void *b)
+{
+        uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+        return (x < y) - (x > y);
+}
+
+/* slice sizes of the cluster state, largest first, "100,50" */
+static const char *sizes(const struct fx *f)
+{
+        static char buf[512];
+        uint32_t v[MAXS];
+        for (size_t i = 0; i < f->n_existing; i++)
+                v[i] = f->existing[i]->n_endpoints;
+        qsort(v, f->n_existing, sizeof(*v), cmp_u32_desc);
+        size_t off = 0;
+        buf[0] = 0;
+        for (size_t i = 0; i < f->n_existing; i++)
+                off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%u", i ? "," : "", v[i]);
+        return buf;
+}
+
+/* TestReconcile1Pod: one slice, labels, owner, conditions, zone, nodeName */
+static void test_slices__one_pod(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_node(f, "node-1", "zone-a");
+        add_pod(f, "pod1", "1.2.3.4", true);
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->action, SE_EP_CREATE);
+        assert_int_equal(p->n_create, 1);
+        assert_int_equal(p->n_update + p->n_remove + p->n_unchanged, 0);
+        const struct se_endpoint_slice *s = p->create[0];
+        assert_string_equal(s->address_type, "IPv4");
+        assert_string_equal(s->obj.meta.generate_name, "web-");
+        assert_int_equal(strlen(s->obj.meta.name), strlen("web-") + 5);
+        assert_memory_equal(s->obj.meta.name, "web-", 4);
+        assert_string_equal(s->obj.meta.namespace, "ns");
+        const struct se_kvlist *l = &s->obj.meta.labels;
+        assert_int_equal(l->n, 3);
+        assert_string_equal(se_kvlist_get(l, "app"), "web");
+        assert_string_equal(se_kvlist_get(l, SE_SLICE_SERVICE_NAME_LABEL), "web");
+        assert_string_equal(se_kvlist_get(l, SE_SLICE_MANAGED_BY_LABEL),
+                            "endpointslice-controller.k8s.io");
+        assert_int_equal(s->obj.meta.n_owner_refs, 1);
+        assert_string_equal(s->obj.meta.owner_refs[0].kind, "Service");
+        assert_string_equal(s->obj.meta.owner_refs[0].api_version, "v1");
+        assert_string_equal(s->obj.meta.owner_refs[0].uid, "svc-uid-1");
+        assert_int_equal(s->obj.meta.owner_refs[0].controller, SE_TRUE);
+        assert_int_equal(s->obj.meta.owner_refs[0].block_owner_deletion, SE_TRUE);
+        assert_int_equal(s->n_ports, 1);
+        assert_string_equal(s->ports[0].name, "http");
+        assert_int_equal(s->ports[0].port, 8080);
+        assert_int_equal(s->n_endpoints, 1);
+        const struct se_slice_endpoint *e = &s->endpoints[0];
+        assert_int_equal(e->addresses.n, 1);
+        assert_string_equal(e->addresses.v[0], "1.2.3.4");
+        assert_int_equal(e->ready, SE_TRUE);
+        assert_int_equal(e->serving, SE_TRUE);
+        assert_int_equal(e->terminating, SE_FALSE);
+        assert_string_equal(e->node_name, "node-1");
+        assert_string_equal(e->zone, "zone-a");
+        assert_string_equal(e->target_ref->name, "pod1");
+        assert_null(e->hostname);
+        assert_null(se_kvlist_get(&s->obj.meta.annotations, SE_TRIGGER_TIME_ANNOTATION));
+        fx_free(f);
+}
+
+/* The conditions table (serving = Ready; terminating = deleting; ready =
+ * pNRA || serving && !terminating); terminating pods stay in slices. */
+static void test_slices__conditions(void **state)
+{
+        (void)state;
+        for (int pnra = 0; pnra < 2; pnra++) {
+                struct fx *f = fx_new("10.0.0.1");
+                f->svc->publish_not_ready_addresses = pnra;
+                add_pod(f, "a-ready", "1.0.0.1", true);
+                add_pod(f, "b-unready", "1.0.0.2", false);
+                add_pod(f, "c-ready-deleting", "1.0.0.3", true)->obj.meta.deletion_timestamp = "t";
+                add_pod(f, "d-unready-deleting", "1.0.0.4", false)->obj.meta.deletion_timestamp =
+                        "t";
+                add_pod(f, "e-done", "1.0.0.5", true)->phase = "Succeeded";
+                const struct se_slices_plan *p = plan(f);
+                assert_int_equal(p->n_create, 1);
+                const struct se_endpoint_slice *s = p->create[0];
+                assert_int_equal(s->n_endpoints, 4);
+                static const enum se_opt_bool want[4][3] = { { SE_TRUE, SE_TRUE, SE_FALSE },
+                                                             { SE_FALSE, SE_FALSE, SE_FALSE },
+                                                             { SE_FALSE, SE_TRUE, SE_TRUE },
+                                                             { SE_FALSE, SE_FALSE, SE_TRUE } };
+                for (int i = 0; i < 4; i++) {
+                        assert_int_equal(s->endpoints[i].ready, pnra ? SE_TRUE : want[i][0]);
+                        assert_int_equal(s->endpoints[i].serving, want[i][1]);
+                        assert_int_equal(s->endpoints[i].terminating, want[i][2]);
+                }
+                fx_free(f);
+        }
+}
+
+/* TestReconcileEmpty: a placeholder slice; kept when it already exists. */
+static void test_slices__placeholder(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 1);
+        assert_int_equal(p->create[0]->n_endpoints, 0);
+        assert_int_equal(p->create[0]->n_ports, 0);
+        assert_true(p->create[0]->has_ports);
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        assert_int_equal(p->n_unchanged, 1);
+        /* a pod appears: the placeholder is recycled into the real slice */
+        add_pod(f, "a", "1.0.0.1", true);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UPDATE);
+        assert_int_equal(p->n_create, 0);
+        assert_int_equal(p->n_remove, 0);
+        assert_int_equal(p->n_update, 1);
+        assert_string_equal(p->update[0]->obj.meta.name, f->existing[0]->obj.meta.name);
+        assert_int_equal(p->update[0]->n_endpoints, 1);
+        assert_int_equal(p->update[0]->n_ports, 1);
+        apply(f);
+        /* and back to a placeholder when the pod goes */
+        se_object_unref(&f->pods[--f->n]->obj);
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->n_endpoints, 0);
+        assert_int_equal(p->update[0]->n_ports, 0);
+        fx_free(f);
+}
+
+/* Applying a plan and planning again changes nothing, also with another
+ * trigger time (only written objects carry it). */
+static void test_slices__idempotent(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pods(f, 250);
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 3);
+        assert_int_equal(p->endpoints_added, 250);
+        apply(f);
+        assert_string_equal(sizes(f), "100,100,50");
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        assert_int_equal(p->n_unchanged, 3);
+        fx_free(f);
+}
+
+/* TestReconcileEndpointSlicesSomePreexisting: 250 pods, slices of 62 and 61
+ * -> 27 go into the 62 one, 100 into a new slice (2 writes, not 3). */
+static void test_slices__prefer_fewer_writes(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pods(f, 250);
+        /* build existing slices of 62 and 61 of the desired endpoints */
+        size_t all = f->n;
+        f->n = 62;
+        plan(f);
+        apply(f);
+        f->n = 123;
+        f->opts.max_endpoints_per_slice = 61;
+        /* pods 62..122 into a second slice */
+        struct se_pod *keep[62];
+        memcpy(keep, f->pods, sizeof(keep));
+        memmove(f->pods, f->pods + 62, 61 * sizeof(*f->pods));
+        f->n = 61;
+        struct se_endpoint_slice *first = f->existing[0];
+        /* (the second plan does not see it: keep the names apart) */
+        first->obj.meta.name = fx_str(&first->obj, "web-first");
+        f->n_existing = 0;
+        plan(f);
+        apply(f);
+        memmove(f->pods + 62, f->pods, 61 * sizeof(*f->pods));
+        memcpy(f->pods, keep, sizeof(keep));
+        f->existing[f->n_existing++] = first;
+        f->n = all;
+        f->opts.max_endpoints_per_slice = 0;
+        assert_string_equal(sizes(f), "62,61");
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 1);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->n_unchanged, 1);
+        assert_int_equal(p->n_remove, 0);
+        assert_int_equal(p->create[0]->n_endpoints, 100);
+        assert_int_equal(p->update[0]->n_endpoints, 89);
+        apply(f);
+        assert_string_equal(sizes(f), "100,89,61");
+        assert_int_equal(total_endpoints(f), 250);
+        fx_free(f);
+}
+
+/* TestReconcileEndpointSlicesSomePreexistingWorseAllocation: 300 pods, two
+ * full-enough slices of 74 -> new slices of 100 and 52, existing untouched. */
+static void test_slices__worse_allocation_fewer_writes(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pods(f, 300);
+        f->n = 148;
+        f->opts.max_endpoints_per_slice = 74;
+        plan(f);
+        apply(f);
+        f->opts.max_endpoints_per_slice = 0;
+        f->n = 300;
+        assert_string_equal(sizes(f), "74,74");
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 2);
+        assert_int_equal(p->n_update, 0);
+        assert_int_equal(p->n_unchanged, 2);
+        apply(f);
+        assert_string_equal(sizes(f), "100,74,74,52");
+        fx_free(f);
+}
+
+/* TestReconcileEndpointSlicesRecycling: a port change turns 10 slices of 30
+ * into 3 updates (creates recycled) and 7 deletes. */
+static void test_slices__recycling_on_port_change(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pods(f, 300);
+        f->opts.max_endpoints_per_slice = 30;
+        plan(f);
+        apply(f);
+        assert_int_equal(f->n_existing, 10);
+        f->opts.max_endpoints_per_slice = 0;
+        f->svc->ports[0].target_port.num = 9090;
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 0);
+        assert_int_equal(p->n_update, 3);
+        assert_int_equal(p->n_remove, 7);
+        apply(f);
+        assert_string_equal(sizes(f), "100,100,100");
+        assert_int_equal(f->existing[0]->ports[0].port, 9090);
+        fx_free(f);
+}
+
+/* TestReconcileEndpointSlicesMaxEndpointsPerSlice */
+static void test_slices__max_endpoints_per_slice(void **state)
+{
+        (void)state;
+        static const struct {
+                uint32_t max;
+                const char *sizes;
+        } cases[] = { { 50, "50,50,50,50,50" }, { 80, "80,80,80,10" }, { 150, "150,100" },
+                      { 250, "250" },           { 500, "250" },        { 5000, "250" } };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(cases); i++) {
+                struct fx *f = fx_new("10.0.0.1");
+                add_pods(f, 250);
+                f->opts.max_endpoints_per_slice = cases[i].max;
+                plan(f);
+                apply(f);
+                assert_string_equal(sizes(f), cases[i].max == 5000 ? "250" : cases[i].sizes);
+                fx_free(f);
+        }
+}
+
+/* Slices of an older Service with the same name (other owner UID), of an
+ * address type the Service dropped, or of another controller. */
+static void test_slices__stale_and_foreign_slices(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pod(f, "a", "1.0.0.1", true);
+        plan(f);
+        apply(f);
+        struct se_endpoint_slice *s = f->existing[0];
+        /* an older Service's slice */
+        s->obj.meta.owner_refs[0].uid = "old-uid";
+        const struct se_slices_plan *p = plan(f);
+        /* the stale slice's delete is not recycled (not ours): create + delete */
+        assert_int_equal(p->n_create, 1);
+        assert_int_equal(p->n_remove, 1);
+        assert_ptr_equal(p->remove[0], s);
+        s->obj.meta.owner_refs[0].uid = "svc-uid-1";
+        /* another managed-by value: ignored, we create our own */
+        f->opts.slices_managed_by = "svcenv.io/test";
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_CREATE);
+        assert_int_equal(p->n_remove, 0);
+        assert_string_equal(
+                se_kvlist_get(&p->create[0]->obj.meta.labels, SE_SLICE_MANAGED_BY_LABEL),
+                "svcenv.io/test");
+        f->opts.slices_managed_by = NULL;
+        /* the Service became IPv6: the IPv4 slice goes, an IPv6 placeholder comes */
+        fx_families(f->svc, "IPv6", NULL);
+        p = plan(f);
+        assert_int_equal(p->n_remove, 1);
+        assert_int_equal(p->n_create, 1);
+        assert_string_equal(p->create[0]->address_type, "IPv6");
+        assert_int_equal(p->create[0]->n_endpoints, 0);
+        fx_free(f);
+}
+
+/* Dual stack: one slice per address type, each with that family's IP. */
+static void test_slices__dual_stack(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        fx_families(f->svc, "IPv4", "IPv6");
+        add_pod(f, "a", "10.1.0.1,fd00::0:1", true);
+        add_pod(f, "b", "10.1.0.2", true);
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 2);
+        assert_string_equal(p->create[0]->address_type, "IPv4");
+        assert_int_equal(p->create[0]->n_endpoints, 2);
+        assert_string_equal(p->create[1]->address_type, "IPv6");
+        assert_int_equal(p->create[1]->n_endpoints, 1);
+        assert_string_equal(p->create[1]->endpoints[0].addresses.v[0], "fd00::1");
+        assert_string_not_equal(p->create[0]->obj.meta.name, p->create[1]->obj.meta.name);
+        fx_free(f);
+}
+
+/* TestReconcilerPodMissingNode */
+static void test_slices__pod_missing_node(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_node(f, "node-1", NULL);
+        add_pod(f, "a", "1.0.0.1", true);
+        struct se_pod *lost = add_pod(f, "b", "1.0.0.2", true);
+        lost->node_name = "gone";
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->pods_missing_node, 1);
+        assert_int_equal(p->create[0]->n_endpoints, 1);
+        assert_null(p->create[0]->endpoints[0].zone);
+        f->svc->publish_not_ready_addresses = true;
+        p = plan(f);
+        assert_int_equal(p->pods_missing_node, 0);
+        assert_int_equal(p->create[0]->n_endpoints, 2);
+        fx_free(f);
+}
+
+/* A pod without the named port is still published, in a slice with no
+ * ports (issue 109627); a sidecar's named port counts. */
+static void test_slices__named_port_groups(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        f->svc->ports[0].target_port = (struct se_int_or_string){ true, 0, "http" };
+        struct se_pod *a = add_pod(f, "a", "1.0.0.1", true);
+        fx_container_port(a, false, NULL, "http", 8080, SE_PROTO_TCP);
+        struct se_pod *b = add_pod(f, "b", "1.0.0.2", true);
+        fx_container_port(b, true, "Always", "http", 8080, SE_PROTO_TCP);
+        add_pod(f, "c", "1.0.0.3", true);
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 2);
+        const struct se_endpoint_slice *with = p->create[0]->n_ports ? p->create[0] : p->create[1];
+        const struct se_endpoint_slice *without =
+                p->create[0]->n_ports ? p->create[1] : p->create[0];
+        assert_int_equal(with->n_endpoints, 2);
+        assert_int_equal(with->ports[0].port, 8080);
+        assert_int_equal(without->n_endpoints, 1);
+        assert_int_equal(without->n_ports, 0);
+        assert_string_equal(without->endpoints[0].target_ref->name, "c");
+        fx_free(f);
+}
+
+/* setEndpointSliceLabels: a Service label change updates the slices; the
+ * headless label; reserved Service labels are ignored. */
+static void test_slices__labels(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("None");
+        add_pod(f, "a", "1.0.0.1", true);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.labels, SE_SLICE_SERVICE_NAME_LABEL, "evil");
+        const struct se_slices_plan *p = plan(f);
+        const struct se_kvlist *l = &p->create[0]->obj.meta.labels;
+        assert_string_equal(se_kvlist_get(l, SE_HEADLESS_LABEL), "");
+        assert_string_equal(se_kvlist_get(l, SE_SLICE_SERVICE_NAME_LABEL), "web");
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.labels, "tier", "db");
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UPDATE);
+        assert_int_equal(p->n_update, 1);
+        assert_string_equal(se_kvlist_get(&p->update[0]->obj.meta.labels, "tier"), "db");
+        fx_free(f);
+}
+
+/* Endpoint changes beyond the identity (conditions, node) update the slice
+ * in place; foreign annotations on it are kept; trigger time written. */
+static void test_slices__update_in_place(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pods(f, 3);
+        plan(f);
+        apply(f);
+        fx_kv(&f->existing[0]->obj, &f->existing[0]->obj.meta.annotations, "example.com/x", "1");
+        f->pods[1]->conditions[0].status = "False";
+        struct se_endpoints_input in = { .namespace = "ns",
+                                         .name = "web",
+                                         .svc = f->svc,
+                                         .pods = (const struct se_pod *const *)f->pods,
+                                         .n_pods = f->n,
+                                         .trigger_time_ns = 1764489600000000000LL };
+        struct se_slices_plan p;
+        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
+                                        f->n_existing, NULL, &p),
+                         0);
+        assert_int_equal(p.n_update, 1);
+        assert_int_equal(p.n_create + p.n_remove, 0);
+        const struct se_endpoint_slice *s = p.update[0];
+        assert_string_equal(s->obj.meta.name, f->existing[0]->obj.meta.name);
+        assert_string_equal(se_kvlist_get(&s->obj.meta.annotations, "example.com/x"), "1");
+        assert_string_equal(se_kvlist_get(&s->obj.meta.annotations, SE_TRIGGER_TIME_ANNOTATION),
+                            "2025-11-30T08:00:00Z");
+        assert_int_equal(s->endpoints[1].ready, SE_FALSE);
+        se_slices_plan_release(&p);
+        /* hints on an otherwise unchanged slice are removed */
+        f->pods[1]->conditions[0].status = "True";
+        struct se_slice_endpoint *e = &f->existing[0]->endpoints[0];
+        e->hint_zones.v = se_arena_array(&f->existing[0]->obj.arena, 1, sizeof(char *));
+        e->hint_zones.v[0] = "zone-a";
+        e->hint_zones.n = 1;
+        const struct se_slices_plan *q = plan(f);
+        assert_int_equal(q->n_update, 1);
+        assert_int_equal(q->update[0]->endpoints[0].hint_zones.n, 0);
+        fx_free(f);
+}
+
+/* trafficdist: PreferClose/PreferSameZone give ready endpoints a zone hint,
+ * PreferSameNode a node hint too; not-ready endpoints get none; a slice
+ * with the right hints stays unchanged; dropping the field removes them;
+ * topology-mode Auto wins over the field. */
+static void test_slices__traffic_distribution_hints(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_node(f, "node-1", "zone-a");
+        add_pod(f, "a", "1.0.0.1", true);
+        add_pod(f, "b", "1.0.0.2", false);
+        f->svc->traffic_distribution = "PreferClose";
+        const struct se_slices_plan *p = plan(f);
+        const struct se_slice_endpoint *e = p->create[0]->endpoints;
+        assert_int_equal(e[0].hint_zones.n, 1);
+        assert_string_equal(e[0].hint_zones.v[0], "zone-a");
+        assert_int_equal(e[0].hint_nodes.n, 0);
+        assert_int_equal(e[1].hint_zones.n + e[1].hint_nodes.n, 0);
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        f->svc->traffic_distribution = "PreferSameNode";
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        e = p->update[0]->endpoints;
+        assert_int_equal(e[0].hint_nodes.n, 1);
+        assert_string_equal(e[0].hint_nodes.v[0], "node-1");
+        assert_string_equal(e[0].hint_zones.v[0], "zone-a");
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, "service.kubernetes.io/topology-mode",
+              "Auto");
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->endpoints[0].hint_zones.n, 0);
+        f->svc->obj.meta.annotations.n = 0;
+        f->svc->traffic_distribution = NULL;
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->endpoints[0].hint_zones.n, 0);
+        assert_int_equal(p->update[0]->endpoints[0].hint_nodes.n, 0);
+        fx_free(f);
+}
+
+/* Service gone: our slices are reported for deletion. */
+static void test_slices__service_deleted(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pod(f, "a", "1.0.0.1", true);
+        plan(f);
+        apply(f);
+        struct se_endpoints_input in = { .namespace = "ns", .name = "web" };
+        struct se_slices_plan p;
+        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
+                                        f->n_existing, NULL, &p),
+                         0);
+        assert_int_equal(p.action, SE_EP_DELETE);
+        assert_int_equal(p.n_remove, 1);
+        se_slices_plan_release(&p);
+        in.name = "other";
+        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
+                                        f->n_existing, NULL, &p),
+                         0);
+        assert_int_equal(p.action, SE_EP_SKIP);
+        se_slices_plan_release(&p);
+        fx_free(f);
+}
+
+/* Names are stable across runs and unique. */
+static void test_slices__deterministic_names(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        add_pods(f, 250);
+        const struct se_slices_plan *p = plan(f);
+        char names[3][64];
+        for (int i = 0; i < 3; i++)
+                snprintf(names[i], sizeof(names[i]), "%s", p->create[i]->obj.meta.name);
+        assert_string_not_equal(names[0], names[1]);
+        assert_string_not_equal(names[1], names[2]);
+        p = plan(f);
+        for (int i = 0; i < 3; i++)
+                assert_string_equal(names[i], p->create[i]->obj.meta.name);
+        for (const char *c = names[0] + 4; *c; c++)
+                assert_non_null(strchr("bcdfghjklmnpqrstvwxz2456789", *c));
+        fx_free(f);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_slices__one_pod),
+                cmocka_unit_test(test_slices__conditions),
+                cmocka_unit_test(test_slices__placeholder),
+                cmocka_unit_test(test_slices__idempotent),
+                cmocka_unit_test(test_slices__prefer_fewer_writes),
+                cmocka_unit_test(test_slices__worse_allocation_fewer_writes),
+                cmocka_unit_test(test_slices__recycling_on_port_change),
+                cmocka_unit_test(test_slices__max_endpoints_per_slice),
+                cmocka_unit_test(test_slices__stale_and_foreign_slices),
+                cmocka_unit_test(test_slices__dual_stack),
+                cmocka_unit_test(test_slices__pod_missing_node),
+                cmocka_unit_test(test_slices__named_port_groups),
+                cmocka_unit_test(test_slices__labels),
+                cmocka_unit_test(test_slices__update_in_place),
+                cmocka_unit_test(test_slices__traffic_distribution_hints),
+                cmocka_unit_test(test_slices__service_deleted),
+                cmocka_unit_test(test_slices__deterministic_names),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
