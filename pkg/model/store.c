@@ -1,6 +1,7 @@
 /* The object store: kind -> namespace -> name, with change callbacks. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,9 +9,18 @@
 #include <svcenv/hashmap.h>
 #include <svcenv/store.h>
 
+/* Objects of one kind and namespace that carry one label key=value. */
+struct posting {
+        char *label; /* "key=value", the map's key */
+        const struct se_object **objs;
+        size_t n, cap;
+};
+
 struct ns_bucket {
         char *ns;
         struct se_hashmap by_name; /* name -> struct se_object* (one reference) */
+        struct se_hashmap by_label; /* "key=value" -> struct posting* */
+        bool index_broken; /* an index update failed: select scans instead */
 };
 
 struct subscriber {
@@ -45,6 +55,13 @@ struct se_store *se_store_new(void)
         return s;
 }
 
+static void posting_free(struct posting *p)
+{
+        free(p->objs);
+        free(p->label);
+        free(p);
+}
+
 static void bucket_free(struct ns_bucket *b)
 {
         const char *k;
@@ -52,6 +69,9 @@ static void bucket_free(struct ns_bucket *b)
         for (size_t i = 0; se_hashmap_next(&b->by_name, &i, &k, &v);)
                 se_object_unref(v);
         se_hashmap_release(&b->by_name);
+        for (size_t i = 0; se_hashmap_next(&b->by_label, &i, &k, &v);)
+                posting_free(v);
+        se_hashmap_release(&b->by_label);
         free(b->ns);
         free(b);
 }
@@ -108,6 +128,71 @@ static struct ns_bucket *bucket_get(struct kind_table *t, const char *ns, bool c
         return b;
 }
 
+/* "key=value" into buf; false when it does not fit (such labels are not
+ * indexed: select falls back to a scan for the bucket). */
+static bool label_key(char *buf, size_t size, const struct se_kv *kv)
+{
+        int n = snprintf(buf, size, "%s=%s", kv->key, kv->value);
+        return n > 0 && (size_t)n < size;
+}
+
+static void index_add(struct ns_bucket *b, const struct se_object *o)
+{
+        for (uint32_t i = 0; i < o->meta.labels.n && !b->index_broken; i++) {
+                char key[512];
+                if (!label_key(key, sizeof(key), &o->meta.labels.items[i])) {
+                        b->index_broken = true;
+                        break;
+                }
+                struct posting *p = se_hashmap_get(&b->by_label, key);
+                if (!p) {
+                        p = se_calloc(1, sizeof(*p));
+                        if (!p || !(p->label = se_strdup(key)) ||
+                            se_hashmap_put(&b->by_label, p->label, p, NULL) < 0) {
+                                if (p)
+                                        posting_free(p);
+                                b->index_broken = true;
+                                break;
+                        }
+                }
+                if (p->n == p->cap) {
+                        size_t cap = p->cap ? p->cap * 2 : 4;
+                        const struct se_object **objs =
+                                se_reallocarray(p->objs, cap, sizeof(*objs));
+                        if (!objs) {
+                                b->index_broken = true;
+                                break;
+                        }
+                        p->objs = objs;
+                        p->cap = cap;
+                }
+                p->objs[p->n++] = o;
+        }
+}
+
+static void index_remove(struct ns_bucket *b, const struct se_object *o)
+{
+        if (b->index_broken)
+                return;
+        for (uint32_t i = 0; i < o->meta.labels.n; i++) {
+                char key[512];
+                struct posting *p;
+                if (!label_key(key, sizeof(key), &o->meta.labels.items[i]) ||
+                    !(p = se_hashmap_get(&b->by_label, key)))
+                        continue;
+                for (size_t k = 0; k < p->n; k++) {
+                        if (p->objs[k] == o) {
+                                p->objs[k] = p->objs[--p->n];
+                                break;
+                        }
+                }
+                if (p->n == 0) {
+                        se_hashmap_remove(&b->by_label, p->label);
+                        posting_free(p);
+                }
+        }
+}
+
 /* Inserts under the write lock; replace=false refuses an existing key. */
 static int insert(struct se_store *s, struct se_object *obj, bool replace)
 {
@@ -123,6 +208,9 @@ static int insert(struct se_store *s, struct se_object *obj, bool replace)
         void *replaced = NULL;
         if (se_hashmap_put(&b->by_name, name, obj, &replaced) < 0)
                 return -ENOMEM;
+        if (old)
+                index_remove(b, old);
+        index_add(b, obj);
         if (old) {
                 notify(t, SE_STORE_UPDATE, old, obj);
                 se_object_unref(old);
@@ -163,6 +251,7 @@ int se_store_delete(struct se_store *s, enum se_kind kind, const char *ns, const
         struct se_object *old = b ? se_hashmap_remove(&b->by_name, name) : NULL;
         if (old) {
                 t->count--;
+                index_remove(b, old);
                 notify(t, SE_STORE_DELETE, old, NULL);
                 if (b->by_name.n == 0) {
                         se_hashmap_remove(&t->by_ns, b->ns);
@@ -191,12 +280,30 @@ static int cmp_obj(const void *a, const void *b)
         return c ? c : strcmp(x->meta.name, y->meta.name);
 }
 
-/* Appends the bucket's objects that match (selector may be NULL). */
+/* Appends the bucket's objects that match (selector may be NULL). With a
+ * selector, only the shortest posting list of its labels is checked. */
 static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
                     const struct se_object **out, size_t *n)
 {
         const char *k;
         void *v;
+        if (selector && selector->n && !b->index_broken) {
+                const struct posting *best = NULL;
+                for (uint32_t i = 0; i < selector->n; i++) {
+                        char key[512];
+                        if (!label_key(key, sizeof(key), &selector->items[i]))
+                                return; /* no indexed label is that long: none match */
+                        const struct posting *p = se_hashmap_get(&b->by_label, key);
+                        if (!p)
+                                return;
+                        if (!best || p->n < best->n)
+                                best = p;
+                }
+                for (size_t i = 0; i < best->n; i++)
+                        if (se_selector_matches(selector, &best->objs[i]->meta.labels))
+                                out[(*n)++] = best->objs[i];
+                return;
+        }
         for (size_t i = 0; se_hashmap_next(&b->by_name, &i, &k, &v);) {
                 const struct se_object *o = v;
                 if (!selector || se_selector_matches(selector, &o->meta.labels))
