@@ -299,7 +299,7 @@ static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
                         if (!best || p->n < best->n)
                                 best = p;
                 }
-                for (size_t i = 0; i < best->n; i++)
+                for (size_t i = 0; best && i < best->n; i++)
                         if (se_selector_matches(selector, &best->objs[i]->meta.labels))
                                 out[(*n)++] = best->objs[i];
                 return;
