@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ struct source {
         const char *data;
         size_t len;
         bool json;
+        bool mapped; /* data is a private file mapping: pages behind the reader can go */
 };
 
 /* The line of `path` inside object `item` (-1: the document itself) of
@@ -185,9 +187,23 @@ static unsigned advance_line(const struct source *src, size_t *counted, size_t o
         return line;
 }
 
+/* A large file is mapped, not copied; what the JSON reader has passed is
+ * given back every 16 MiB so a stream of objects never holds the whole file
+ * in memory. (An error re-reads the file from the page cache for lines.) */
+static void release_behind(const struct source *src, size_t off, size_t *released)
+{
+        const size_t step = (size_t)16 << 20;
+        if (!src->mapped || off < *released + step)
+                return;
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t end = off & ~(page - 1);
+        (void)madvise(SE_UNCONST(char, src->data) + *released, end - *released, MADV_DONTNEED);
+        *released = end;
+}
+
 static int load_json(struct loader *l, const struct source *src)
 {
-        size_t off = 0, doc = 0, counted = 0;
+        size_t off = 0, doc = 0, counted = 0, released = 0;
         unsigned line = 1;
         for (;;) {
                 while (off < src->len && strchr(" \t\r\n", src->data[off]))
@@ -210,6 +226,7 @@ static int load_json(struct loader *l, const struct source *src)
                 json_decref(j);
                 if (r < 0)
                         return r;
+                release_behind(src, off, &released);
         }
 }
 
@@ -272,8 +289,36 @@ static int read_all(int fd, struct se_strbuf *out)
         }
 }
 
+/* Regular files are mapped read-only; anything else (stdin, pipes) is read. */
+static int map_file(struct loader *l, const char *path, int fd, const struct stat *st)
+{
+        if ((size_t)st->st_size > SE_MANIFEST_MAX_FILE) {
+                se_diag_set(l->diag, path, 0, 0, "larger than %zu MiB", SE_MANIFEST_MAX_FILE >> 20);
+                return -EINVAL;
+        }
+        struct source src = { .name = path, .data = "", .len = 0, .mapped = true };
+        void *p = NULL;
+        if (st->st_size > 0) {
+                p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+                if (p == MAP_FAILED) {
+                        se_diag_set(l->diag, path, 0, 0, "cannot read: %s", strerror(errno));
+                        return -EIO;
+                }
+                (void)madvise(p, (size_t)st->st_size, MADV_SEQUENTIAL);
+                src.data = p;
+                src.len = (size_t)st->st_size;
+        }
+        int r = load_source(l, &src);
+        if (p)
+                munmap(p, (size_t)st->st_size);
+        return r;
+}
+
 static int load_file(struct loader *l, const char *path, int fd)
 {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                return map_file(l, path, fd, &st);
         struct se_strbuf sb;
         se_strbuf_init(&sb, SE_MANIFEST_MAX_FILE + 65536 + 1);
         int r = read_all(fd, &sb);
