@@ -1,0 +1,134 @@
+# Side by side with upstream: kube-controller-manager v1.36 (its endpoint and
+# endpointslice controllers) writes Endpoints and EndpointSlices for a set of
+# services and pods on the real API server; `svcenv endpoints` computes them
+# from the same objects read back from that server. They must match: subsets,
+# addresses, ports, labels, annotations (trigger time aside), and slice
+# contents as sets (slice names aside).
+. "$(dirname "$0")/lib.bash"
+fixture=test/integration/fixtures/side-by-side.jsonl
+statuses=test/integration/fixtures/status-side-by-side.txt
+ns=sbs-$$-$RANDOM
+node_a=$ns-a node_b=$ns-b
+work=$(mktemp -d)
+cleanup() {
+        "$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
+        kapi patch /api/v1/namespaces/$ns/pods/web-4 '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+        kapi delete /api/v1/namespaces/$ns >/dev/null 2>&1
+        kapi delete /api/v1/nodes/$node_a >/dev/null 2>&1
+        kapi delete /api/v1/nodes/$node_b >/dev/null 2>&1
+        [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+setup() {
+        kapi post /api/v1/namespaces - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null || return 1
+        for z in a b; do
+                kapi post /api/v1/nodes - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$ns-$z\",\"labels\":{\"topology.kubernetes.io/zone\":\"zone-$z\"}},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"192.0.2.$([ $z = a ] && echo 1 || echo 2)\"}]}}" >/dev/null || return 1
+        done
+        grep -v '^//' "$fixture" | sed "s/\"NS\"/\"$ns\"/g; s/\"NODEA\"/\"$node_a\"/g; s/\"NODEB\"/\"$node_b\"/g" |
+                while IFS= read -r obj; do
+                        kind=$(jq -r .kind <<<"$obj")
+                        case $kind in
+                        Service) path=/api/v1/namespaces/$ns/services ;;
+                        Pod) path=/api/v1/namespaces/$ns/pods ;;
+                        esac
+                        kapi post "$path" - <<<"$obj" >/dev/null || exit 1
+                done || return 1
+        while read -r pod patch; do
+                kapi patch-status "$ns" "$pod" "$patch" >/dev/null || return 1
+        done <"$statuses"
+        # a terminating pod: its finalizer holds it after the delete
+        kapi delete /api/v1/namespaces/$ns/pods/web-4 >/dev/null
+}
+
+# The controllers are done when every selector service has its Endpoints and
+# two reads a second apart are the same.
+settled() {
+        local eps slices
+        eps=$(kapi get /api/v1/namespaces/$ns/endpoints | jq -c '[.items[] | {n: .metadata.name, s: .subsets}] | sort_by(.n)')
+        slices=$(kapi get /apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices | jq -c '[.items[] | {n: .metadata.name, e: .endpoints}] | sort_by(.n)')
+        [ "$(jq length <<<"$eps")" -ge 6 ] || return 1
+        [ "$eps$slices" = "${last_seen:-}" ] && return 0
+        last_seen=$eps$slices
+        sleep 1
+        return 1
+}
+
+norm_endpoints='[.items[] | select(.metadata.name != "manual") | {
+        name: .metadata.name,
+        labels: (.metadata.labels // {}),
+        annotations: ((.metadata.annotations // {}) | del(."endpoints.kubernetes.io/last-change-trigger-time")),
+        subsets: ((.subsets // []) | map({
+                addresses: ((.addresses // []) | map({ip, hostname, nodeName, pod: .targetRef.name}) | sort_by(.ip)),
+                notReadyAddresses: ((.notReadyAddresses // []) | map({ip, hostname, nodeName, pod: .targetRef.name}) | sort_by(.ip)),
+                ports: ((.ports // []) | sort_by(.name, .port, .protocol))}) | sort_by(.ports | tostring))
+}] | sort_by(.name)'
+
+norm_slices='[.items[] | select(.metadata.labels["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io") | {
+        service: .metadata.labels["kubernetes.io/service-name"],
+        labels: .metadata.labels,
+        owner: (.metadata.ownerReferences // [] | map({kind, name, controller, blockOwnerDeletion})),
+        addressType,
+        ports: ((.ports // []) | sort_by(.name, .port, .protocol)),
+        endpoints: ((.endpoints // []) | map({addresses, conditions, hostname, nodeName, zone, pod: .targetRef.name}))
+}] | group_by([.service, .addressType, (.ports | tostring)]) | map({
+        service: .[0].service, addressType: .[0].addressType, ports: .[0].ports,
+        labels: (map(.labels) | unique), owner: (map(.owner) | unique),
+        endpoints: (map(.endpoints[]) | sort_by(.addresses[0]))
+}) | sort_by(.service, .addressType, (.ports | tostring))'
+
+# compare NAME JQ-PROGRAM UPSTREAM-FILE OURS-FILE
+compare() {
+        jq -S "$2" "$3" >"$work/up.json" && jq -S "$2" "$4" >"$work/ours.json" || { not_ok "$1 (jq)"; return; }
+        if [ "$(jq length "$work/up.json")" -gt 0 ] && diff -u "$work/up.json" "$work/ours.json" >"$work/diff"; then
+                ok "$1"
+        else
+                not_ok "$1"
+                sed 's/^/# /' "$work/diff" | head -60
+        fi
+}
+
+if setup; then ok "objects created on the real API server"; else not_ok "objects created on the real API server"; fi
+if "$CONTROLPLANE" start-kcm "$KUBE_DIR" >"$work/kcm.out" 2>&1; then
+        ok "kube-controller-manager started (endpoint and endpointslice controllers)"
+else
+        not_ok "kube-controller-manager started"
+        sed 's/^/# /' "$work/kcm.out"
+fi
+if until_ok 60 settled; then ok "upstream controllers settled"; else not_ok "upstream controllers settled"; fi
+"$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
+
+# What both sides read: the same objects from the same server.
+mkdir -p "$work/cluster"
+kapi get /api/v1/namespaces/$ns/services >"$work/cluster/services.json"
+kapi get /api/v1/namespaces/$ns/pods >"$work/cluster/pods.json"
+kapi get /api/v1/nodes >"$work/cluster/nodes.json"
+kapi get /api/v1/namespaces/$ns/endpoints >"$work/upstream-endpoints.json"
+kapi get /apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices >"$work/upstream-slices.json"
+
+if "$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" -o json >"$work/ours-endpoints.json" 2>"$work/err" &&
+        "$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --slices -o json >"$work/ours-slices.json" 2>>"$work/err"; then
+        ok "svcenv endpoints read the same objects"
+else
+        not_ok "svcenv endpoints read the same objects"
+        sed 's/^/# /' "$work/err"
+fi
+compare "Endpoints match kube-controller-manager's" "$norm_endpoints" "$work/upstream-endpoints.json" "$work/ours-endpoints.json"
+compare "EndpointSlices match kube-controller-manager's" "$norm_slices" "$work/upstream-slices.json" "$work/ours-slices.json"
+# Fed the upstream objects, svcenv's planner must see nothing to write.
+cp "$work/upstream-endpoints.json" "$work/upstream-slices.json" "$work/cluster/"
+plan=$("$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --plan 2>&1)
+if [ -n "$plan" ] && ! grep -vq ' unchanged$' <<<"$plan"; then
+        ok "planner: upstream's Endpoints need no write"
+else
+        not_ok "planner: upstream's Endpoints need no write"
+        sed 's/^/# /' <<<"$plan"
+fi
+plan=$("$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --slices --plan 2>&1)
+if [ -n "$plan" ] && ! grep -vq ' unchanged$' <<<"$plan"; then
+        ok "planner: upstream's EndpointSlices need no write"
+else
+        not_ok "planner: upstream's EndpointSlices need no write"
+        sed 's/^/# /' <<<"$plan"
+fi
+echo "1..$n"
