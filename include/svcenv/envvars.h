@@ -109,11 +109,12 @@ struct se_env_list {
         size_t n;
         size_t alloc;
         struct se_arena arena; /* every string and loser of the list */
+        struct se_arena adopted; /* strings taken over from another list */
 };
 
-#define SE_ENV_LIST_INIT    \
- {                          \
-  NULL, 0, 0, SE_ARENA_INIT \
+#define SE_ENV_LIST_INIT                   \
+ {                                         \
+  NULL, 0, 0, SE_ARENA_INIT, SE_ARENA_INIT \
  }
 
 /* Where services, ConfigMaps and Secrets are looked up. With a store, only

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/parse.h>
 
@@ -13,7 +14,8 @@ struct cctx {
         const struct se_pod *pod;
         const struct se_container *c;
         const struct se_env_list *svc;
-        struct se_hashmap svc_map; /* name -> index + 1 in svc */
+        struct se_hashmap svc_map; /* name -> index + 1 in svc, built on need */
+        unsigned svc_scans; /* lookups answered by scanning svc so far */
         struct se_env_list *out;
         struct se_hashmap map; /* name -> index + 1 in out */
         struct se_strbuf key; /* scratch for lookups */
@@ -83,6 +85,14 @@ static int set_var(struct cctx *x, const char *name, const char *value, enum se_
         return 0;
 }
 
+static int index_list(struct se_hashmap *m, const struct se_env_list *l)
+{
+        for (size_t i = 0; l && i < l->n; i++)
+                if (se_hashmap_put(m, l->items[i].name, (void *)(uintptr_t)(i + 1), NULL) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 static const char *lookup(void *data, const char *name, size_t len)
 {
         struct cctx *x = data;
@@ -92,6 +102,22 @@ static const char *lookup(void *data, const char *name, size_t len)
         uintptr_t idx = (uintptr_t)se_hashmap_get(&x->map, x->key.buf);
         if (idx)
                 return x->out->items[idx - 1].value;
+        if (!x->svc || !x->svc->n)
+                return NULL;
+        /* a container refers to a few service variables: scanning is cheaper
+         * than indexing thousands of names, until it is not */
+        if (!x->svc_map.n && x->svc_scans < 8) {
+                x->svc_scans++;
+                const char *k = x->key.buf;
+                for (size_t i = 0; i < x->svc->n; i++) {
+                        const char *nm = x->svc->items[i].name;
+                        if (nm[0] == k[0] && strcmp(nm, k) == 0)
+                                return x->svc->items[i].value;
+                }
+                return NULL;
+        }
+        if (!x->svc_map.n && index_list(&x->svc_map, x->svc) < 0)
+                return NULL; /* out of memory: the reference stays literal */
         idx = (uintptr_t)se_hashmap_get(&x->svc_map, x->key.buf);
         return idx ? x->svc->items[idx - 1].value : NULL;
 }
@@ -414,14 +440,6 @@ static int env(struct cctx *x)
         return 0;
 }
 
-static int index_list(struct se_hashmap *m, const struct se_env_list *l)
-{
-        for (size_t i = 0; l && i < l->n; i++)
-                if (se_hashmap_put(m, l->items[i].name, (void *)(uintptr_t)(i + 1), NULL) < 0)
-                        return -ENOMEM;
-        return 0;
-}
-
 int se_envvars_container(const struct se_envvars_input *in, const struct se_pod *pod,
                          const struct se_container *c, const struct se_env_list *svc,
                          struct se_env_list *out, struct se_diag *diag)
@@ -431,9 +449,7 @@ int se_envvars_container(const struct se_envvars_input *in, const struct se_pod 
         x.map = (struct se_hashmap)SE_HASHMAP_INIT;
         se_strbuf_init(&x.key, 0);
         se_strbuf_init(&x.val, SE_ENVVARS_MAX_VALUE);
-        int r = index_list(&x.svc_map, svc);
-        if (r == 0)
-                r = env_from(&x);
+        int r = env_from(&x);
         if (r == 0)
                 r = env(&x);
         se_strbuf_release(&x.key);
@@ -445,51 +461,54 @@ int se_envvars_container(const struct se_envvars_input *in, const struct se_pod 
         return r;
 }
 
+static uint64_t name_bit(const char *s)
+{
+        return (uint64_t)1 << ((strlen(s) * 7 + (unsigned char)s[0]) & 63);
+}
+
 int se_envvars_build(const struct se_envvars_input *in, const struct se_pod *pod,
                      const struct se_container *c, struct se_env_list *out, struct se_diag *diag)
 {
         struct se_env_list svc = SE_ENV_LIST_INIT;
+        struct se_hashmap own = SE_HASHMAP_INIT;
         bool links = pod->enable_service_links != SE_FALSE;
-        int r = se_envvars_services(in, pod->obj.meta.namespace, links, &svc);
+        int r = envvars_services(in, pod->obj.meta.namespace, links, &svc);
         if (r == 0)
                 r = se_envvars_container(in, pod, c, &svc, out, diag);
-        struct se_hashmap own = SE_HASHMAP_INIT;
         if (r == 0)
                 r = index_list(&own, out);
-        size_t n_own = out->n;
+        /* most service names are not the container's: a one-word filter on
+         * length and first letter saves hashing each of them */
+        uint64_t own_bits = 0;
+        for (size_t i = 0; r == 0 && i < out->n; i++)
+                own_bits |= name_bit(out->items[i].name);
+        if (r == 0 && out->alloc < out->n + svc.n) {
+                struct se_env_entry *p = se_reallocarray(out->items, out->n + svc.n, sizeof(*p));
+                if (p) {
+                        out->items = p;
+                        out->alloc = out->n + svc.n;
+                } else {
+                        r = -ENOMEM;
+                }
+        }
         for (size_t i = 0; r == 0 && i < svc.n; i++) {
                 const struct se_env_entry *s = &svc.items[i];
-                uintptr_t idx = (uintptr_t)se_hashmap_get(&own, s->name);
+                uintptr_t idx = 0;
+                if (own_bits & name_bit(s->name))
+                        idx = (uintptr_t)se_hashmap_get(&own, s->name);
                 if (idx) {
                         /* env and envFrom beat service variables, even when empty */
                         r = env_list_add_loser(out, &out->items[idx - 1], s);
                         continue;
                 }
-                struct se_env_entry *e = env_list_push(out);
-                if (!e) {
-                        r = -ENOMEM;
-                        break;
-                }
-                *e = *s;
-                e->name = env_list_strdup(out, s->name);
-                e->value = env_list_strdup(out, s->value);
-                e->object = env_list_strdup(out, s->object);
-                e->key = env_list_strdup(out, s->key);
-                e->lost = NULL;
-                if (!e->name || !e->value || !e->object || (s->key && !e->key))
-                        r = -ENOMEM;
-                for (const struct se_env_loser *l = s->lost; r == 0 && l; l = l->next) {
-                        struct se_env_entry le = { .name = s->name,
-                                                   .value = l->value,
-                                                   .origin = l->origin,
-                                                   .object = l->object,
-                                                   .key = l->key,
-                                                   .port = l->port };
-                        r = env_list_add_loser(out, e, &le);
-                }
+                /* strings stay in svc's arena, which out adopts below */
+                out->items[out->n++] = *s;
         }
-        (void)n_own;
         se_hashmap_release(&own);
+        if (r == 0) {
+                out->adopted = svc.arena;
+                svc.arena = (struct se_arena)SE_ARENA_INIT;
+        }
         se_env_list_release(&svc);
         if (r < 0)
                 se_env_list_release(out);

@@ -15,6 +15,7 @@ void se_env_list_release(struct se_env_list *l)
 {
         free(l->items);
         se_arena_release(&l->arena);
+        se_arena_release(&l->adopted);
         se_env_list_init(l);
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <svcenv/alloc.h>
 #include <svcenv/hashmap.h>
@@ -11,6 +12,8 @@
 struct gen {
         struct se_env_list *out;
         struct se_hashmap *seen; /* name -> index + 1; NULL: no deduplication */
+        bool check; /* this service's names may already be taken */
+        bool record; /* this service's names may be taken later */
         struct se_strbuf name;
         struct se_strbuf val; /* scratch for the URL values */
         const char *object; /* "ns/name" of the service, in out's arena */
@@ -34,6 +37,22 @@ static void put_mangled(struct se_strbuf *sb, const char *s)
         }
 }
 
+/* Decimal of a port number into buf (>= 12 bytes); printf is the hot spot
+ * otherwise. */
+static const char *utoa(int32_t v, char *buf)
+{
+        char *p = buf + 11;
+        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        *p = '\0';
+        do {
+                *--p = (char)('0' + u % 10);
+                u /= 10;
+        } while (u);
+        if (v < 0)
+                *--p = '-';
+        return p;
+}
+
 static const char *proto_upper(enum se_protocol p)
 {
         return p == SE_PROTO_UDP ? "UDP" : p == SE_PROTO_SCTP ? "SCTP" : "TCP";
@@ -51,7 +70,7 @@ static int add(struct gen *g, const char *value, int32_t port, const char *port_
         if (se_strbuf_failed(&g->name))
                 return se_strbuf_failed(&g->name);
         struct se_env_list *l = g->out;
-        if (g->seen) {
+        if (g->seen && g->check) {
                 uintptr_t idx = (uintptr_t)se_hashmap_get(g->seen, g->name.buf);
                 if (idx) {
                         struct se_env_entry loser = { .name = g->name.buf,
@@ -76,7 +95,8 @@ static int add(struct gen *g, const char *value, int32_t port, const char *port_
                 l->n--;
                 return -ENOMEM;
         }
-        if (g->seen && se_hashmap_put(g->seen, e->name, (void *)(uintptr_t)l->n, NULL) < 0) {
+        if (g->seen && g->record &&
+            se_hashmap_put(g->seen, e->name, (void *)(uintptr_t)l->n, NULL) < 0) {
                 l->n--;
                 return -ENOMEM;
         }
@@ -89,11 +109,12 @@ static int generate(struct gen *g, const struct se_service *svc)
                 return 0;
         const char *ip = svc->cluster_ip;
         bool v6 = strchr(ip, ':') != NULL;
-        char num[16];
+        char num[12];
         int r;
         se_strbuf_reset(&g->val);
-        se_strbuf_printf(&g->val, "%s/%s", svc->obj.meta.namespace ? svc->obj.meta.namespace : "",
-                         svc->obj.meta.name ? svc->obj.meta.name : "");
+        se_strbuf_puts(&g->val, svc->obj.meta.namespace ? svc->obj.meta.namespace : "");
+        se_strbuf_putc(&g->val, '/');
+        se_strbuf_puts(&g->val, svc->obj.meta.name ? svc->obj.meta.name : "");
         g->object = se_strbuf_failed(&g->val) ? NULL : env_list_strdup(g->out, g->val.buf);
         if (!g->object)
                 return -ENOMEM;
@@ -107,8 +128,7 @@ static int generate(struct gen *g, const struct se_service *svc)
                 return r;
         se_strbuf_truncate(&g->name, plen);
         se_strbuf_puts(&g->name, "_SERVICE_PORT");
-        snprintf(num, sizeof(num), "%d", (int)svc->ports[0].port);
-        if ((r = add(g, num, 0, svc->ports[0].name)) < 0)
+        if ((r = add(g, utoa(svc->ports[0].port, num), 0, svc->ports[0].name)) < 0)
                 return r;
         size_t splen = g->name.len;
         for (uint32_t i = 0; i < svc->n_ports; i++) {
@@ -118,16 +138,18 @@ static int generate(struct gen *g, const struct se_service *svc)
                 se_strbuf_truncate(&g->name, splen);
                 se_strbuf_putc(&g->name, '_');
                 put_mangled(&g->name, p->name);
-                snprintf(num, sizeof(num), "%d", (int)p->port);
-                if ((r = add(g, num, (int32_t)i, p->name)) < 0)
+                if ((r = add(g, utoa(p->port, num), (int32_t)i, p->name)) < 0)
                         return r;
         }
         for (uint32_t i = 0; i < svc->n_ports; i++) {
                 const struct se_service_port *p = &svc->ports[i];
-                snprintf(num, sizeof(num), "%d", (int)p->port);
+                const char *port = utoa(p->port, num);
                 se_strbuf_reset(&g->val);
-                se_strbuf_printf(&g->val, v6 ? "%s://[%s]:%d" : "%s://%s:%d",
-                                 proto_lower(p->protocol), ip, (int)p->port);
+                se_strbuf_puts(&g->val, proto_lower(p->protocol));
+                se_strbuf_puts(&g->val, v6 ? "://[" : "://");
+                se_strbuf_puts(&g->val, ip);
+                se_strbuf_puts(&g->val, v6 ? "]:" : ":");
+                se_strbuf_puts(&g->val, port);
                 if (se_strbuf_failed(&g->val))
                         return se_strbuf_failed(&g->val);
                 const char *url = g->val.buf;
@@ -138,12 +160,15 @@ static int generate(struct gen *g, const struct se_service *svc)
                                 return r;
                 }
                 se_strbuf_truncate(&g->name, plen);
-                se_strbuf_printf(&g->name, "_PORT_%d_%s", (int)p->port, proto_upper(p->protocol));
+                se_strbuf_puts(&g->name, "_PORT_");
+                se_strbuf_puts(&g->name, port);
+                se_strbuf_putc(&g->name, '_');
+                se_strbuf_puts(&g->name, proto_upper(p->protocol));
                 size_t pp = g->name.len;
                 if ((r = add(g, url, (int32_t)i, p->name)) < 0)
                         return r;
                 static const char *const suffix[] = { "_PROTO", "_PORT", "_ADDR" };
-                const char *vals[] = { proto_lower(p->protocol), num, ip };
+                const char *vals[] = { proto_lower(p->protocol), port, ip };
                 for (size_t k = 0; k < 3; k++) {
                         se_strbuf_truncate(&g->name, pp);
                         se_strbuf_puts(&g->name, suffix[k]);
@@ -205,6 +230,7 @@ static long select_services(const struct se_envvars_input *in, const char *ns, b
                 master = se_service_of(
                         se_store_get(in->store, SE_KIND_SERVICE, "default", "kubernetes"));
         } else {
+                struct se_hashmap byname = SE_HASHMAP_INIT;
                 sel = se_calloc(in->n_services + 1, sizeof(*sel));
                 if (!sel)
                         return -ENOMEM;
@@ -217,15 +243,23 @@ static long select_services(const struct se_envvars_input *in, const char *ns, b
                                 if (!master)
                                         master = s;
                         }
-                        if (links && is(s->obj.meta.namespace, ns)) {
+                        if (links && is(s->obj.meta.namespace, ns) && s->obj.meta.name) {
                                 /* a later one of the same name replaces (kubelet map) */
-                                long k = 0;
-                                while (k < n && strcmp(sel[k]->obj.meta.name, s->obj.meta.name))
-                                        k++;
-                                sel[k] = s;
-                                n += k == n;
+                                uintptr_t k = (uintptr_t)se_hashmap_get(&byname, s->obj.meta.name);
+                                if (k) {
+                                        sel[k - 1] = s;
+                                        continue;
+                                }
+                                sel[n++] = s;
+                                if (se_hashmap_put(&byname, s->obj.meta.name, (void *)(uintptr_t)n,
+                                                   NULL) < 0) {
+                                        se_hashmap_release(&byname);
+                                        free(sel);
+                                        return -ENOMEM;
+                                }
                         }
                 }
+                se_hashmap_release(&byname);
         }
         if (master && ip_set(master)) {
                 bool have = false;
@@ -239,8 +273,62 @@ static long select_services(const struct se_envvars_input *in, const char *ns, b
         return n;
 }
 
-int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool service_links,
-                        struct se_env_list *out)
+/* Which services can share a variable name. Every suffix starts with '_',
+ * so names of two services can only meet when one mangled service name is
+ * the other's up to a '_' (x and x-service), when two names mangle alike, or
+ * inside one service with repeated port names or (port, protocol) pairs
+ * (invalid, but not trusted). Only those services pay for the name map. */
+static int mark_related(const struct se_service **sel, long n, bool *check, bool *record)
+{
+        struct se_hashmap names = SE_HASHMAP_INIT;
+        struct se_arena tmp = SE_ARENA_INIT;
+        struct se_strbuf sb;
+        char **m = se_calloc((size_t)n + 1, sizeof(*m));
+        int r = m ? 0 : -ENOMEM;
+        se_strbuf_init(&sb, 0);
+        for (long i = 0; r == 0 && i < n; i++) {
+                se_strbuf_reset(&sb);
+                put_mangled(&sb, sel[i]->obj.meta.name);
+                if ((r = se_strbuf_failed(&sb)) < 0 || !(m[i] = se_arena_strdup(&tmp, sb.buf)))
+                        r = r < 0 ? r : -ENOMEM;
+                uintptr_t k = r == 0 ? (uintptr_t)se_hashmap_get(&names, m[i]) : 0;
+                if (k) {
+                        check[i] = record[i] = check[k - 1] = record[k - 1] = true;
+                } else if (r == 0 &&
+                           se_hashmap_put(&names, m[i], (void *)(uintptr_t)(i + 1), NULL) < 0) {
+                        r = -ENOMEM;
+                }
+                const struct se_service *svc = sel[i];
+                for (uint32_t a = 0; r == 0 && a < svc->n_ports; a++)
+                        for (uint32_t b = a + 1; b < svc->n_ports; b++) {
+                                const struct se_service_port *x = &svc->ports[a],
+                                                             *y = &svc->ports[b];
+                                bool same_name = x->name && y->name && *x->name &&
+                                                 strcasecmp(x->name, y->name) == 0;
+                                if (same_name || (x->port == y->port && x->protocol == y->protocol))
+                                        check[i] = record[i] = true;
+                        }
+        }
+        for (long i = 0; r == 0 && i < n; i++) {
+                for (char *u = strchr(m[i], '_'); u; u = strchr(u + 1, '_')) {
+                        *u = '\0';
+                        uintptr_t k = (uintptr_t)se_hashmap_get(&names, m[i]);
+                        *u = '_';
+                        if (k) {
+                                record[k - 1] = true;
+                                check[i] = record[i] = true;
+                        }
+                }
+        }
+        se_strbuf_release(&sb);
+        se_hashmap_release(&names);
+        se_arena_release(&tmp);
+        free(m);
+        return r;
+}
+
+int envvars_services(const struct se_envvars_input *in, const char *ns, bool service_links,
+                     struct se_env_list *out)
 {
         const struct se_service **sel;
         long n = select_services(in, ns ? ns : "", service_links, &sel);
@@ -248,16 +336,39 @@ int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool 
                 return (int)n;
         struct se_hashmap seen = SE_HASHMAP_INIT;
         struct gen g = { .out = out, .seen = &seen };
+        bool *flags = se_calloc(2 * (size_t)n + 2, sizeof(*flags));
+        int r = flags ? mark_related(sel, n, flags, flags + n + 1) : -ENOMEM;
+        size_t want = out->n;
+        for (long i = 0; i < n; i++)
+                want += 3 + 5 * (size_t)sel[i]->n_ports;
+        if (r == 0 && want > out->alloc) {
+                struct se_env_entry *p = se_reallocarray(out->items, want, sizeof(*p));
+                if (p) {
+                        out->items = p;
+                        out->alloc = want;
+                } else {
+                        r = -ENOMEM;
+                }
+        }
         se_strbuf_init(&g.name, 0);
         se_strbuf_init(&g.val, 0);
-        int r = 0;
-        for (long i = 0; i < n && r == 0; i++)
+        for (long i = 0; i < n && r == 0; i++) {
+                g.check = flags[i];
+                g.record = flags[n + 1 + i];
                 r = generate(&g, sel[i]);
+        }
         se_strbuf_release(&g.name);
         se_strbuf_release(&g.val);
         se_hashmap_release(&seen);
+        free(flags);
         free(sel);
         if (r < 0)
                 se_env_list_release(out);
         return r;
+}
+
+int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool service_links,
+                        struct se_env_list *out)
+{
+        return envvars_services(in, ns, service_links, out);
 }
