@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,8 @@ static struct se_object *make(enum se_kind kind, const char *ns, const char *nam
 
 struct events {
         int adds, updates, deletes;
-        const char *last_old, *last_new;
+        /* copies: the old object is freed once the callback returns */
+        char last_old[32], last_new[32];
 };
 
 static void on_change(void *data, enum se_store_event ev, const struct se_object *old,
@@ -48,8 +50,10 @@ static void on_change(void *data, enum se_store_event ev, const struct se_object
                 assert_null(new_obj);
                 e->deletes++;
         }
-        e->last_old = old ? se_kvlist_get(&old->meta.labels, "app") : NULL;
-        e->last_new = new_obj ? se_kvlist_get(&new_obj->meta.labels, "app") : NULL;
+        const char *o = old ? se_kvlist_get(&old->meta.labels, "app") : NULL;
+        const char *n = new_obj ? se_kvlist_get(&new_obj->meta.labels, "app") : NULL;
+        snprintf(e->last_old, sizeof(e->last_old), "%s", o ? o : "");
+        snprintf(e->last_new, sizeof(e->last_new), "%s", n ? n : "");
 }
 
 static void test_store__put_replace_delete_with_callbacks(void **state)
