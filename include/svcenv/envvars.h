@@ -179,7 +179,8 @@ int se_envvars_container(const struct se_envvars_input *in, const struct se_pod 
 /* The full environment: se_envvars_container() followed by the service
  * variables (se_envvars_services() for the pod) that it did not set; a
  * container variable that shadows a service variable lists it in `lost`.
- * Same errors as se_envvars_container(). */
+ * out must be empty (initialised); on failure it is released. Same errors
+ * as se_envvars_container(). */
 int se_envvars_build(const struct se_envvars_input *in, const struct se_pod *pod,
                      const struct se_container *c, struct se_env_list *out, struct se_diag *diag);
 
