@@ -1,6 +1,7 @@
 /* The container's own variables: envFrom, env with valueFrom, expansion,
  * and the merge with the service variables (kubelet makeEnvironmentVariables). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <svcenv/alloc.h>
@@ -271,11 +272,53 @@ static bool qualified_name(const char *s, bool fold)
         return true;
 }
 
+struct host_ips {
+        char text[2][64];
+        size_t n;
+};
+
+/* The kubelet's host IPs: its Node's InternalIPs, then ExternalIPs; the
+ * first, and the first of the other family (utilnode.GetNodeHostIPs), in
+ * canonical form. Without the Node in the store: the pod's status. */
+static void host_ips(const struct cctx *x, struct host_ips *h)
+{
+        const struct se_pod *pod = x->pod;
+        const struct se_node *node = NULL;
+        h->n = 0;
+        if (x->in->store && pod->node_name)
+                node = se_node_of(se_store_get(x->in->store, SE_KIND_NODE, "", pod->node_name));
+        struct se_ip first = { 0 };
+        for (int pass = 0; node && pass < 2 && h->n < 2; pass++) {
+                const char *type = pass == 0 ? "InternalIP" : "ExternalIP";
+                for (uint32_t i = 0; i < node->n_addresses && h->n < 2; i++) {
+                        const struct se_node_address *a = &node->addresses[i];
+                        struct se_ip ip;
+                        if (!a->type || strcmp(a->type, type) != 0 || !a->address ||
+                            se_parse_ip(a->address, &ip) < 0)
+                                continue;
+                        if (h->n == 1 && ip.family == first.family)
+                                continue;
+                        if (h->n == 0)
+                                first = ip;
+                        se_ip_format(&ip, h->text[h->n++], sizeof(h->text[0]));
+                }
+        }
+        if (h->n)
+                return;
+        for (uint32_t i = 0; i < pod->host_ips.n && h->n < 2; i++)
+                snprintf(h->text[h->n++], sizeof(h->text[0]), "%s", pod->host_ips.v[i]);
+        if (!h->n && pod->host_ip && *pod->host_ip)
+                snprintf(h->text[h->n++], sizeof(h->text[0]), "%s", pod->host_ip);
+}
+
 /* The pod's IPs as the kubelet passes them: at most one per family, the
  * node's primary family (that of the host IP; IPv4 when unknown) first. */
-static void pod_ips(const struct se_pod *pod, const char *ips[2], size_t *n)
+static void pod_ips(const struct cctx *x, const char *ips[2], size_t *n)
 {
-        const char *host = pod->host_ips.n ? pod->host_ips.v[0] : pod->host_ip;
+        const struct se_pod *pod = x->pod;
+        struct host_ips h;
+        host_ips(x, &h);
+        const char *host = h.n ? h.text[0] : NULL;
         enum se_ip_family primary = host && se_ip_family_of(host) == SE_IPV6 ? SE_IPV6 : SE_IPV4;
         enum se_ip_family fams[2] = { primary, primary == SE_IPV4 ? SE_IPV6 : SE_IPV4 };
         const char *one[1] = { pod->pod_ip };
@@ -328,20 +371,19 @@ static int field_value(struct cctx *x, const char *path, struct se_strbuf *sb)
         } else if (strcmp(path, "status.podIP") == 0 || strcmp(path, "status.podIPs") == 0) {
                 const char *ips[2];
                 size_t k;
-                pod_ips(pod, ips, &k);
+                pod_ips(x, ips, &k);
                 if (path[12] == 's') {
                         for (size_t i = 0; i < k; i++)
                                 se_strbuf_printf(sb, "%s%s", i ? "," : "", ips[i]);
                         return se_strbuf_failed(sb);
                 }
                 v = k ? ips[0] : pod->pod_ip;
-        } else if (strcmp(path, "status.hostIP") == 0) {
-                v = pod->host_ips.n ? pod->host_ips.v[0] : pod->host_ip;
-        } else if (strcmp(path, "status.hostIPs") == 0) {
-                if (!pod->host_ips.n)
-                        return se_strbuf_puts(sb, pod->host_ip ? pod->host_ip : "");
-                for (uint32_t i = 0; i < pod->host_ips.n; i++)
-                        se_strbuf_printf(sb, "%s%s", i ? "," : "", pod->host_ips.v[i]);
+        } else if (strcmp(path, "status.hostIP") == 0 || strcmp(path, "status.hostIPs") == 0) {
+                struct host_ips h;
+                host_ips(x, &h);
+                size_t k = path[13] == 's' ? h.n : (h.n ? 1 : 0);
+                for (size_t i = 0; i < k; i++)
+                        se_strbuf_printf(sb, "%s%s", i ? "," : "", h.text[i]);
                 return se_strbuf_failed(sb);
         } else if (strcmp(path, "metadata.name") == 0) {
                 v = m->name;

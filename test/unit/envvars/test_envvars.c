@@ -1011,6 +1011,31 @@ static void test_envvars__value_from(void **state)
         se_store_free(s);
 }
 
+/* The kubelet's host IPs come from its Node: InternalIPs before ExternalIPs,
+ * the first address and the first of the other family, in canonical form;
+ * the pod's IPs follow the node's primary family. */
+static void test_envvars__host_ips_from_node(void **state)
+{
+        (void)state;
+        struct se_store *s = load(
+                "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  addresses:\n"
+                "  - {type: Hostname, address: n1}\n  - {type: ExternalIP, address: 203.0.113.5}\n"
+                "  - {type: InternalIP, address: \"fd00:0:0::0011\"}\n  - {type: InternalIP, address: \"fd00::12\"}\n"
+                "  - {type: InternalIP, address: 10.0.0.5}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  nodeName: n1\n"
+                "  containers:\n  - name: c\n    env:\n" DOWNWARD("H", "status.hostIP")
+                        DOWNWARD("HS", "status.hostIPs") DOWNWARD("P", "status.podIP") DOWNWARD(
+                                "PS",
+                                "status.podIPs") "status:\n  hostIP: 1.1.1.1\n  podIPs: [{ip: 10.244.0.5}, {ip: \"fd00:244::5\"}]\n");
+        struct se_env_list l = SE_ENV_LIST_INIT;
+        build(s, "ns", "p", 0, &l, 0, NULL);
+        static const char *const want[] = { "H=fd00::11", "HS=fd00::11,10.0.0.5", "P=fd00:244::5",
+                                            "PS=fd00:244::5,10.244.0.5", NULL };
+        expect_list(&l, want, false, "host IPs from the node");
+        se_env_list_release(&l);
+        se_store_free(s);
+}
+
 static void test_envvars__resource_field_ref(void **state)
 {
         (void)state;
@@ -1083,6 +1108,7 @@ int main(void)
                 cmocka_unit_test(test_envvars__container_rules),
                 cmocka_unit_test(test_envvars__links_off_keeps_references_literal),
                 cmocka_unit_test(test_envvars__value_from),
+                cmocka_unit_test(test_envvars__host_ips_from_node),
                 cmocka_unit_test(test_envvars__resource_field_ref),
                 cmocka_unit_test(test_envvars__size_and_describe),
         };
