@@ -39,6 +39,9 @@
  * again; `$` followed by anything else is copied; the character after `$` is
  * read as UTF-8 and an invalid byte there becomes U+FFFD.
  *
+ * Threading: with a store in the input, hold se_store_rdlock() around the
+ * call; the functions keep no state between calls.
+ *
  * Ownership: a struct se_env_list owns every string it holds (its arena).
  * Inputs are borrowed and must stay unchanged during the call; the result
  * does not point into them. Errors: functions return 0 or a negative errno
@@ -59,6 +62,7 @@
 
 /* Caps on what pod specs control. */
 #define SE_ENVVARS_MAX_VALUE ((size_t)16 << 20) /* one expanded value */
+#define SE_ENVVARS_MAX_TOTAL ((size_t)64 << 20) /* a container's own values */
 
 /* Linux exec limits the size guard measures against (see se_env_list_size):
  * every NAME=VALUE string counts its bytes plus NUL plus one 8-byte pointer;
@@ -161,6 +165,11 @@ int se_envvars_from_service(const struct se_service *svc, struct se_env_list *ou
 int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool service_links,
                         struct se_env_list *out);
 
+/* se_envvars_services() for the pod's namespace and its enableServiceLinks
+ * (unset means true): the service variables the pod's containers get. */
+int se_envvars_pod_services(const struct se_envvars_input *in, const struct se_pod *pod,
+                            struct se_env_list *out);
+
 /* The container's own variables after envFrom, valueFrom and expansion,
  * looked up against svc (the pod's service variables, may be NULL). The
  * container must belong to pod (containers, initContainers). out must be
@@ -170,7 +179,9 @@ int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool 
  *   -EINVAL  an unsupported fieldRef/resourceFieldRef (the kubelet's words);
  *   -ENODATA a resourceFieldRef limit that is not set (the kubelet would use
  *            the node's allocatable, which svcenv does not know);
- *   -E2BIG   an expanded value over SE_ENVVARS_MAX_VALUE;
+ *   -E2BIG   an expanded value over SE_ENVVARS_MAX_VALUE, or all of the
+ *            container's values over SE_ENVVARS_MAX_TOTAL (expansion can
+ *            repeat a value, so a small spec could otherwise ask for GiBs);
  *   -ENOMEM. */
 int se_envvars_container(const struct se_envvars_input *in, const struct se_pod *pod,
                          const struct se_container *c, const struct se_env_list *svc,

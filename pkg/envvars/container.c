@@ -17,6 +17,7 @@ struct cctx {
         const struct se_env_list *svc;
         struct se_hashmap svc_map; /* name -> index + 1 in svc, built on need */
         unsigned svc_scans; /* lookups answered by scanning svc so far */
+        size_t total; /* bytes of values set so far (capped) */
         struct se_env_list *out;
         struct se_hashmap map; /* name -> index + 1 in out */
         struct se_strbuf key; /* scratch for lookups */
@@ -59,6 +60,13 @@ static int set_var(struct cctx *x, const char *name, const char *value, enum se_
                    const char *object, const char *key, uint32_t index)
 {
         struct se_env_list *l = x->out;
+        x->total += strlen(name) + strlen(value) + 2;
+        if (x->total > SE_ENVVARS_MAX_TOTAL) {
+                se_diag_set(x->diag, NULL, 0, 0,
+                            "the container's variables are over %zu bytes (at %s)",
+                            SE_ENVVARS_MAX_TOTAL, name);
+                return -E2BIG;
+        }
         uintptr_t idx = (uintptr_t)se_hashmap_get(&x->map, name);
         struct se_env_entry *e;
         if (idx) {
@@ -513,8 +521,7 @@ int se_envvars_build(const struct se_envvars_input *in, const struct se_pod *pod
 {
         struct se_env_list svc = SE_ENV_LIST_INIT;
         struct se_hashmap own = SE_HASHMAP_INIT;
-        bool links = pod->enable_service_links != SE_FALSE;
-        int r = envvars_services(in, pod->obj.meta.namespace, links, &svc);
+        int r = se_envvars_pod_services(in, pod, &svc);
         if (r == 0)
                 r = se_envvars_container(in, pod, c, &svc, out, diag);
         if (r == 0)

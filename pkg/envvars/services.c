@@ -372,3 +372,10 @@ int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool 
 {
         return envvars_services(in, ns, service_links, out);
 }
+
+int se_envvars_pod_services(const struct se_envvars_input *in, const struct se_pod *pod,
+                            struct se_env_list *out)
+{
+        return envvars_services(in, pod->obj.meta.namespace, pod->enable_service_links != SE_FALSE,
+                                out);
+}

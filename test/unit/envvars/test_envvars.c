@@ -1066,6 +1066,51 @@ static void test_envvars__resource_field_ref(void **state)
         se_store_free(s);
 }
 
+/* Expansion can repeat a value: the container's total is capped. */
+static void test_envvars__expansion_total_cap(void **state)
+{
+        (void)state;
+        /* 1 MiB value, each next variable doubles it: 2, 4, 8, 16 MiB, ... */
+        char *big = malloc((1 << 20) + 1);
+        memset(big, 'x', 1 << 20);
+        big[1 << 20] = '\0';
+        struct se_strbuf y;
+        se_strbuf_init(&y, 0);
+        se_strbuf_printf(
+                &y,
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\n"
+                "spec:\n  containers:\n  - name: c\n    env:\n    - {name: V0, value: %s}\n",
+                big);
+        for (int i = 1; i < 40; i++)
+                se_strbuf_printf(&y, "    - {name: V%d, value: \"$(V%d)$(V%d)\"}\n", i, i - 1,
+                                 i - 1);
+        /* V5 would be 32 MiB: over the per-value cap */
+        struct se_store *s = load(y.buf);
+        struct se_env_list l = SE_ENV_LIST_INIT;
+        build(s, "ns", "p", 0, &l, -E2BIG, NULL);
+        assert_int_equal(l.n, 0);
+        se_store_free(s);
+        se_strbuf_release(&y);
+        /* 80 variables of 1 MiB each pass the per-value cap but not the total */
+        se_strbuf_init(&y, 0);
+        se_strbuf_printf(
+                &y,
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\n"
+                "spec:\n  containers:\n  - name: c\n    env:\n    - {name: V0, value: %s}\n",
+                big);
+        for (int i = 1; i < 80; i++)
+                se_strbuf_printf(&y, "    - {name: V%d, value: \"$(V0)\"}\n", i);
+        s = load(y.buf);
+        struct se_diag d = { 0 };
+        struct se_envvars_input in = { .store = s };
+        const struct se_pod *p = get_pod(s, "ns", "p");
+        assert_int_equal(se_envvars_build(&in, p, &p->containers[0], &l, &d), -E2BIG);
+        assert_non_null(strstr(d.text, "over 67108864 bytes"));
+        se_store_free(s);
+        se_strbuf_release(&y);
+        free(big);
+}
+
 static void test_envvars__size_and_describe(void **state)
 {
         (void)state;
@@ -1110,6 +1155,7 @@ int main(void)
                 cmocka_unit_test(test_envvars__value_from),
                 cmocka_unit_test(test_envvars__host_ips_from_node),
                 cmocka_unit_test(test_envvars__resource_field_ref),
+                cmocka_unit_test(test_envvars__expansion_total_cap),
                 cmocka_unit_test(test_envvars__size_and_describe),
         };
         return cmocka_run_group_tests_name("envvars", tests, NULL, NULL);
