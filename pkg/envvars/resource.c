@@ -116,7 +116,9 @@ int envvars_resource_value(const struct se_pod *pod, const struct se_container *
         if (!q && requests)
                 q = se_kvlist_get(&c->limits, name);
         int64_t v = 0, d = 0;
-        if (!q && limits) {
+        /* the kubelet fills unset cpu, memory and ephemeral-storage limits
+         * from the node's allocatable; an unset hugepages limit stays 0 */
+        if (!q && limits && strncmp(name, "hugepages-", 10) != 0) {
                 se_diag_set(
                         diag, NULL, 0, 0,
                         "%s of container %s is not set: the kubelet would use the node's allocatable, which svcenv does not know",

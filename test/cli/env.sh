@@ -42,6 +42,9 @@ fails_with "missing required ConfigMap key, kubelet wording" 3 \
 fails_with "missing required ConfigMap" 3 \
         "svcenv: pod shop/bad container app: configmaps \"missing-config\" not found" \
         $e --pod-file $g/input-bad-cm.yaml
+fails_with "resourceFieldRef on an unset limit: node allocatable unknown" 1 \
+        "svcenv: pod shop/nolimit container app: limits.cpu of container app is not set: the kubelet would use the node's allocatable, which svcenv does not know" \
+        $e --pod-file $g/input-no-limit.yaml
 fails_with "unknown pod" 3 "svcenv: pods \"nope\" not found in namespace \"shop\"" $e -n shop --pod nope
 fails_with "unknown container" 3 "svcenv: container \"nope\" not found in pod shop/batch-runner" \
         $e -n shop --pod batch-runner --container nope

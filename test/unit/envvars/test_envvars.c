@@ -1052,7 +1052,8 @@ static void test_envvars__resource_field_ref(void **state)
                 "    - {name: OTHER, valueFrom: {resourceFieldRef: {containerName: d, resource: requests.cpu}}}\n"
                 "  - name: d\n    resources: {requests: {cpu: \"0.25\"}}\n"
                 "    env: [{name: X, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}]\n"
-                "  - name: e\n    env: [{name: X, valueFrom: {resourceFieldRef: {resource: limits.gpu}}}]\n");
+                "  - name: e\n    env: [{name: X, valueFrom: {resourceFieldRef: {resource: limits.gpu}}}]\n"
+                "  - name: f\n    env: [{name: X, valueFrom: {resourceFieldRef: {resource: limits.hugepages-2Mi}}}]\n");
         struct se_env_list l = SE_ENV_LIST_INIT;
         build(s, "ns", "p", 0, &l, 0, NULL);
         static const char *const want[] = {
@@ -1063,6 +1064,9 @@ static void test_envvars__resource_field_ref(void **state)
         se_env_list_release(&l);
         build(s, "ns", "p", 1, &l, -ENODATA, NULL);
         build(s, "ns", "p", 2, &l, -EINVAL, "unsupported container resource : limits.gpu");
+        build(s, "ns", "p", 3, &l, 0, NULL);
+        assert_string_equal(se_env_list_find(&l, "X")->value, "0");
+        se_env_list_release(&l);
         se_store_free(s);
 }
 
