@@ -696,6 +696,16 @@ static void test_envvars__array_input_duplicates_and_headless(void **state)
         assert_int_equal(se_envvars_services(&in2, "test2", true, &l), 0);
         assert_string_equal(se_env_list_find(&l, "TEST_SERVICE_HOST")->value, "1.2.3.9");
         se_env_list_release(&l);
+        /* two default/kubernetes entries: the first is the master, even for
+         * a pod in default with links on (the kubelet's if / else-if) */
+        struct se_service *k2 = svc("default", "kubernetes", "1.2.3.2", 1, pk);
+        const struct se_service *masters[] = { sl[0], k2 };
+        struct se_envvars_input in3 = { .services = masters, .n_services = 2 };
+        assert_int_equal(se_envvars_services(&in3, "default", true, &l), 0);
+        assert_string_equal(se_env_list_find(&l, "KUBERNETES_SERVICE_HOST")->value, "1.2.3.1");
+        assert_int_equal(l.n, 7);
+        se_env_list_release(&l);
+        se_object_unref(&k2->obj);
         se_object_unref(&later->obj);
         for (size_t i = 0; i < SE_ARRAY_SIZE(sl); i++)
                 se_object_unref(&sl[i]->obj);
