@@ -19,6 +19,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
         { "get", cmd_get, "list the objects of a cluster (manifests)" },
+        { "env", cmd_env, "the environment the kubelet gives a container" },
         { "endpoints", cmd_endpoints, "Endpoints or EndpointSlices the controller writes" },
 };
 
