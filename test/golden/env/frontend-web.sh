@@ -1,4 +1,4 @@
-export SHOP_2BAD='keys that are not valid names are skipped by envFrom'
+export SHOP_2BAD='keys need not be C identifiers: envFrom passes them on (v1.34+)'
 export SHOP_FEATURE_FLAGS='checkout-v2,wishlist'
 export SHOP_currency='EUR'
 # not a shell variable name, skipped: SHOP_log-level
