@@ -198,6 +198,7 @@ struct se_container {
 struct se_pod_condition {
         const char *type;
         const char *status;
+        const char *last_transition_time; /* RFC 3339; feeds the trigger-time annotation */
 };
 
 struct se_pod {

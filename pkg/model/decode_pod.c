@@ -409,7 +409,9 @@ static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
                                 return dctx_fail(d, NULL, "expected an object, got %s",
                                                  json_type_name(e));
                         if ((r = get_string(d, e, "type", &c->type)) < 0 ||
-                            (r = get_string(d, e, "status", &c->status)) < 0)
+                            (r = get_string(d, e, "status", &c->status)) < 0 ||
+                            (r = get_string(d, e, "lastTransitionTime", &c->last_transition_time)) <
+                                    0)
                                 return r;
                         if (!c->type || !*c->type)
                                 return dctx_fail(d, "type", "Required value");

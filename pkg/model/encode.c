@@ -400,7 +400,9 @@ static bool encode_pod(json_t *o, const struct se_pod *p)
                         json_t *c = json_object();
                         ok = json_array_append_new(conds, c) == 0 && c &&
                              set_str(c, "type", p->conditions[i].type) &&
-                             set_str(c, "status", p->conditions[i].status);
+                             set_str(c, "status", p->conditions[i].status) &&
+                             set_str(c, "lastTransitionTime",
+                                     p->conditions[i].last_transition_time);
                 }
         }
         return ok && set_str(status, "hostIP", p->host_ip) &&
