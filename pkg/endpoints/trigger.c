@@ -88,7 +88,7 @@ static int cmp_pod_time(const void *a, const void *b)
 
 static int64_t recorded(const struct service_state *s, const char *name)
 {
-        if (!s)
+        if (!s || !s->n_pods)
                 return 0;
         struct pod_time key = { SE_UNCONST(char, name), 0 };
         const struct pod_time *p =
@@ -132,7 +132,8 @@ int se_trigger_tracker_compute(struct se_trigger_tracker *t, const struct se_ser
                 if (pt > recorded(state, pods[i]->obj.meta.name))
                         min_changed = earliest(min_changed, pt);
         }
-        qsort(times, n, sizeof(*times), cmp_pod_time);
+        if (n > 1)
+                qsort(times, n, sizeof(*times), cmp_pod_time);
         int64_t service_time = parse_time(svc->obj.meta.creation_timestamp);
         if (service_time > (state ? state->service_time : 0))
                 min_changed = earliest(min_changed, service_time);
