@@ -26,105 +26,67 @@ int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
         return 0;
 }
 
-static int decode_addresses(struct dctx *d, const json_t *subset, const char *key,
-                            struct se_endpoint_address **ret, uint32_t *ret_n)
+static int decode_address(struct dctx *d, const json_t *e, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, subset, key, &arr);
-        if (r < 0 || !arr)
+        struct se_endpoint_address *a = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "ip", &a->ip)) < 0 ||
+            (r = get_string(d, e, "hostname", &a->hostname)) < 0 ||
+            (r = get_string(d, e, "nodeName", &a->node_name)) < 0 ||
+            (r = decode_object_ref(d, e, "targetRef", &a->target_ref)) < 0)
                 return r;
-        size_t n = json_array_size(arr);
-        struct se_endpoint_address *a = dctx_array(d, n, sizeof(*a));
-        if (n && !a)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
-        for (size_t i = 0; i < n; i++) {
-                const json_t *e = json_array_get(arr, i);
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(e))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = get_string(d, e, "ip", &a[i].ip)) < 0 ||
-                    (r = get_string(d, e, "hostname", &a[i].hostname)) < 0 ||
-                    (r = get_string(d, e, "nodeName", &a[i].node_name)) < 0 ||
-                    (r = decode_object_ref(d, e, "targetRef", &a[i].target_ref)) < 0)
-                        return r;
-                if ((r = check_ip(d, "ip", a[i].ip ? a[i].ip : "")) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        *ret = a;
-        *ret_n = (uint32_t)n;
-        return 0;
+        return check_ip(d, "ip", a->ip ? a->ip : "");
 }
 
-static int decode_ep_ports(struct dctx *d, const json_t *subset, struct se_endpoint_subset *s)
+static int decode_ep_port(struct dctx *d, const json_t *e, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, subset, "ports", &arr);
-        if (r < 0 || !arr)
+        struct se_endpoint_port *p = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "name", &p->name)) < 0 ||
+            (r = get_int32(d, e, "port", &p->port, NULL)) < 0 ||
+            (r = get_protocol(d, e, "protocol", &p->protocol, NULL)) < 0 ||
+            (r = get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
                 return r;
-        size_t n = json_array_size(arr);
-        s->ports = dctx_array(d, n, sizeof(*s->ports));
-        if (n && !s->ports)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "ports");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *e = json_array_get(arr, i);
-                struct se_endpoint_port *p = &s->ports[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(e))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = get_string(d, e, "name", &p->name)) < 0 ||
-                    (r = get_int32(d, e, "port", &p->port, NULL)) < 0 ||
-                    (r = get_protocol(d, e, "protocol", &p->protocol, NULL)) < 0 ||
-                    (r = get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
-                        return r;
-                if ((r = check_port(d, "port", p->port, false)) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        s->n_ports = (uint32_t)n;
-        return 0;
+        return check_port(d, "port", p->port, false);
+}
+
+static int decode_subset(struct dctx *d, const json_t *e, void *out, const void *ctx)
+{
+        struct se_endpoint_subset *s = out;
+        int r;
+        (void)ctx;
+        if ((r = GET_LIST(d, e, "addresses", decode_address, NULL, s->addresses, s->n_addresses)) <
+                    0 ||
+            (r = GET_LIST(d, e, "notReadyAddresses", decode_address, NULL, s->not_ready,
+                          s->n_not_ready)) < 0)
+                return r;
+        return GET_LIST(d, e, "ports", decode_ep_port, NULL, s->ports, s->n_ports);
 }
 
 int decode_endpoints(struct dctx *d, const json_t *json, struct se_endpoints *ep)
 {
-        const json_t *arr;
-        int r = get_array(d, json, "subsets", &arr);
-        if (r < 0 || !arr)
-                return r;
-        size_t n = json_array_size(arr);
-        ep->subsets = dctx_array(d, n, sizeof(*ep->subsets));
-        if (n && !ep->subsets)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "subsets");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *e = json_array_get(arr, i);
-                struct se_endpoint_subset *s = &ep->subsets[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(e))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = decode_addresses(d, e, "addresses", &s->addresses, &s->n_addresses)) < 0 ||
-                    (r = decode_addresses(d, e, "notReadyAddresses", &s->not_ready,
-                                          &s->n_not_ready)) < 0 ||
-                    (r = decode_ep_ports(d, e, s)) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        ep->n_subsets = (uint32_t)n;
-        return 0;
+        return GET_LIST(d, json, "subsets", decode_subset, NULL, ep->subsets, ep->n_subsets);
 }
 
-static int decode_slice_endpoint(struct dctx *d, const json_t *e, const char *addr_type,
-                                 struct se_slice_endpoint *se)
+/* hints.forZones[] / forNodes[]: {name: ...} entries. */
+static int decode_hint(struct dctx *d, const json_t *e, void *out, const void *ctx)
 {
+        const char **name = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "name", name)) < 0)
+                return r;
+        return *name ? 0 : dctx_fail(d, "name", "Required value");
+}
+
+static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, const void *ctx)
+{
+        struct se_slice_endpoint *se = out;
+        const char *addr_type = ctx;
         const json_t *cond, *hints;
         int r;
-        if (!json_is_object(e))
-                return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
         if ((r = get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
             (r = get_string(d, e, "hostname", &se->hostname)) < 0 ||
             (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0 ||
@@ -157,77 +119,33 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, const char *ad
                 dctx_pop(d, old);
         }
         if (hints) {
-                /* forZones / forNodes are lists of {name: ...} */
-                const char *keys[] = { "forZones", "forNodes" };
-                struct se_strs *outs[] = { &se->hint_zones, &se->hint_nodes };
                 size_t old = dctx_push_key(d, "hints");
-                for (int k = 0; k < 2; k++) {
-                        const json_t *arr;
-                        if ((r = get_array(d, hints, keys[k], &arr)) < 0)
-                                return r;
-                        if (!arr)
-                                continue;
-                        size_t n = json_array_size(arr);
-                        outs[k]->v = dctx_array(d, n + 1, sizeof(char *));
-                        if (!outs[k]->v)
-                                return -ENOMEM;
-                        size_t o2 = dctx_push_key(d, keys[k]);
-                        for (size_t i = 0; i < n; i++) {
-                                const json_t *h = json_array_get(arr, i);
-                                size_t o3 = dctx_push_index(d, i);
-                                if (!json_is_object(h))
-                                        return dctx_fail(d, NULL, "expected an object, got %s",
-                                                         json_type_name(h));
-                                if ((r = get_string(d, h, "name", &outs[k]->v[i])) < 0)
-                                        return r;
-                                if (!outs[k]->v[i])
-                                        return dctx_fail(d, "name", "Required value");
-                                dctx_pop(d, o3);
-                        }
-                        outs[k]->n = (uint32_t)n;
-                        dctx_pop(d, o2);
-                }
+                if ((r = GET_LIST(d, hints, "forZones", decode_hint, NULL, se->hint_zones.v,
+                                  se->hint_zones.n)) < 0 ||
+                    (r = GET_LIST(d, hints, "forNodes", decode_hint, NULL, se->hint_nodes.v,
+                                  se->hint_nodes.n)) < 0)
+                        return r;
                 dctx_pop(d, old);
         }
         return 0;
 }
 
-static int decode_slice_ports(struct dctx *d, const json_t *json, struct se_endpoint_slice *es)
+static int decode_slice_port(struct dctx *d, const json_t *e, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, json, "ports", &arr);
-        if (r < 0 || !arr)
+        struct se_slice_port *p = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "name", &p->name)) < 0 ||
+            (r = get_int32(d, e, "port", &p->port, &p->has_port)) < 0 ||
+            (r = get_protocol(d, e, "protocol", &p->protocol, &p->has_protocol)) < 0 ||
+            (r = get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
                 return r;
-        es->has_ports = true;
-        size_t n = json_array_size(arr);
-        es->ports = dctx_array(d, n, sizeof(*es->ports));
-        if (n && !es->ports)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "ports");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *e = json_array_get(arr, i);
-                struct se_slice_port *p = &es->ports[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(e))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = get_string(d, e, "name", &p->name)) < 0 ||
-                    (r = get_int32(d, e, "port", &p->port, &p->has_port)) < 0 ||
-                    (r = get_protocol(d, e, "protocol", &p->protocol, &p->has_protocol)) < 0 ||
-                    (r = get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
-                        return r;
-                if (p->has_port && (r = check_port(d, "port", p->port, false)) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        es->n_ports = (uint32_t)n;
-        return 0;
+        return p->has_port ? check_port(d, "port", p->port, false) : 0;
 }
 
 int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint_slice *es)
 {
         static const char *const types[] = { "IPv4", "IPv6", "FQDN", NULL };
-        const json_t *arr;
         int r;
         if ((r = get_string(d, json, "addressType", &es->address_type)) < 0)
                 return r;
@@ -235,26 +153,14 @@ int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint
                 return dctx_fail(d, "addressType", "Required value");
         if ((r = check_one_of(d, "addressType", es->address_type, types)) < 0)
                 return r;
-        if ((r = get_array(d, json, "endpoints", &arr)) < 0)
+        const json_t *eps = json_object_get(json, "endpoints");
+        if (json_is_array(eps) && json_array_size(eps) > 1000)
+                return dctx_fail(d, "endpoints", "Too many: %zu: must have at most 1000 items",
+                                 json_array_size(eps));
+        if ((r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, es->address_type,
+                          es->endpoints, es->n_endpoints)) < 0 ||
+            (r = GET_LIST(d, json, "ports", decode_slice_port, NULL, es->ports, es->n_ports)) < 0)
                 return r;
-        if (arr) {
-                size_t n = json_array_size(arr);
-                if (n > 1000)
-                        return dctx_fail(d, "endpoints",
-                                         "Too many: %zu: must have at most 1000 items", n);
-                es->endpoints = dctx_array(d, n, sizeof(*es->endpoints));
-                if (n && !es->endpoints)
-                        return -ENOMEM;
-                size_t old = dctx_push_key(d, "endpoints");
-                for (size_t i = 0; i < n; i++) {
-                        size_t o2 = dctx_push_index(d, i);
-                        if ((r = decode_slice_endpoint(d, json_array_get(arr, i), es->address_type,
-                                                       &es->endpoints[i])) < 0)
-                                return r;
-                        dctx_pop(d, o2);
-                }
-                dctx_pop(d, old);
-                es->n_endpoints = (uint32_t)n;
-        }
-        return decode_slice_ports(d, json, es);
+        es->has_ports = json_is_array(json_object_get(json, "ports"));
+        return 0;
 }

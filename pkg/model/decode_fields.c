@@ -354,3 +354,30 @@ int check_one_of(struct dctx *d, const char *key, const char *s, const char *con
         }
         return dctx_fail(d, key, "unsupported value \"%s\": supported values: %s", s, list);
 }
+
+int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
+             const void *ctx, void **ret, uint32_t *ret_n)
+{
+        const json_t *arr;
+        int r = get_array(d, obj, key, &arr);
+        if (r < 0 || !arr)
+                return r;
+        size_t n = json_array_size(arr);
+        char *items = dctx_array(d, n, size);
+        if (n && !items)
+                return -ENOMEM;
+        size_t old = dctx_push_key(d, key);
+        for (size_t i = 0; i < n; i++) {
+                const json_t *e = json_array_get(arr, i);
+                size_t o2 = dctx_push_index(d, i);
+                if (!json_is_object(e))
+                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
+                if ((r = fn(d, e, items + i * size, ctx)) < 0)
+                        return r;
+                dctx_pop(d, o2);
+        }
+        dctx_pop(d, old);
+        *ret = items;
+        *ret_n = (uint32_t)n;
+        return 0;
+}

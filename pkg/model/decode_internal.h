@@ -41,6 +41,26 @@ int get_int_or_string(struct dctx *d, const json_t *obj, const char *key,
                       struct se_int_or_string *ret);
 int get_protocol(struct dctx *d, const json_t *obj, const char *key, enum se_protocol *ret,
                  bool *present);
+/* Decodes one element of a list of objects into out (an element of the new
+ * array); the path names the element while it runs. ctx is passed through. */
+typedef int (*list_elem_fn)(struct dctx *d, const json_t *elem, void *out, const void *ctx);
+
+/* obj[key] as a list of objects: a new array of one element of `size` bytes
+ * per item, each filled by fn. Absent or null: *ret NULL and *ret_n 0. */
+int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
+             const void *ctx, void **ret, uint32_t *ret_n);
+
+/* Typed front of get_list: `arr` is the struct field receiving the array. */
+/* clang-format off */
+#define GET_LIST(d, obj, key, fn, ctx, arr, n) ({                                  \
+        void *list_ = NULL;                                                        \
+        int r_ = get_list((d), (obj), (key), sizeof(*(arr)), (fn), (ctx), &list_,  \
+                          &(n));                                                   \
+        (arr) = list_;                                                             \
+        r_;                                                                        \
+})
+/* clang-format on */
+
 /* Allocates an array of n elements (n may be 0: NULL). */
 void *dctx_array(struct dctx *d, size_t n, size_t size);
 const char *dctx_strdup(struct dctx *d, const char *s);

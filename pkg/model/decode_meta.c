@@ -34,35 +34,18 @@ static int check_service_name(struct dctx *d, const char *key, const char *s)
         return r;
 }
 
-static int decode_owner_refs(struct dctx *d, const json_t *meta, struct se_meta *m)
+static int decode_owner_ref(struct dctx *d, const json_t *o, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, meta, "ownerReferences", &arr);
-        if (r < 0 || !arr)
+        struct se_owner_ref *ref = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, o, "apiVersion", &ref->api_version)) < 0 ||
+            (r = get_string(d, o, "kind", &ref->kind)) < 0 ||
+            (r = get_string(d, o, "name", &ref->name)) < 0 ||
+            (r = get_string(d, o, "uid", &ref->uid)) < 0 ||
+            (r = get_bool(d, o, "controller", &ref->controller)) < 0)
                 return r;
-        size_t n = json_array_size(arr);
-        m->owner_refs = dctx_array(d, n, sizeof(*m->owner_refs));
-        if (n && !m->owner_refs)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "ownerReferences");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *o = json_array_get(arr, i);
-                struct se_owner_ref *ref = &m->owner_refs[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(o))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(o));
-                if ((r = get_string(d, o, "apiVersion", &ref->api_version)) < 0 ||
-                    (r = get_string(d, o, "kind", &ref->kind)) < 0 ||
-                    (r = get_string(d, o, "name", &ref->name)) < 0 ||
-                    (r = get_string(d, o, "uid", &ref->uid)) < 0 ||
-                    (r = get_bool(d, o, "controller", &ref->controller)) < 0 ||
-                    (r = get_bool(d, o, "blockOwnerDeletion", &ref->block_owner_deletion)) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        m->n_owner_refs = (uint32_t)n;
-        return 0;
+        return get_bool(d, o, "blockOwnerDeletion", &ref->block_owner_deletion);
 }
 
 int decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, const char *default_ns,
@@ -85,7 +68,8 @@ int decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, const cha
             (r = get_int64(d, meta, "generation", &m->generation)) < 0 ||
             (r = get_strmap(d, meta, "labels", &m->labels)) < 0 ||
             (r = get_strmap(d, meta, "annotations", &m->annotations)) < 0 ||
-            (r = decode_owner_refs(d, meta, m)) < 0)
+            (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL, m->owner_refs,
+                          m->n_owner_refs)) < 0)
                 return r;
         if (!m->name || !*m->name) {
                 /* generated objects (a Pod under admission) have only generateName */

@@ -6,6 +6,19 @@
 
 #include "decode_internal.h"
 
+static int decode_node_address(struct dctx *d, const json_t *e, void *out, const void *ctx)
+{
+        struct se_node_address *a = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "type", &a->type)) < 0 ||
+            (r = get_string(d, e, "address", &a->address)) < 0)
+                return r;
+        if (!a->type || !a->address)
+                return dctx_fail(d, a->type ? "address" : "type", "Required value");
+        return strstr(a->type, "IP") ? check_ip(d, "address", a->address) : 0;
+}
+
 int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
 {
         const json_t *spec, *status, *arr;
@@ -36,33 +49,9 @@ int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
         if ((r = get_object(d, json, "status", &status)) < 0 || !status)
                 return r;
         size_t old = dctx_push_key(d, "status");
-        if ((r = get_array(d, status, "addresses", &arr)) < 0)
+        if ((r = GET_LIST(d, status, "addresses", decode_node_address, NULL, node->addresses,
+                          node->n_addresses)) < 0)
                 return r;
-        if (arr) {
-                size_t n = json_array_size(arr);
-                node->addresses = dctx_array(d, n, sizeof(*node->addresses));
-                if (n && !node->addresses)
-                        return -ENOMEM;
-                size_t o2 = dctx_push_key(d, "addresses");
-                for (size_t i = 0; i < n; i++) {
-                        const json_t *e = json_array_get(arr, i);
-                        struct se_node_address *a = &node->addresses[i];
-                        size_t o3 = dctx_push_index(d, i);
-                        if (!json_is_object(e))
-                                return dctx_fail(d, NULL, "expected an object, got %s",
-                                                 json_type_name(e));
-                        if ((r = get_string(d, e, "type", &a->type)) < 0 ||
-                            (r = get_string(d, e, "address", &a->address)) < 0)
-                                return r;
-                        if (!a->type || !a->address)
-                                return dctx_fail(d, a->type ? "address" : "type", "Required value");
-                        if (strstr(a->type, "IP") && (r = check_ip(d, "address", a->address)) < 0)
-                                return r;
-                        dctx_pop(d, o3);
-                }
-                node->n_addresses = (uint32_t)n;
-                dctx_pop(d, o2);
-        }
         if ((r = get_array(d, status, "conditions", &arr)) < 0)
                 return r;
         for (size_t i = 0; arr && i < json_array_size(arr); i++) {

@@ -102,119 +102,71 @@ static int decode_value_from(struct dctx *d, const json_t *ej, struct se_env_var
         return 0;
 }
 
-static int decode_env(struct dctx *d, const json_t *cj, struct se_container *c)
+static int decode_env_var(struct dctx *d, const json_t *ej, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, cj, "env", &arr);
-        if (r < 0 || !arr)
+        struct se_env_var *e = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, ej, "name", &e->name)) < 0 ||
+            (r = get_string(d, ej, "value", &e->value)) < 0)
                 return r;
-        size_t n = json_array_size(arr);
-        c->env = dctx_array(d, n, sizeof(*c->env));
-        if (n && !c->env)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "env");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *ej = json_array_get(arr, i);
-                struct se_env_var *e = &c->env[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(ej))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(ej));
-                if ((r = get_string(d, ej, "name", &e->name)) < 0 ||
-                    (r = get_string(d, ej, "value", &e->value)) < 0)
-                        return r;
-                if ((r = check_env_name(d, "name", e->name ? e->name : "")) < 0)
-                        return r;
-                if ((r = decode_value_from(d, ej, e)) < 0)
-                        return r;
-                if (e->source != SE_ENV_VALUE && e->value && *e->value)
-                        return dctx_fail(
-                                d, "valueFrom",
-                                "Invalid value: may not be specified when `value` is not empty");
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        c->n_env = (uint32_t)n;
+        if ((r = check_env_name(d, "name", e->name ? e->name : "")) < 0)
+                return r;
+        if ((r = decode_value_from(d, ej, e)) < 0)
+                return r;
+        if (e->source != SE_ENV_VALUE && e->value && *e->value)
+                return dctx_fail(d, "valueFrom",
+                                 "Invalid value: may not be specified when `value` is not empty");
         return 0;
 }
 
-static int decode_env_from(struct dctx *d, const json_t *cj, struct se_container *c)
+static int decode_env_from(struct dctx *d, const json_t *ej, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, cj, "envFrom", &arr);
-        if (r < 0 || !arr)
+        struct se_env_from *f = out;
+        const json_t *cm, *sec;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, ej, "prefix", &f->prefix)) < 0 ||
+            (r = get_object(d, ej, "configMapRef", &cm)) < 0 ||
+            (r = get_object(d, ej, "secretRef", &sec)) < 0)
                 return r;
-        size_t n = json_array_size(arr);
-        c->env_from = dctx_array(d, n, sizeof(*c->env_from));
-        if (n && !c->env_from)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "envFrom");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *ej = json_array_get(arr, i), *cm, *sec;
-                struct se_env_from *f = &c->env_from[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(ej))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(ej));
-                if ((r = get_string(d, ej, "prefix", &f->prefix)) < 0 ||
-                    (r = get_object(d, ej, "configMapRef", &cm)) < 0 ||
-                    (r = get_object(d, ej, "secretRef", &sec)) < 0)
-                        return r;
-                if (f->prefix && *f->prefix && (r = check_env_name(d, "prefix", f->prefix)) < 0)
-                        return r;
-                if (!cm == !sec)
-                        return dctx_fail(
-                                d, NULL,
-                                cm ? "Invalid value: may not have more than one field specified at a time" :
-                                     "Invalid value: must specify one of: `configMapRef` or `secretRef`");
-                f->secret = sec != NULL;
-                const json_t *ref = cm ? cm : sec;
-                size_t o3 = dctx_push_key(d, cm ? "configMapRef" : "secretRef");
-                if ((r = get_string(d, ref, "name", &f->name)) < 0 ||
-                    (r = get_bool(d, ref, "optional", &f->optional)) < 0)
-                        return r;
-                if (!f->name)
-                        f->name = "";
-                dctx_pop(d, o3);
-                dctx_pop(d, o2);
-        }
+        if (f->prefix && *f->prefix && (r = check_env_name(d, "prefix", f->prefix)) < 0)
+                return r;
+        if (!cm == !sec)
+                return dctx_fail(
+                        d, NULL,
+                        cm ? "Invalid value: may not have more than one field specified at a time" :
+                             "Invalid value: must specify one of: `configMapRef` or `secretRef`");
+        f->secret = sec != NULL;
+        const json_t *ref = cm ? cm : sec;
+        size_t old = dctx_push_key(d, cm ? "configMapRef" : "secretRef");
+        if ((r = get_string(d, ref, "name", &f->name)) < 0 ||
+            (r = get_bool(d, ref, "optional", &f->optional)) < 0)
+                return r;
+        if (!f->name)
+                f->name = "";
         dctx_pop(d, old);
-        c->n_env_from = (uint32_t)n;
         return 0;
 }
 
-static int decode_container_ports(struct dctx *d, const json_t *cj, struct se_container *c)
+static int decode_container_port(struct dctx *d, const json_t *pj, void *out, const void *ctx)
 {
-        const json_t *arr;
-        int r = get_array(d, cj, "ports", &arr);
-        if (r < 0 || !arr)
+        struct se_container_port *p = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
+            (r = get_int32(d, pj, "containerPort", &p->container_port, NULL)) < 0 ||
+            (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0 ||
+            (r = get_int32(d, pj, "hostPort", &p->host_port, NULL)) < 0 ||
+            (r = get_string(d, pj, "hostIP", &p->host_ip)) < 0)
                 return r;
-        size_t n = json_array_size(arr);
-        c->ports = dctx_array(d, n, sizeof(*c->ports));
-        if (n && !c->ports)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, "ports");
-        for (size_t i = 0; i < n; i++) {
-                const json_t *pj = json_array_get(arr, i);
-                struct se_container_port *p = &c->ports[i];
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(pj))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(pj));
-                if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
-                    (r = get_int32(d, pj, "containerPort", &p->container_port, NULL)) < 0 ||
-                    (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0 ||
-                    (r = get_int32(d, pj, "hostPort", &p->host_port, NULL)) < 0 ||
-                    (r = get_string(d, pj, "hostIP", &p->host_ip)) < 0)
-                        return r;
-                if (p->container_port == 0)
-                        return dctx_fail(d, "containerPort", "Required value");
-                if ((r = check_port(d, "containerPort", p->container_port, false)) < 0 ||
-                    (r = check_port(d, "hostPort", p->host_port, true)) < 0)
-                        return r;
-                if (p->name && *p->name && (r = check_iana_svc_name(d, "name", p->name)) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        c->n_ports = (uint32_t)n;
+        if (p->container_port == 0)
+                return dctx_fail(d, "containerPort", "Required value");
+        if ((r = check_port(d, "containerPort", p->container_port, false)) < 0 ||
+            (r = check_port(d, "hostPort", p->host_port, true)) < 0)
+                return r;
+        if (p->name && *p->name && (r = check_iana_svc_name(d, "name", p->name)) < 0)
+                return r;
         return 0;
 }
 
@@ -270,44 +222,23 @@ static int decode_resources(struct dctx *d, const json_t *cj, struct se_containe
         return 0;
 }
 
-static int decode_container(struct dctx *d, const json_t *cj, struct se_container *c)
+static int decode_container(struct dctx *d, const json_t *cj, void *out, const void *ctx)
 {
+        struct se_container *c = out;
         int r;
-        if (!json_is_object(cj))
-                return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(cj));
+        (void)ctx;
         if ((r = get_string(d, cj, "name", &c->name)) < 0 ||
             (r = get_string(d, cj, "image", &c->image)) < 0 ||
             (r = get_string(d, cj, "restartPolicy", &c->restart_policy)) < 0 ||
-            (r = decode_container_ports(d, cj, c)) < 0 || (r = decode_env(d, cj, c)) < 0 ||
-            (r = decode_env_from(d, cj, c)) < 0 || (r = decode_resources(d, cj, c)) < 0)
+            (r = GET_LIST(d, cj, "ports", decode_container_port, NULL, c->ports, c->n_ports)) < 0 ||
+            (r = GET_LIST(d, cj, "env", decode_env_var, NULL, c->env, c->n_env)) < 0 ||
+            (r = GET_LIST(d, cj, "envFrom", decode_env_from, NULL, c->env_from, c->n_env_from)) <
+                    0 ||
+            (r = decode_resources(d, cj, c)) < 0)
                 return r;
         if (!c->name || !*c->name)
                 return dctx_fail(d, "name", "Required value");
         return check_dns_label(d, "name", c->name);
-}
-
-static int decode_containers(struct dctx *d, const json_t *spec, const char *key,
-                             struct se_container **ret, uint32_t *ret_n)
-{
-        const json_t *arr;
-        int r = get_array(d, spec, key, &arr);
-        if (r < 0 || !arr)
-                return r;
-        size_t n = json_array_size(arr);
-        struct se_container *cs = dctx_array(d, n, sizeof(*cs));
-        if (n && !cs)
-                return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
-        for (size_t i = 0; i < n; i++) {
-                size_t o2 = dctx_push_index(d, i);
-                if ((r = decode_container(d, json_array_get(arr, i), &cs[i])) < 0)
-                        return r;
-                dctx_pop(d, o2);
-        }
-        dctx_pop(d, old);
-        *ret = cs;
-        *ret_n = (uint32_t)n;
-        return 0;
 }
 
 /* Container names are unique across containers and init containers. */
@@ -334,9 +265,34 @@ static int check_unique_names(struct dctx *d, const struct se_pod *pod)
         return 0;
 }
 
+/* podIPs[] and hostIPs[] entries: {ip: ...}. */
+static int decode_ip_entry(struct dctx *d, const json_t *e, void *out, const void *ctx)
+{
+        const char **ip = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "ip", ip)) < 0)
+                return r;
+        return check_ip(d, "ip", *ip ? *ip : "");
+}
+
+static int decode_condition(struct dctx *d, const json_t *e, void *out, const void *ctx)
+{
+        struct se_pod_condition *c = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "type", &c->type)) < 0 ||
+            (r = get_string(d, e, "status", &c->status)) < 0 ||
+            (r = get_string(d, e, "lastTransitionTime", &c->last_transition_time)) < 0)
+                return r;
+        if (!c->type || !*c->type)
+                return dctx_fail(d, "type", "Required value");
+        return check_one_of(d, "status", c->status ? c->status : "", cond_status);
+}
+
 static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
 {
-        const json_t *status, *arr;
+        const json_t *status;
         int r;
         if ((r = get_object(d, json, "status", &status)) < 0 || !status)
                 return r;
@@ -351,41 +307,18 @@ static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
                 return r;
         if (pod->host_ip && *pod->host_ip && (r = check_ip(d, "hostIP", pod->host_ip)) < 0)
                 return r;
-        /* podIPs and hostIPs are lists of {ip: ...} */
-        const char *lists[] = { "podIPs", "hostIPs" };
-        struct se_strs *outs[] = { &pod->pod_ips, &pod->host_ips };
-        for (int k = 0; k < 2; k++) {
-                if ((r = get_array(d, status, lists[k], &arr)) < 0)
-                        return r;
-                if (!arr)
-                        continue;
-                size_t n = json_array_size(arr);
-                outs[k]->v = dctx_array(d, n + 1, sizeof(char *));
-                if (!outs[k]->v)
-                        return -ENOMEM;
-                size_t o2 = dctx_push_key(d, lists[k]);
-                for (size_t i = 0; i < n; i++) {
-                        const json_t *e = json_array_get(arr, i);
-                        size_t o3 = dctx_push_index(d, i);
-                        if (!json_is_object(e))
-                                return dctx_fail(d, NULL, "expected an object, got %s",
-                                                 json_type_name(e));
-                        const char *ip = NULL;
-                        if ((r = get_string(d, e, "ip", &ip)) < 0)
-                                return r;
-                        if ((r = check_ip(d, "ip", ip ? ip : "")) < 0)
-                                return r;
-                        outs[k]->v[i] = ip;
-                        dctx_pop(d, o3);
-                }
-                outs[k]->n = (uint32_t)n;
-                dctx_pop(d, o2);
-        }
+        if ((r = GET_LIST(d, status, "podIPs", decode_ip_entry, NULL, pod->pod_ips.v,
+                          pod->pod_ips.n)) < 0 ||
+            (r = GET_LIST(d, status, "hostIPs", decode_ip_entry, NULL, pod->host_ips.v,
+                          pod->host_ips.n)) < 0 ||
+            (r = GET_LIST(d, status, "conditions", decode_condition, NULL, pod->conditions,
+                          pod->n_conditions)) < 0)
+                return r;
         /* the API server keeps podIP == podIPs[0]; fill whichever is missing */
         if ((!pod->pod_ip || !*pod->pod_ip) && pod->pod_ips.n)
                 pod->pod_ip = pod->pod_ips.v[0];
         if (pod->pod_ip && *pod->pod_ip && !pod->pod_ips.n) {
-                pod->pod_ips.v = dctx_array(d, 2, sizeof(char *));
+                pod->pod_ips.v = dctx_array(d, 1, sizeof(char *));
                 if (!pod->pod_ips.v)
                         return -ENOMEM;
                 pod->pod_ips.v[0] = pod->pod_ip;
@@ -393,36 +326,6 @@ static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
         }
         if ((!pod->host_ip || !*pod->host_ip) && pod->host_ips.n)
                 pod->host_ip = pod->host_ips.v[0];
-        if ((r = get_array(d, status, "conditions", &arr)) < 0)
-                return r;
-        if (arr) {
-                size_t n = json_array_size(arr);
-                pod->conditions = dctx_array(d, n, sizeof(*pod->conditions));
-                if (n && !pod->conditions)
-                        return -ENOMEM;
-                size_t o2 = dctx_push_key(d, "conditions");
-                for (size_t i = 0; i < n; i++) {
-                        const json_t *e = json_array_get(arr, i);
-                        struct se_pod_condition *c = &pod->conditions[i];
-                        size_t o3 = dctx_push_index(d, i);
-                        if (!json_is_object(e))
-                                return dctx_fail(d, NULL, "expected an object, got %s",
-                                                 json_type_name(e));
-                        if ((r = get_string(d, e, "type", &c->type)) < 0 ||
-                            (r = get_string(d, e, "status", &c->status)) < 0 ||
-                            (r = get_string(d, e, "lastTransitionTime", &c->last_transition_time)) <
-                                    0)
-                                return r;
-                        if (!c->type || !*c->type)
-                                return dctx_fail(d, "type", "Required value");
-                        if ((r = check_one_of(d, "status", c->status ? c->status : "",
-                                              cond_status)) < 0)
-                                return r;
-                        dctx_pop(d, o3);
-                }
-                pod->n_conditions = (uint32_t)n;
-                dctx_pop(d, o2);
-        }
         dctx_pop(d, old);
         return 0;
 }
@@ -443,10 +346,10 @@ int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod)
             (r = get_string(d, spec, "serviceAccountName", &pod->service_account_name)) < 0 ||
             (r = get_bool(d, spec, "hostNetwork", &host_network)) < 0 ||
             (r = get_bool(d, spec, "enableServiceLinks", &pod->enable_service_links)) < 0 ||
-            (r = decode_containers(d, spec, "containers", &pod->containers, &pod->n_containers)) <
-                    0 ||
-            (r = decode_containers(d, spec, "initContainers", &pod->init_containers,
-                                   &pod->n_init_containers)) < 0)
+            (r = GET_LIST(d, spec, "containers", decode_container, NULL, pod->containers,
+                          pod->n_containers)) < 0 ||
+            (r = GET_LIST(d, spec, "initContainers", decode_container, NULL, pod->init_containers,
+                          pod->n_init_containers)) < 0)
                 return r;
         pod->host_network = host_network == SE_TRUE;
         if (pod->n_containers == 0)

@@ -14,11 +14,11 @@ static const char *const families[] = { "IPv4", "IPv6", NULL };
 static const char *const family_policies[] = { "SingleStack", "PreferDualStack", "RequireDualStack",
                                                NULL };
 
-static int decode_port(struct dctx *d, const json_t *pj, struct se_service_port *p)
+static int decode_port(struct dctx *d, const json_t *pj, void *out, const void *ctx)
 {
+        struct se_service_port *p = out;
         int r;
-        if (!json_is_object(pj))
-                return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(pj));
+        (void)ctx;
         if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
             (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0 ||
             (r = get_int32(d, pj, "port", &p->port, NULL)) < 0 ||
@@ -43,40 +43,30 @@ static int decode_port(struct dctx *d, const json_t *pj, struct se_service_port 
         return 0;
 }
 
-static int decode_ports(struct dctx *d, const json_t *spec, struct se_service *svc)
+/* Names are required and unique in a multi-port Service; so is port/protocol. */
+static int check_ports(struct dctx *d, const struct se_service *svc)
 {
-        const json_t *arr;
-        int r = get_array(d, spec, "ports", &arr);
-        if (r < 0 || !arr)
-                return r;
-        size_t n = json_array_size(arr);
-        svc->ports = dctx_array(d, n, sizeof(*svc->ports));
-        if (n && !svc->ports)
-                return -ENOMEM;
+        uint32_t n = svc->n_ports;
         size_t old = dctx_push_key(d, "ports");
-        for (size_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i < n; i++) {
+                const struct se_service_port *p = &svc->ports[i];
+                const char *name = p->name ? p->name : "";
                 size_t o2 = dctx_push_index(d, i);
-                if ((r = decode_port(d, json_array_get(arr, i), &svc->ports[i])) < 0)
-                        return r;
-                const char *name = svc->ports[i].name ? svc->ports[i].name : "";
                 if (n > 1 && !*name)
                         return dctx_fail(
                                 d, "name",
                                 "Required value: every port of a multi-port Service needs a name");
-                for (size_t j = 0; j < i; j++) {
-                        const char *other = svc->ports[j].name ? svc->ports[j].name : "";
-                        if (*name && strcmp(name, other) == 0)
+                for (uint32_t j = 0; j < i; j++) {
+                        const struct se_service_port *q = &svc->ports[j];
+                        if (*name && strcmp(name, q->name ? q->name : "") == 0)
                                 return dctx_fail(d, "name", "Duplicate value: \"%s\"", name);
-                        if (svc->ports[j].port == svc->ports[i].port &&
-                            svc->ports[j].protocol == svc->ports[i].protocol)
-                                return dctx_fail(d, NULL, "Duplicate value: port %d/%s",
-                                                 svc->ports[i].port,
-                                                 se_protocol_name(svc->ports[i].protocol));
+                        if (q->port == p->port && q->protocol == p->protocol)
+                                return dctx_fail(d, NULL, "Duplicate value: port %d/%s", p->port,
+                                                 se_protocol_name(p->protocol));
                 }
                 dctx_pop(d, o2);
         }
         dctx_pop(d, old);
-        svc->n_ports = (uint32_t)n;
         return 0;
 }
 
@@ -145,49 +135,44 @@ static int decode_policy(struct dctx *d, const json_t *spec, const char *key,
         return 0;
 }
 
+static int decode_lb_ingress(struct dctx *d, const json_t *e, void *out, const void *ctx)
+{
+        static const char *const modes[] = { "VIP", "Proxy", NULL };
+        struct se_lb_ingress *ing = out;
+        const char *mode = NULL;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, e, "ip", &ing->ip)) < 0 ||
+            (r = get_string(d, e, "hostname", &ing->hostname)) < 0 ||
+            (r = get_string(d, e, "ipMode", &mode)) < 0)
+                return r;
+        if (ing->ip && *ing->ip && (r = check_ip(d, "ip", ing->ip)) < 0)
+                return r;
+        if (!mode)
+                return 0;
+        if ((r = check_one_of(d, "ipMode", mode, modes)) < 0)
+                return r;
+        ing->ip_mode = strcmp(mode, "VIP") == 0 ? SE_IPMODE_VIP : SE_IPMODE_PROXY;
+        return 0;
+}
+
 static int decode_lb_status(struct dctx *d, const json_t *json, struct se_service *svc)
 {
-        const json_t *status, *lb, *arr;
+        const json_t *status, *lb;
         int r;
         if ((r = get_object(d, json, "status", &status)) < 0 || !status)
                 return r;
         size_t old = dctx_push_key(d, "status");
-        if ((r = get_object(d, status, "loadBalancer", &lb)) < 0 || !lb)
-                goto out;
-        dctx_push_key(d, "loadBalancer");
-        if ((r = get_array(d, lb, "ingress", &arr)) < 0 || !arr)
-                goto out;
-        dctx_push_key(d, "ingress");
-        size_t n = json_array_size(arr);
-        svc->lb_ingress = dctx_array(d, n, sizeof(*svc->lb_ingress));
-        if (n && !svc->lb_ingress)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                const json_t *e = json_array_get(arr, i);
-                struct se_lb_ingress *ing = &svc->lb_ingress[i];
-                const char *mode = NULL;
-                size_t o2 = dctx_push_index(d, i);
-                if (!json_is_object(e))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = get_string(d, e, "ip", &ing->ip)) < 0 ||
-                    (r = get_string(d, e, "hostname", &ing->hostname)) < 0 ||
-                    (r = get_string(d, e, "ipMode", &mode)) < 0)
+        if ((r = get_object(d, status, "loadBalancer", &lb)) < 0)
+                return r;
+        if (lb) {
+                dctx_push_key(d, "loadBalancer");
+                if ((r = GET_LIST(d, lb, "ingress", decode_lb_ingress, NULL, svc->lb_ingress,
+                                  svc->n_lb_ingress)) < 0)
                         return r;
-                if (ing->ip && *ing->ip && (r = check_ip(d, "ip", ing->ip)) < 0)
-                        return r;
-                if (mode) {
-                        static const char *const modes[] = { "VIP", "Proxy", NULL };
-                        if ((r = check_one_of(d, "ipMode", mode, modes)) < 0)
-                                return r;
-                        ing->ip_mode = strcmp(mode, "VIP") == 0 ? SE_IPMODE_VIP : SE_IPMODE_PROXY;
-                }
-                dctx_pop(d, o2);
         }
-        svc->n_lb_ingress = (uint32_t)n;
-out:
-        if (r == 0)
-                dctx_pop(d, old);
-        return r;
+        dctx_pop(d, old);
+        return 0;
 }
 
 static int check_source_ranges(struct dctx *d, const struct se_strs *l)
@@ -229,7 +214,9 @@ int decode_service(struct dctx *d, const json_t *json, struct se_service *svc)
                     (r = get_strarray(d, spec, "clusterIPs", &svc->cluster_ips)) < 0 ||
                     (r = get_strarray(d, spec, "ipFamilies", &svc->ip_families)) < 0 ||
                     (r = get_string(d, spec, "ipFamilyPolicy", &svc->ip_family_policy)) < 0 ||
-                    (r = decode_ports(d, spec, svc)) < 0 ||
+                    (r = GET_LIST(d, spec, "ports", decode_port, NULL, svc->ports, svc->n_ports)) <
+                            0 ||
+                    (r = check_ports(d, svc)) < 0 ||
                     (r = get_strmap(d, spec, "selector", &svc->selector)) < 0 ||
                     (r = decode_affinity(d, spec, svc)) < 0 ||
                     (r = get_strarray(d, spec, "externalIPs", &svc->external_ips)) < 0 ||
