@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <svcenv/encode.h>
 #include <svcenv/manifest.h>
+#include <svcenv/strbuf.h>
 
 #include "cli.h"
 
@@ -76,4 +78,24 @@ int cli_load(const struct cli_source *src, struct se_store **ret)
         }
         *ret = store;
         return EXIT_OK;
+}
+
+int cli_print_list(const struct se_object *const *objs, size_t n, const char *output)
+{
+        json_t *list = se_encode_list(objs, n);
+        if (!list)
+                return cli_fail(EXIT_SYSTEM, "out of memory");
+        int r;
+        if (strcmp(output, "json") == 0) {
+                r = json_dumpf(list, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+                putchar('\n');
+        } else {
+                struct se_strbuf sb;
+                se_strbuf_init(&sb, 0);
+                r = se_encode_yaml(list, &sb);
+                fwrite(sb.buf, 1, sb.len, stdout);
+                se_strbuf_release(&sb);
+        }
+        json_decref(list);
+        return r < 0 ? cli_fail(EXIT_SYSTEM, "cannot write output") : EXIT_OK;
 }

@@ -48,6 +48,10 @@ int cli_fail(int code, const char *fmt, ...) SE_PRINTF(2, 3);
 /* A usage error for sub ("svcenv SUB: message; see 'svcenv SUB --help'"). */
 int cli_usage_error(const char *sub, const char *fmt, ...) SE_PRINTF(2, 3);
 
+/* Prints objects as a `v1 List` in JSON (output "json") or YAML; returns
+ * the exit code. */
+int cli_print_list(const struct se_object *const *objs, size_t n, const char *output);
+
 /* Subcommands: argc/argv start at the subcommand's name. */
 int cmd_get(int argc, char **argv);
 int cmd_env(int argc, char **argv);

@@ -194,21 +194,7 @@ static int run(struct run *r, const char *output)
                 return cli_fail(EXIT_SYSTEM, "out of memory");
         if (r->plan)
                 return EXIT_OK;
-        json_t *list = se_encode_list(r->out, r->n_out);
-        if (!list)
-                return cli_fail(EXIT_SYSTEM, "out of memory");
-        if (strcmp(output, "json") == 0) {
-                rc = json_dumpf(list, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
-                putchar('\n');
-        } else {
-                struct se_strbuf sb;
-                se_strbuf_init(&sb, 0);
-                rc = se_encode_yaml(list, &sb);
-                fwrite(sb.buf, 1, sb.len, stdout);
-                se_strbuf_release(&sb);
-        }
-        json_decref(list);
-        return rc < 0 ? cli_fail(EXIT_SYSTEM, "cannot write output") : EXIT_OK;
+        return cli_print_list((const struct se_object *const *)r->out, r->n_out, output);
 }
 
 int cmd_endpoints(int argc, char **argv)

@@ -19,24 +19,8 @@ static const char usage[] =
 
 static int print_objects(const struct se_object **objs, long n, const char *output, bool headers)
 {
-        if (strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0) {
-                json_t *list = se_encode_list(objs, (size_t)n);
-                if (!list)
-                        return cli_fail(EXIT_SYSTEM, "out of memory");
-                int r = 0;
-                if (output[0] == 'j') {
-                        r = json_dumpf(list, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
-                        putchar('\n');
-                } else {
-                        struct se_strbuf sb;
-                        se_strbuf_init(&sb, 0);
-                        r = se_encode_yaml(list, &sb);
-                        fwrite(sb.buf, 1, sb.len, stdout);
-                        se_strbuf_release(&sb);
-                }
-                json_decref(list);
-                return r < 0 ? cli_fail(EXIT_SYSTEM, "cannot write output") : EXIT_OK;
-        }
+        if (strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0)
+                return cli_print_list(objs, (size_t)n, output);
         size_t wk = 4, wn = 9;
         for (long i = 0; i < n; i++) {
                 size_t k = strlen(se_kind_name(objs[i]->kind));
