@@ -50,5 +50,6 @@ int cli_usage_error(const char *sub, const char *fmt, ...) SE_PRINTF(2, 3);
 
 /* Subcommands: argc/argv start at the subcommand's name. */
 int cmd_get(int argc, char **argv);
+int cmd_rules(int argc, char **argv);
 
 #endif

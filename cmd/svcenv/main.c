@@ -19,6 +19,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
         { "get", cmd_get, "list the objects of a cluster (manifests)" },
+        { "rules", cmd_rules, "print the proxy rules (iptables/nftables) for a node" },
 };
 
 static void print_usage(FILE *f)

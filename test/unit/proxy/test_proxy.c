@@ -1,0 +1,762 @@
+/* The proxy core against upstream's proxier tests: chain names,
+ * probabilities, TestOverallIPTablesRules (golden, after upstream's sort
+ * normalisation) and the scenarios of pkg/proxy/iptables/proxier_test.go. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <svcenv/manifest.h>
+#include <svcenv/proxy.h>
+#include <svcenv/store.h>
+#include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
+
+/* ---- sortIPTablesRules (proxier_test.go), to compare with upstream data ---- */
+
+struct nchain {
+        char *name;
+        struct se_strv rules;
+};
+struct ntable {
+        char *name;
+        struct nchain *chains;
+        size_t n;
+};
+
+static struct nchain *get_chain(struct ntable *t, const char *name, size_t len)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (strlen(t->chains[i].name) == len && strncmp(t->chains[i].name, name, len) == 0)
+                        return &t->chains[i];
+        t->chains = realloc(t->chains, (t->n + 1) * sizeof(*t->chains));
+        assert_non_null(t->chains);
+        struct nchain *c = &t->chains[t->n++];
+        c->name = strndup(name, len);
+        c->rules = (struct se_strv)SE_STRV_INIT;
+        return c;
+}
+
+/* the service name of a rule: its comment up to the first space or colon */
+static void svc_key(const char *rule, char *out, size_t size)
+{
+        const char *c = strstr(rule, "--comment ");
+        out[0] = 0;
+        if (!c)
+                return;
+        c += 10;
+        if (*c == '"')
+                c++;
+        size_t n = strcspn(c, " :\"");
+        snprintf(out, size, "%.*s", (int)n, c);
+}
+
+static int chain_rank(const char *n)
+{
+        if (strcmp(n, "KUBE-NODEPORTS") == 0)
+                return 0;
+        if (strcmp(n, "KUBE-SERVICES") == 0)
+                return 1;
+        return strncmp(n, "KUBE-", 5) == 0 ? 2 : 3;
+}
+
+static int cmp_chain(const void *x, const void *y)
+{
+        const struct nchain *a = x, *b = y;
+        int ra = chain_rank(a->name), rb = chain_rank(b->name);
+        return ra != rb ? ra - rb : strcmp(a->name, b->name);
+}
+
+/* stable insertion sort by service name, "must be the last rule" last */
+static void sort_rules(struct se_strv *sv)
+{
+        for (size_t i = 1; i < sv->n; i++) {
+                char *cur = sv->v[i];
+                char kc[256], kp[256];
+                size_t j = i;
+                svc_key(cur, kc, sizeof(kc));
+                bool cur_last = strstr(cur, "must be the last rule") != NULL;
+                while (j > 0) {
+                        char *prev = sv->v[j - 1];
+                        svc_key(prev, kp, sizeof(kp));
+                        bool prev_last = strstr(prev, "must be the last rule") != NULL;
+                        bool less = !cur_last && (prev_last || strcmp(kc, kp) < 0);
+                        if (!less)
+                                break;
+                        sv->v[j] = prev;
+                        j--;
+                }
+                sv->v[j] = cur;
+        }
+}
+
+static char *normalise(const char *text)
+{
+        struct ntable tables[4] = { 0 };
+        size_t nt = 0;
+        struct ntable *cur = NULL;
+        const char *p = text;
+        while (*p) {
+                size_t len = strcspn(p, "\n");
+                if (p[0] == '*') {
+                        assert_true(nt < 4);
+                        cur = &tables[nt++];
+                        cur->name = strndup(p + 1, len - 1);
+                } else if (p[0] == ':') {
+                        assert_non_null(cur);
+                        get_chain(cur, p + 1, strcspn(p + 1, " \n"));
+                } else if (strncmp(p, "-A ", 3) == 0) {
+                        assert_non_null(cur);
+                        struct nchain *c = get_chain(cur, p + 3, strcspn(p + 3, " \n"));
+                        assert_int_equal(se_strv_push_consume(&c->rules, strndup(p, len)), 0);
+                }
+                p += len + (p[len] == '\n');
+        }
+        for (size_t i = 1; i < nt; i++) /* two tables at most: put them by name */
+                if (strcmp(tables[i - 1].name, tables[i].name) > 0) {
+                        struct ntable tmp = tables[i - 1];
+                        tables[i - 1] = tables[i];
+                        tables[i] = tmp;
+                }
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        for (size_t i = 0; i < nt; i++) {
+                struct ntable *t = &tables[i];
+                qsort(t->chains, t->n, sizeof(*t->chains), cmp_chain);
+                se_strbuf_printf(&sb, "*%s\n", t->name);
+                for (size_t k = 0; k < t->n; k++)
+                        se_strbuf_printf(&sb, ":%s - [0:0]\n", t->chains[k].name);
+                for (size_t k = 0; k < t->n; k++) {
+                        struct nchain *c = &t->chains[k];
+                        if (chain_rank(c->name) < 2)
+                                sort_rules(&c->rules);
+                        se_strv_foreach(r, &c->rules)
+                                se_strbuf_printf(&sb, "%s\n", *r);
+                        free(c->name);
+                        se_strv_release(&c->rules);
+                }
+                se_strbuf_puts(&sb, "COMMIT\n");
+                free(t->chains);
+                free(t->name);
+        }
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* ---- helpers ---- */
+
+static struct se_store *load(const char *yaml)
+{
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        assert_non_null(s);
+        int r = se_manifest_load_buffer(s, "test", yaml, strlen(yaml), NULL, NULL, &d);
+        if (r < 0)
+                fail_msg("manifest: %s", d.text);
+        return s;
+}
+
+static void base_options(struct se_proxy_options *o)
+{
+        se_proxy_options_init(o);
+        o->node_name = "test-node";
+        assert_int_equal(se_parse_ip("192.168.0.2", &o->node_ips[0]), 0);
+        o->n_node_ips = 1;
+        assert_int_equal(se_parse_cidr("10.0.0.0/8", &o->cluster_cidrs[0]), 0);
+        o->n_cluster_cidrs = 1;
+        o->masquerade_mark = "0x4000";
+        o->nfacct = true;
+}
+
+static char *rules(const struct se_store *s, const struct se_proxy_options *o,
+                   enum se_ip_family fam)
+{
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_iptables_write(t, o, &sb), 0);
+        se_proxy_table_free(t);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+static char *rules_yaml(const char *yaml, const struct se_proxy_options *o)
+{
+        struct se_store *s = load(yaml);
+        char *out = rules(s, o, SE_IPV4);
+        se_store_free(s);
+        return out;
+}
+
+static char *read_file(const char *path)
+{
+        FILE *f = fopen(path, "r");
+        if (!f)
+                fail_msg("cannot open %s (run from the repository root)", path);
+        struct se_strbuf sb;
+        char buf[4096];
+        size_t n;
+        se_strbuf_init(&sb, 0);
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                se_strbuf_add(&sb, buf, n);
+        fclose(f);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+static void has_line(const char *text, const char *line)
+{
+        const char *p = text;
+        size_t n = strlen(line);
+        while ((p = strstr(p, line))) {
+                if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0))
+                        return;
+                p += n;
+        }
+        fail_msg("missing line: %s\n--- in:\n%s", line, text);
+}
+
+static void no_text(const char *text, const char *frag)
+{
+        if (strstr(text, frag))
+                fail_msg("unexpected: %s\n--- in:\n%s", frag, text);
+}
+
+static size_t count(const char *text, const char *frag)
+{
+        size_t n = 0;
+        for (const char *p = text; (p = strstr(p, frag)); p += strlen(frag))
+                n++;
+        return n;
+}
+
+/* ---- tests ---- */
+
+static void test_proxy__chain_names(void **state)
+{
+        (void)state;
+        char h[17];
+        assert_int_equal(se_proxy_chain_hash("ns1/svc1:p80", "tcp", NULL, h), 0);
+        assert_string_equal(h, "XPGD46QRK7WJZT7O");
+        assert_int_equal(se_proxy_chain_hash("ns1/svc1:p80", "tcp", "10.180.0.1:80", h), 0);
+        assert_string_equal(h, "SXIVWICOYRO3J4NJ");
+        assert_int_equal(se_proxy_chain_hash("kube-system/kube-dns:dns", "udp", NULL, h), 0);
+        assert_string_equal(h, "TCOU7JCQXEZGVUNU");
+}
+
+/* TestComputeProbability */
+static void test_proxy__probability(void **state)
+{
+        (void)state;
+        char p[16], prev[16] = "2";
+        se_proxy_probability(1, p);
+        assert_string_equal(p, "1.0000000000");
+        se_proxy_probability(2, p);
+        assert_string_equal(p, "0.5000000000");
+        se_proxy_probability(10, p);
+        assert_string_equal(p, "0.1000000000");
+        se_proxy_probability(100000, p);
+        assert_string_equal(p, "0.0000100000");
+        se_proxy_probability(100001, p);
+        assert_string_equal(p, "0.0000099999");
+        for (unsigned n = 1; n <= 100000; n++) {
+                se_proxy_probability(n, p);
+                if (strcmp(p, prev) >= 0)
+                        fail_msg("probability of %u (%s) not below %s", n, p, prev);
+                memcpy(prev, p, sizeof(p));
+        }
+}
+
+/* TestOverallIPTablesRules: the expected text is upstream's, verbatim. */
+static void test_proxy__overall_golden(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *yaml = read_file("test/golden/proxy/overall.yaml");
+        char *want = read_file("test/golden/proxy/overall.iptables");
+        char *got = rules_yaml(yaml, &o);
+        char *norm = normalise(got);
+        if (strcmp(norm, want) != 0)
+                fail_msg("overall rules differ from upstream\n--- got (normalised):\n%s", norm);
+        /* the nat rule count upstream's metric reports */
+        assert_int_equal(count(strstr(got, "*nat"), "\n-A "), count(strstr(want, "*nat"), "\n-A "));
+        free(norm);
+        free(got);
+        free(want);
+        free(yaml);
+}
+
+static const char no_ep_svc[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec:\n  type: LoadBalancer\n  clusterIP: 172.30.0.41\n  externalIPs: [192.168.99.11]\n"
+        "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+        "status: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n";
+
+/* TestNoEndpointsReject: every destination rejected in filter, nothing in nat */
+static void test_proxy__no_endpoints_reject(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(no_ep_svc, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j REJECT");
+        has_line(
+                got,
+                "-A KUBE-EXTERNAL-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m tcp -p tcp -d 192.168.99.11 --dport 80 -j REJECT");
+        has_line(
+                got,
+                "-A KUBE-EXTERNAL-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j REJECT");
+        has_line(
+                got,
+                "-A KUBE-EXTERNAL-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 3001 -j REJECT");
+        no_text(strstr(got, "*nat"), "svc1");
+        free(got);
+}
+
+static const char three_eps[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc1-a, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.180.0.3]}, {addresses: [10.180.0.1]},"
+        " {addresses: [10.180.0.2]}]\nports: [{name: p80, port: 80, protocol: TCP}]\n";
+
+/* reference note 2.2: probabilities 1/(n-i), endpoints in ip:port order */
+static void test_proxy__cluster_ip_three_endpoints(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(three_eps, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.1:80\" -m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-SXIVWICOYRO3J4NJ");
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.2:80\" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-LXVODXWDISEETFEF");
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.3:80\" -j KUBE-SEP-ICDUIKC33SFI6ZPR");
+        has_line(
+                got,
+                "-A KUBE-SEP-ICDUIKC33SFI6ZPR -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.3:80");
+        assert_true(strstr(got, "10.180.0.1:80\" -m statistic") <
+                    strstr(got, "10.180.0.2:80\" -m statistic"));
+        free(got);
+}
+
+/* masquerade-all marks every cluster-IP packet; no detector marks none */
+static void test_proxy__masquerade_modes(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        o.masquerade_all = true;
+        char *got = rules_yaml(three_eps, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-MARK-MASQ");
+        free(got);
+        base_options(&o);
+        o.n_cluster_cidrs = 0;
+        o.masquerade_bit = 15;
+        o.masquerade_mark = NULL;
+        o.random_fully = true;
+        got = rules_yaml(three_eps, &o);
+        no_text(got, "cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s");
+        no_text(got, "KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\"");
+        has_line(got, "-A KUBE-MARK-MASQ -j MARK --or-mark 0x00008000");
+        has_line(
+                got,
+                "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully");
+        free(got);
+}
+
+static char *many_endpoints(unsigned n)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(
+                &sb,
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n");
+        for (unsigned i = 0; i < n; i++) {
+                if (i % 500 == 0) /* a slice holds at most 1000 endpoints */
+                        se_strbuf_printf(
+                                &sb,
+                                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                                "metadata: {name: s%u, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\nendpoints:\n",
+                                i);
+                se_strbuf_printf(&sb, "- {addresses: [10.0.%u.%u]}\n", i / 256, i % 256);
+        }
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* TestSyncProxyRulesLargeClusterMode: above 1000 endpoints the endpoint
+ * comments go; the service comments stay */
+static void test_proxy__large_cluster_mode(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *yaml = many_endpoints(1000);
+        char *got = rules_yaml(yaml, &o);
+        assert_int_equal(count(got, "-m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT"),
+                         1000);
+        free(got);
+        free(yaml);
+        yaml = many_endpoints(1001);
+        got = rules_yaml(yaml, &o);
+        has_line(got,
+                 "-A KUBE-SEP-DKGQUZGBKLTPAR56 -m tcp -p tcp -j DNAT --to-destination 10.0.0.0:80");
+        no_text(got, "--comment ns1/svc1:p80 -");
+        no_text(got, "-> 10.0.");
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O");
+        assert_int_equal(count(got, "-j DNAT"), 1001);
+        free(got);
+        free(yaml);
+}
+
+static const char itp_local[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc3, namespace: ns3}\n"
+        "spec:\n  clusterIP: 172.30.0.43\n  internalTrafficPolicy: Local\n"
+        "  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: s, namespace: ns3, labels: {kubernetes.io/service-name: svc3}}\n"
+        "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "endpoints: [{addresses: [10.180.0.3], nodeName: test-node}, {addresses: [10.180.2.1], nodeName: other}]\n";
+
+/* internalTrafficPolicy Local: cluster IP goes to KUBE-SVL with local endpoints only */
+static void test_proxy__internal_policy_local(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(itp_local, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns3/svc3:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.43 --dport 80 -j KUBE-SVL-X27LE4BHSL4DOUIK");
+        has_line(
+                got,
+                "-A KUBE-SVL-X27LE4BHSL4DOUIK -m comment --comment \"ns3/svc3:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.43 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ");
+        has_line(
+                got,
+                "-A KUBE-SVL-X27LE4BHSL4DOUIK -m comment --comment \"ns3/svc3:p80 -> 10.180.0.3:80\" -j KUBE-SEP-OYPFS5VJICHGATKP");
+        no_text(got, "KUBE-SVC-X27LE4BHSL4DOUIK");
+        no_text(got, "10.180.2.1");
+        free(got);
+        /* on another node: no local endpoint, DROP in filter */
+        o.node_name = "elsewhere";
+        got = rules_yaml(itp_local, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns3/svc3:p80 has no local endpoints\" -m tcp -p tcp -d 172.30.0.43 --dport 80 -j DROP");
+        no_text(strstr(got, "*nat"), "ns3/svc3");
+        free(got);
+}
+
+static const char etp_local[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc2, namespace: ns2}\n"
+        "spec:\n  type: LoadBalancer\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n"
+        "  externalTrafficPolicy: Local\n  healthCheckNodePort: 30000\n"
+        "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+        "status: {loadBalancer: {ingress: [{ip: 1.2.3.4}, {ip: 9.9.9.9, ipMode: Proxy}]}}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: s, namespace: ns2, labels: {kubernetes.io/service-name: svc2}}\n"
+        "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "endpoints: [{addresses: [10.180.0.2], nodeName: test-node}, {addresses: [10.180.2.1], nodeName: other}]\n";
+
+/* reference note 2.8: eTP Local with one local endpoint */
+static void test_proxy__external_policy_local(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(etp_local, &o);
+        has_line(
+                got,
+                "-A KUBE-EXT-GNZBNJ2PO5MGZ6GT -m comment --comment \"pod traffic for ns2/svc2:p80 external destinations\" -s 10.0.0.0/8 -j KUBE-SVC-GNZBNJ2PO5MGZ6GT");
+        has_line(got, "-A KUBE-EXT-GNZBNJ2PO5MGZ6GT -j KUBE-SVL-GNZBNJ2PO5MGZ6GT");
+        has_line(
+                got,
+                "-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment \"ns2/svc2:p80 -> 10.180.0.2:80\" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-RS4RBKLTHTF2IUXJ");
+        has_line(
+                got,
+                "-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment \"ns2/svc2:p80 -> 10.180.2.1:80\" -j KUBE-SEP-CL5TTP32JTFBIVMN");
+        has_line(
+                got,
+                "-A KUBE-SVL-GNZBNJ2PO5MGZ6GT -m comment --comment \"ns2/svc2:p80 -> 10.180.0.2:80\" -j KUBE-SEP-RS4RBKLTHTF2IUXJ");
+        has_line(
+                got,
+                "-A KUBE-NODEPORTS -m comment --comment \"ns2/svc2:p80 health check node port\" -m tcp -p tcp --dport 30000 -j ACCEPT");
+        no_text(got, "9.9.9.9"); /* ipMode Proxy is not ours */
+        no_text(got, "has no local endpoints");
+        free(got);
+}
+
+/* TestTerminatingEndpoints*: serving+terminating endpoints are used only
+ * when no endpoint is ready */
+static void test_proxy__terminating_fallback(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\nendpoints:\n"
+                "- {addresses: [10.0.1.1], conditions: {ready: false, serving: true, terminating: true}}\n"
+                "- {addresses: [10.0.1.2], conditions: {ready: false, serving: false, terminating: true}}\n"
+                "- {addresses: [10.0.1.3], conditions: {ready: false, serving: false, terminating: false}}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SEP-SNQ3ZNILQDEJNDQO -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.0.1.1:80");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+        /* with one ready endpoint the terminating one is left out */
+        char *y2 = strdup(yaml);
+        char *at = strstr(y2, "{ready: false, serving: false, terminating: false}");
+        memcpy(at, "{ready: true,  serving: true,  terminating: false}", 50);
+        got = rules_yaml(y2, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.0.1.3:80\" -j KUBE-SEP-G7XP5NU2Z2343ZYM");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+        free(y2);
+}
+
+/* headless, ExternalName, foreign proxy names and the headless label get nothing */
+static void test_proxy__skipped_services(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: headless, namespace: ns}\n"
+                "spec: {clusterIP: None, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: ext, namespace: ns}\n"
+                "spec: {type: ExternalName, externalName: example.com}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: other, namespace: ns, labels: "
+                "{service.kubernetes.io/service-proxy-name: other-proxy}}\n"
+                "spec: {clusterIP: 172.30.0.9, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: mine, namespace: ns, labels: "
+                "{service.kubernetes.io/service-proxy-name: svcenv}}\n"
+                "spec: {clusterIP: 172.30.0.10, ports: [{port: 80}]}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        no_text(got, "ns/");
+        free(got);
+        o.proxy_name = "svcenv";
+        got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns/mine has no endpoints\" -m tcp -p tcp -d 172.30.0.10 --dport 80 -j REJECT");
+        no_text(got, "ns/other");
+        no_text(got, "ns/headless");
+        free(got);
+}
+
+/* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
+static void test_proxy__ipv6_and_dual_stack(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  type: NodePort\n  clusterIP: 172.30.0.41\n  clusterIPs: [172.30.0.41, 'fd00:30::41']\n"
+                "  ipFamilies: [IPv4, IPv6]\n  ipFamilyPolicy: RequireDualStack\n"
+                "  externalIPs: [192.168.99.11, 'fd00:99::11']\n"
+                "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s4, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.180.0.1]}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s6, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv6\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "endpoints: [{addresses: ['fd00:180::1']}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
+        o.n_node_ips = 2;
+        assert_int_equal(se_parse_cidr("fd00:180::/64", &o.cluster_cidrs[1]), 0);
+        o.n_cluster_cidrs = 2;
+        enum se_ip_family fams[2];
+        assert_int_equal(se_proxy_families(&o, fams), 2);
+        struct se_store *s = load(yaml);
+        char *v4 = rules(s, &o, SE_IPV4);
+        char *v6 = rules(s, &o, SE_IPV6);
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d fd00:30::41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O");
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 external IP\" -m tcp -p tcp -d fd00:99::11 --dport 80 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        has_line(
+                v6,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d fd00:30::41 --dport 80 ! -s fd00:180::/64 -j KUBE-MARK-MASQ");
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS");
+        no_text(v6, "KUBE-FIREWALL");
+        no_text(v6, "127.0.0.0/8");
+        no_text(v6, "10.180.0.1");
+        has_line(
+                v4,
+                "-A KUBE-NODEPORTS -m comment --comment ns1/svc1:p80 -m tcp -p tcp -d 127.0.0.0/8 --dport 3001 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        no_text(v4, "fd00");
+        char h[17];
+        assert_int_equal(se_proxy_chain_hash("ns1/svc1:p80", "tcp", "[fd00:180::1]:80", h), 0);
+        char line[200];
+        snprintf(
+                line, sizeof(line),
+                "-A KUBE-SEP-%s -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination [fd00:180::1]:80",
+                h);
+        has_line(v6, line);
+        free(v4);
+        free(v6);
+        se_store_free(s);
+}
+
+/* ClientIP affinity on UDP; localhost NodePorts off; --nodeport-addresses */
+static void test_proxy__udp_affinity_nodeport_addresses(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: dns, namespace: kube-system}\n"
+                "spec:\n  type: NodePort\n  clusterIP: 10.96.0.10\n  sessionAffinity: ClientIP\n"
+                "  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}\n"
+                "  ports: [{name: dns, port: 53, protocol: UDP, nodePort: 30053}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: kube-system, labels: {kubernetes.io/service-name: dns}}\n"
+                "addressType: IPv4\nports: [{name: dns, port: 53, protocol: UDP}]\n"
+                "endpoints: [{addresses: [10.244.0.5]}, {addresses: [10.244.0.6]}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        o.localhost_nodeports = false;
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"kube-system/dns:dns cluster IP\" -m udp -p udp -d 10.96.0.10 --dport 53 -j KUBE-SVC-2KKYJRIGYGQNRODB");
+        assert_int_equal(count(got, "--rcheck --seconds 60 --reap"), 2);
+        assert_int_equal(count(got, " --set -m udp -p udp -j DNAT"), 2);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d 127.0.0.0/8 -j KUBE-NODEPORTS");
+        no_text(got, "KUBE-FIREWALL");
+        no_text(got, "localhost_nps");
+        free(got);
+        base_options(&o);
+        assert_int_equal(se_proxy_parse_cidr_list("192.168.0.0/16", o.nodeport_cidrs,
+                                                  SE_PROXY_MAX_CIDRS, &o.nodeport_primary, NULL),
+                         1);
+        o.n_nodeport_cidrs = 1;
+        got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -d 192.168.0.2 -j KUBE-NODEPORTS");
+        no_text(got, "--dst-type LOCAL -j KUBE-NODEPORTS");
+        free(got);
+}
+
+/* a selector Service without slices: endpoints from its pods (temporary
+ * selection until pkg/endpoints), named target port from the container */
+static void test_proxy__pods_without_slices(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                "spec: {clusterIP: 10.96.1.1, selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ns, labels: {app: web}}\n"
+                "spec: {nodeName: test-node, containers: [{name: c, image: i, ports: [{name: http, containerPort: 8080}]}]}\n"
+                "status: {phase: Running, podIP: 10.244.0.7, conditions: [{type: Ready, status: 'True'}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ns, labels: {app: web}}\n"
+                "spec: {containers: [{name: c, image: i, ports: [{name: http, containerPort: 8080}]}]}\n"
+                "status: {phase: Running, podIP: 10.244.0.8, conditions: [{type: Ready, status: 'False'}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: c, namespace: ns, labels: {app: web}}\n"
+                "spec: {containers: [{name: c, image: i}]}\n"
+                "status: {phase: Succeeded, podIP: 10.244.0.9}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-HMALVVKA6APKJPPY -m comment --comment \"ns/web:http -> 10.244.0.7:8080\" -j KUBE-SEP-DG4TFWC6RAOLHAJZ");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+}
+
+static void test_proxy__parse_cidr_list(void **state)
+{
+        (void)state;
+        struct se_cidr c[3];
+        bool primary = false;
+        struct se_diag d;
+        assert_int_equal(se_proxy_parse_cidr_list("10.0.0.0/8, fd00::/64", c, 3, NULL, &d), 2);
+        assert_int_equal(c[1].ip.family, SE_IPV6);
+        assert_int_equal(se_proxy_parse_cidr_list("primary", c, 3, &primary, &d), 0);
+        assert_true(primary);
+        assert_int_equal(se_proxy_parse_cidr_list("primary", c, 3, NULL, &d), -EINVAL);
+        assert_int_equal(se_proxy_parse_cidr_list("10.0.0.0/8,,", c, 3, NULL, &d), -EINVAL);
+        assert_int_equal(se_proxy_parse_cidr_list("10.0.0.1", c, 3, NULL, &d), -EINVAL);
+        assert_int_equal(
+                se_proxy_parse_cidr_list("1.0.0.0/8,2.0.0.0/8,3.0.0.0/8,4.0.0.0/8", c, 3, NULL, &d),
+                -E2BIG);
+}
+
+/* the applier reports a missing tool and a failing one with its message */
+static void test_proxy__apply_errors(void **state)
+{
+        (void)state;
+        char err[512];
+        /* nft -c only checks; a syntax error must come back as one line */
+        int r = se_proxy_apply(SE_PROXY_NFT, "this is not nft\n", 16, err, sizeof(err));
+        if (r == -ENOENT)
+                skip();
+        assert_int_equal(r, -EPROTO);
+        assert_non_null(strstr(err, "nft failed"));
+        assert_null(strchr(err, '\n'));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_proxy__chain_names),
+                cmocka_unit_test(test_proxy__probability),
+                cmocka_unit_test(test_proxy__overall_golden),
+                cmocka_unit_test(test_proxy__no_endpoints_reject),
+                cmocka_unit_test(test_proxy__cluster_ip_three_endpoints),
+                cmocka_unit_test(test_proxy__masquerade_modes),
+                cmocka_unit_test(test_proxy__large_cluster_mode),
+                cmocka_unit_test(test_proxy__internal_policy_local),
+                cmocka_unit_test(test_proxy__external_policy_local),
+                cmocka_unit_test(test_proxy__terminating_fallback),
+                cmocka_unit_test(test_proxy__skipped_services),
+                cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
+                cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
+                cmocka_unit_test(test_proxy__pods_without_slices),
+                cmocka_unit_test(test_proxy__parse_cidr_list),
+                cmocka_unit_test(test_proxy__apply_errors),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
