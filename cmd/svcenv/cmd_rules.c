@@ -27,7 +27,8 @@ static const char usage[] =
         "--random-fully auto means on (iptables >= 1.6.2); --nfacct auto means off\n"
         "(the counters must exist before rules name them).\n"
         "--apply feeds the rules to iptables-restore --noflush / ip6tables-restore /\n"
-        "nft -f - instead of printing them.\n";
+        "nft -f - instead of printing them, then ensures the jumps from the built-in\n"
+        "chains (iptables -C / -I), as kube-proxy does.\n";
 
 struct rules_args {
         const char *node, *backend, *ip_family;
@@ -182,6 +183,9 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                                                                        SE_PROXY_IPTABLES_RESTORE;
                         r = se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
                         se_strbuf_release(&sb);
+                        if (r == 0 && !nft)
+                                r = se_proxy_ensure_jumps(fams[i], o->localhost_nodeports, err,
+                                                          sizeof(err));
                         if (r < 0)
                                 return cli_fail(EXIT_SYSTEM, "%s", err[0] ? err : strerror(-r));
                         continue;

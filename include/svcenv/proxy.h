@@ -147,4 +147,10 @@ enum se_proxy_tool {
  * -EIO and others for system errors. Never uses a shell. */
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
 
+/* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
+ * full syncs (`iptables -C`, then `-I` at the top when missing); with
+ * kube_firewall also INPUT/OUTPUT -> KUBE-FIREWALL (IPv4). Run after the
+ * first restore (the chains must exist). 0 or as se_proxy_apply. */
+int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize);
+
 #endif

@@ -32,7 +32,9 @@ static void one_line(const char *in, size_t n, char *err, size_t errsize)
                 n--;
         for (size_t i = 0; i < n && k + 3 < errsize; i++) {
                 char c = in[i];
-                if (c == '\n') {
+                if (c == '\n' && k > 0 && err[k - 1] == ':') {
+                        err[k++] = ' ';
+                } else if (c == '\n') {
                         err[k++] = ';';
                         err[k++] = ' ';
                 } else if ((unsigned char)c < 0x20 || c == 0x7f) {
@@ -46,7 +48,7 @@ static void one_line(const char *in, size_t n, char *err, size_t errsize)
 
 static void child(const char *const *argv, int in_fd, int err_fd, int report_fd)
 {
-        char *v[8] = { 0 };
+        char *v[32] = { 0 };
         int e;
         for (size_t i = 0; i < SE_ARRAY_SIZE(v) - 1 && argv[i]; i++)
                 v[i] = SE_UNCONST(char, argv[i]);
@@ -113,18 +115,10 @@ static int pump(int in_fd, int err_fd, const char *data, size_t n, char *ebuf, s
         return 0;
 }
 
-int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize)
+/* Runs argv with data on stdin; the exit status goes to *ret_status. */
+static int run(const char *const *argv, const char *data, size_t n, char *err, size_t errsize,
+               int *ret_status)
 {
-        static const char *const ipt[] = {
-                "iptables-restore", "--noflush", "--counters", "-w", "5", "-W", "100000", NULL
-        };
-        static const char *const ip6t[] = {
-                "ip6tables-restore", "--noflush", "--counters", "-w", "5", "-W", "100000", NULL
-        };
-        static const char *const nft[] = { "nft", "-f", "-", NULL };
-        const char *const *argv = tool == SE_PROXY_NFT               ? nft :
-                                  tool == SE_PROXY_IP6TABLES_RESTORE ? ip6t :
-                                                                       ipt;
         int in[2] = { -1, -1 }, er[2] = { -1, -1 }, rep[2] = { -1, -1 };
         char ebuf[ERR_CAP];
         size_t elen = 0;
@@ -163,6 +157,7 @@ int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *er
         }
         if (r < 0)
                 goto out;
+        *ret_status = status;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 char line[ERR_CAP];
                 one_line(ebuf, elen, line, sizeof(line));
@@ -181,4 +176,102 @@ out:
         close_fd(&rep[0]);
         close_fd(&rep[1]);
         return r;
+}
+
+int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize)
+{
+        static const char *const ipt[] = {
+                "iptables-restore", "--noflush", "--counters", "-w", "5", "-W", "100000", NULL
+        };
+        static const char *const ip6t[] = {
+                "ip6tables-restore", "--noflush", "--counters", "-w", "5", "-W", "100000", NULL
+        };
+        static const char *const nft[] = { "nft", "-f", "-", NULL };
+        const char *const *argv = tool == SE_PROXY_NFT               ? nft :
+                                  tool == SE_PROXY_IP6TABLES_RESTORE ? ip6t :
+                                                                       ipt;
+        int status;
+        return run(argv, data, n, err, errsize, &status);
+}
+
+/* kube-proxy's iptablesJumpChains: table, built-in chain, our chain, whether
+ * only NEW connections jump, comment. */
+static const struct jump {
+        const char *table, *from, *to;
+        bool new_only;
+        const char *comment;
+} jumps[] = {
+        { "filter", "INPUT", "KUBE-EXTERNAL-SERVICES", true,
+          "kubernetes externally-visible service portals" },
+        { "filter", "FORWARD", "KUBE-EXTERNAL-SERVICES", true,
+          "kubernetes externally-visible service portals" },
+        { "filter", "INPUT", "KUBE-NODEPORTS", false, "kubernetes health check service ports" },
+        { "filter", "FORWARD", "KUBE-SERVICES", true, "kubernetes service portals" },
+        { "filter", "OUTPUT", "KUBE-SERVICES", true, "kubernetes service portals" },
+        { "filter", "FORWARD", "KUBE-FORWARD", false, "kubernetes forwarding rules" },
+        { "filter", "INPUT", "KUBE-PROXY-FIREWALL", true, "kubernetes load balancer firewall" },
+        { "filter", "OUTPUT", "KUBE-PROXY-FIREWALL", true, "kubernetes load balancer firewall" },
+        { "filter", "FORWARD", "KUBE-PROXY-FIREWALL", true, "kubernetes load balancer firewall" },
+        { "nat", "OUTPUT", "KUBE-SERVICES", false, "kubernetes service portals" },
+        { "nat", "PREROUTING", "KUBE-SERVICES", false, "kubernetes service portals" },
+        { "nat", "POSTROUTING", "KUBE-POSTROUTING", false, "kubernetes postrouting rules" },
+};
+
+static int ensure_one(const char *tool, const char *table, const char *from, const char *to,
+                      bool new_only, const char *comment, char *err, size_t errsize)
+{
+        const char *argv[24];
+        size_t k = 0;
+        int status = 0;
+        argv[k++] = tool;
+        argv[k++] = "-w";
+        argv[k++] = "5";
+        argv[k++] = "-t";
+        argv[k++] = table;
+        size_t op = k;
+        argv[k++] = "-C";
+        argv[k++] = from;
+        if (new_only) {
+                argv[k++] = "-m";
+                argv[k++] = "conntrack";
+                argv[k++] = "--ctstate";
+                argv[k++] = "NEW";
+        }
+        if (comment) {
+                argv[k++] = "-m";
+                argv[k++] = "comment";
+                argv[k++] = "--comment";
+                argv[k++] = comment;
+        }
+        argv[k++] = "-j";
+        argv[k++] = to;
+        argv[k] = NULL;
+        int r = run(argv, NULL, 0, NULL, 0, &status);
+        if (r == 0)
+                return 0; /* present */
+        if (r != -EPROTO)
+                return r;
+        argv[op] = "-I"; /* at the top, as kube-proxy's EnsureRule(Prepend) */
+        return run(argv, NULL, 0, err, errsize, &status);
+}
+
+int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize)
+{
+        const char *tool = family == SE_IPV6 ? "ip6tables" : "iptables";
+        int r;
+        for (size_t i = 0; i < SE_ARRAY_SIZE(jumps); i++) {
+                const struct jump *j = &jumps[i];
+                r = ensure_one(tool, j->table, j->from, j->to, j->new_only, j->comment, err,
+                               errsize);
+                if (r < 0)
+                        return r;
+        }
+        if (family == SE_IPV4 && kube_firewall) {
+                static const char *const from[] = { "INPUT", "OUTPUT" };
+                for (size_t i = 0; i < SE_ARRAY_SIZE(from); i++)
+                        if ((r = ensure_one(tool, "filter", from[i], "KUBE-FIREWALL", false, NULL,
+                                            err, errsize)) < 0)
+                                return r;
+        }
+        return 0;
 }
