@@ -131,6 +131,27 @@ void se_proxy_probability(unsigned n, char out[16]);
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                             struct se_strbuf *out);
 
+/* Partial syncs (KEP-3453, as kube-proxy's iptables proxier): a tracker
+ * remembers, per service port, the nat chains the last successful sync
+ * wrote. se_proxy_iptables_sync() then leaves out the chains of services
+ * whose rules did not change (iptables-restore --noflush keeps chains it is
+ * not told about), always writes the filter table and the top-level nat
+ * chains, and deletes (`-X`) the chains of services that went away.
+ * The first sync, and the one after a failure, is full. Not thread-safe. */
+struct se_proxy_tracker;
+struct se_proxy_tracker *se_proxy_tracker_new(void);
+/* NULL-safe; returns NULL. */
+struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr);
+/* The next sync writes everything (e.g. after the rules were flushed). */
+void se_proxy_tracker_force_full(struct se_proxy_tracker *tr);
+/* Like se_proxy_iptables_write, with tracker deciding what to leave out.
+ * Call se_proxy_tracker_done() with the outcome of applying the text. */
+int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                           struct se_proxy_tracker *tracker, struct se_strbuf *out);
+/* ok: the text was applied, it becomes the known state. Otherwise the
+ * next sync is full. Returns whether the last sync was partial. */
+bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok);
+
 /* Appends an nft script that (re)creates table `svcenv` of the family. */
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out);

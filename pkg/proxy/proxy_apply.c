@@ -32,6 +32,9 @@ static void one_line(const char *in, size_t n, char *err, size_t errsize)
                 n--;
         for (size_t i = 0; i < n && k + 3 < errsize; i++) {
                 char c = in[i];
+                if (c == '\n')
+                        while (k > 0 && err[k - 1] == ' ')
+                                k--;
                 if (c == '\n' && k > 0 && err[k - 1] == ':') {
                         err[k++] = ' ';
                 } else if (c == '\n') {

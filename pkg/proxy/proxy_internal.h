@@ -34,4 +34,18 @@ void proxy_mark_text(const struct se_proxy_options *opt, char out[16]);
 /* Canonical "ip/prefix" text of c. */
 void proxy_cidr_text(const struct se_cidr *c, char *out, size_t size);
 
+/* Partial syncs (proxy_tracker.c). A service's own nat chain lines start at
+ * chains[chains_at] and its rules at rules[rules_at]: remembers them as
+ * pending and, when they equal what the last successful sync wrote (and no
+ * full sync is due), truncates them from the buffers. 0 or -ENOMEM. */
+int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                          struct se_strbuf *chains, size_t chains_at, struct se_strbuf *rules,
+                          size_t rules_at);
+/* Starts a sync: forgets any pending state of an unfinished one. */
+void proxy_tracker_begin(struct se_proxy_tracker *tr);
+/* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync
+ * that this one no longer writes. */
+int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,
+                            struct se_strbuf *rules);
+
 #endif

@@ -17,6 +17,7 @@ struct ipt {
         char mark[16];
         const char *detect; /* cluster CIDR text, NULL without a detector */
         char detect_buf[80];
+        struct se_proxy_tracker *tracker; /* NULL: plain full output */
 };
 
 static void chain(struct se_strbuf *sb, const char *prefix, const char *hash)
@@ -205,6 +206,10 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         "-A KUBE-NODEPORTS -m comment --comment \"%s health check node port\" -m tcp -p tcp --dport %d -j ACCEPT\n",
                         spn, sp->health_check_node_port);
 
+        /* from here on only the service's own nat chains (partial syncs may
+         * leave them out) */
+        size_t chains_at = nc->len, rules_at = nr->len;
+
         /* internal traffic: masquerade off-cluster sources */
         if (has_internal) {
                 if (w->opt->masquerade_all)
@@ -303,7 +308,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                 se_strbuf_printf(nr, " -m %s -p %s -j DNAT --to-destination %s\n", proto, proto,
                                  ep->str);
         }
-        r = 0;
+        r = w->tracker ? proxy_tracker_segment(w->tracker, sp, nc, chains_at, nr, rules_at) : 0;
 out:
         proxy_categories_release(&cat);
         return r;
@@ -369,7 +374,15 @@ static void nodeports_jump(struct ipt *w)
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                             struct se_strbuf *out)
 {
-        struct ipt w = { .opt = opt, .fam = t->family };
+        return se_proxy_iptables_sync(t, opt, NULL, out);
+}
+
+int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                           struct se_proxy_tracker *tracker, struct se_strbuf *out)
+{
+        struct ipt w = { .opt = opt, .fam = t->family, .tracker = tracker };
+        if (tracker)
+                proxy_tracker_begin(tracker);
         int r = 0;
         se_strbuf_init(&w.filter_chains, 0);
         se_strbuf_init(&w.filter_rules, 0);
@@ -413,6 +426,8 @@ int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_prox
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto out;
 
+        if (tracker && (r = proxy_tracker_deletions(tracker, &w.nat_chains, &w.nat_rules)) < 0)
+                goto out;
         nodeports_jump(&w);
 
         if (!opt->conntrack_tcp_liberal)

@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <svcenv/manifest.h>
 #include <svcenv/proxy.h>
@@ -738,6 +741,187 @@ static void test_proxy__apply_errors(void **state)
         assert_null(strchr(err, '\n'));
 }
 
+static char *nft_rules(const char *yaml, const struct se_proxy_options *o, enum se_ip_family fam)
+{
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* nftables: the same semantics as the iptables backend, in kube-proxy's
+ * nftables shape (chain names HASH8-ns/name/proto/port) */
+static void test_proxy__nftables_overall(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        o.masquerade_mark = NULL;
+        char *yaml = read_file("test/golden/proxy/overall.yaml");
+        char *got = nft_rules(yaml, &o, SE_IPV4);
+        has_line(got, "add table ip svcenv");
+        has_line(got, "delete table ip svcenv");
+        has_line(got, "\t\t\t172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80,");
+        /* svc2: eTP Local without local endpoints: external IPs, LB and NodePort dropped */
+        has_line(got, "\t\t\t192.168.99.22 . tcp . 80 : drop,");
+        has_line(got, "\t\t\ttcp . 3001 : drop");
+        /* svc6 has no endpoints at all: rejected */
+        has_line(got, "\t\t\t172.30.0.46 . tcp . 80 : goto reject-chain");
+        /* svc5: source ranges and affinity */
+        has_line(got, "\t\tip saddr != { 203.0.113.0/25 } drop");
+        has_line(got, "\t\ttimeout 10800s");
+        has_line(
+                got,
+                "\t\tnumgen random mod 2 vmap { 0 : goto endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80, 1 : goto endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80 }");
+        has_line(
+                got,
+                "\t\tip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade");
+        has_line(got, "\t\tmeta mark & 0x4000 == 0 return");
+        has_line(
+                got,
+                "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports");
+        has_line(got, "\t\tmeta l4proto tcp dnat to 10.180.0.1:80");
+        free(got);
+        free(yaml);
+}
+
+static const char two_svcs[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc1-a, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.180.0.1]}, {addresses: [10.180.0.2]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2, namespace: ns2}\n"
+        "spec:\n  clusterIP: 172.30.0.42\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc2-a, namespace: ns2, labels: {kubernetes.io/service-name: svc2}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.180.0.3]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+
+static char *sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
+{
+        struct se_proxy_options o;
+        base_options(&o);
+        o.nfacct = false; /* the counters do not exist where these are applied */
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* the three syncs of the tracker tests: full, unchanged, svc1 loses an
+ * endpoint while svc2 goes away */
+static void three_syncs(struct se_proxy_tracker *tr, char *out[3])
+{
+        char *changed = strdup(two_svcs);
+        /* svc1 keeps 10.180.0.2 only; svc2 disappears */
+        char *at = strstr(changed, "[{addresses: [10.180.0.1]}, ");
+        memmove(at + 1, at + 28, strlen(at + 28) + 1);
+        *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
+        out[0] = sync_yaml(two_svcs, tr);
+        assert_false(se_proxy_tracker_done(tr, true));
+        out[1] = sync_yaml(two_svcs, tr);
+        assert_true(se_proxy_tracker_done(tr, true));
+        out[2] = sync_yaml(changed, tr);
+        free(changed);
+}
+
+/* TestSyncProxyRulesRepeated: partial syncs write only what changed */
+static void test_proxy__partial_sync(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *out[3];
+        three_syncs(tr, out);
+        /* full: every chain */
+        has_line(out[0], ":KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]");
+        has_line(out[0], ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        /* nothing changed: top-level chains only */
+        no_text(out[1], ":KUBE-SVC-");
+        no_text(out[1], ":KUBE-SEP-");
+        has_line(
+                out[1],
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O");
+        has_line(out[1], "-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000");
+        /* svc1 rewritten, its old endpoint and all of svc2 deleted */
+        has_line(out[2], ":KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]");
+        has_line(
+                out[2],
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.2:80\" -j KUBE-SEP-LXVODXWDISEETFEF");
+        has_line(out[2], ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        has_line(out[2], "-X KUBE-SEP-SXIVWICOYRO3J4NJ");
+        char h[17], line[80];
+        assert_int_equal(se_proxy_chain_hash("ns2/svc2:p80", "tcp", NULL, h), 0);
+        snprintf(line, sizeof(line), "-X KUBE-SVC-%s", h);
+        has_line(out[2], line);
+        no_text(out[2], "ns2/svc2");
+        /* a failed apply makes the next sync full again */
+        assert_true(se_proxy_tracker_done(tr, false));
+        char *again = sync_yaml(two_svcs, tr);
+        has_line(again, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        assert_false(se_proxy_tracker_done(tr, true));
+        free(again);
+        for (int i = 0; i < 3; i++)
+                free(out[i]);
+        se_proxy_tracker_free(tr);
+}
+
+/* The same syncs applied by the real iptables-restore, in a network
+ * namespace of a child process (root only): partial restores and chain
+ * deletion are valid input, and the deleted chain is gone. */
+static void test_proxy__partial_sync_applied(void **state)
+{
+        (void)state;
+        if (geteuid() != 0)
+                skip();
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *out[3];
+        three_syncs(tr, out);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char err[512];
+                int code = 10;
+                if (unshare(CLONE_NEWNET) < 0)
+                        _exit(2);
+                for (int i = 0; i < 3; i++, code++)
+                        if (se_proxy_apply(SE_PROXY_IPTABLES_RESTORE, out[i], strlen(out[i]), err,
+                                           sizeof(err)) < 0) {
+                                fprintf(stderr, "# sync %d: %s\n", i, err);
+                                _exit(code);
+                        }
+                static const char probe[] =
+                        "*nat\n-A KUBE-SEP-SXIVWICOYRO3J4NJ -j RETURN\nCOMMIT\n";
+                int r = se_proxy_apply(SE_PROXY_IPTABLES_RESTORE, probe, sizeof(probe) - 1, err,
+                                       sizeof(err));
+                _exit(r == -ENOENT ? 3 : r == -EPROTO ? 0 : 20);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        for (int i = 0; i < 3; i++)
+                free(out[i]);
+        se_proxy_tracker_free(tr);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 2)
+                skip(); /* no iptables-restore, or no namespaces here */
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -757,6 +941,9 @@ int main(void)
                 cmocka_unit_test(test_proxy__pods_without_slices),
                 cmocka_unit_test(test_proxy__parse_cidr_list),
                 cmocka_unit_test(test_proxy__apply_errors),
+                cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__partial_sync),
+                cmocka_unit_test(test_proxy__partial_sync_applied),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
