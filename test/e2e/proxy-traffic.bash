@@ -33,7 +33,7 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
         for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-        for ns in "$CL" "$B1" "$B2" "$B3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
+        for ns in "$CL" "$B1" "$B2" "$B3" "$NODE" "$p-demo"; do ip netns del "$ns" 2>/dev/null; done
         rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -251,4 +251,23 @@ else
         traffic "$CL" tcp 10.96.0.10 80 20 >"$tmp/repaired"
         check "re-applying repairs it" bash -c '! grep -q ERR "$1"' _ "$tmp/repaired"
 fi
+# the dual-stack demo cluster: both families accepted by the real tools
+# (ip6tables-restore / nft ip6), applied twice (the second run replaces)
+demo=manifests/examples/demo-cluster.yaml
+ip netns add "$p-demo"
+demo_apply() {
+        ip netns exec "$p-demo" "$SVCENV/svcenv" rules -f $demo --node node-a --backend "$backend" \
+                --cluster-cidr 10.244.0.0/16,fd00:244::/48 --apply 2>"$tmp/demo.err"
+}
+demo_apply && demo_apply
+check "dual-stack demo cluster applied with both families, twice ($(head -c 200 "$tmp/demo.err"))" \
+        test $? -eq 0
+if [ "$backend" = iptables ]; then
+        check "IPv6 service rules are in ip6tables" \
+                bash -c 'ip netns exec "$1" ip6tables-save -t nat | grep -q "fd00:96::40/128"' _ "$p-demo"
+else
+        check "IPv6 service rules are in table ip6 svcenv" \
+                bash -c 'ip netns exec "$1" nft list table ip6 svcenv | grep -q "fd00:96::40 . tcp . 443"' _ "$p-demo"
+fi
+ip netns del "$p-demo"
 echo "1..$n"
