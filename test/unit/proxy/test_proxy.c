@@ -114,7 +114,7 @@ static char *normalise(const char *text)
                 } else if (p[0] == ':') {
                         assert_non_null(cur);
                         get_chain(cur, p + 1, strcspn(p + 1, " \n"));
-                } else if (strncmp(p, "-A ", 3) == 0) {
+                } else if (strncmp(p, "-X ", 3) == 0 || strncmp(p, "-A ", 3) == 0) {
                         assert_non_null(cur);
                         struct nchain *c = get_chain(cur, p + 3, strcspn(p + 3, " \n"));
                         assert_int_equal(se_strv_push_consume(&c->rules, strndup(p, len)), 0);
@@ -928,6 +928,108 @@ static void test_proxy__partial_sync_applied(void **state)
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static const char rep_svc1[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec: {clusterIP: 172.30.0.41, ports: [{name: p80, port: 80, protocol: TCP}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc1-1, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.1.1]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+static const char rep_svc2[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2, namespace: ns2}\n"
+        "spec: {clusterIP: 172.30.0.42, ports: [{name: p8080, port: 8080, protocol: TCP}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc2-1, namespace: ns2, labels: {kubernetes.io/service-name: svc2}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.2.1]}]\n"
+        "ports: [{name: p8080, port: 8080, protocol: TCP}]\n";
+static const char rep_svc3[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc3, namespace: ns3}\n"
+        "spec: {clusterIP: 172.30.0.43, ports: [{name: p80, port: 80, protocol: TCP}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc3-1, namespace: ns3, labels: {kubernetes.io/service-name: svc3}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.3.1]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+static const char rep_svc4[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc4, namespace: ns4}\n"
+        "spec: {clusterIP: 172.30.0.44, ports: [{name: p80, port: 80, protocol: TCP}]}\n";
+static const char rep_eps4[] =
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc4-1, namespace: ns4, labels: {kubernetes.io/service-name: svc4}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.4.1]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+
+static char *rep_sync(struct se_proxy_tracker *tr, const char *const *parts)
+{
+        struct se_strbuf y;
+        se_strbuf_init(&y, 0);
+        for (; *parts; parts++)
+                se_strbuf_puts(&y, *parts);
+        struct se_proxy_options o;
+        base_options(&o);
+        o.nfacct = false; /* this upstream test's fake had no nfacct counters */
+        struct se_store *s = load(y.buf);
+        se_strbuf_release(&y);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        se_proxy_tracker_done(tr, true);
+        char *raw = se_strbuf_detach(&sb, NULL);
+        char *norm = normalise(raw);
+        free(raw);
+        return norm;
+}
+
+static void rep_check(struct se_proxy_tracker *tr, const char *const *parts, int step)
+{
+        char path[80];
+        snprintf(path, sizeof(path), "test/golden/proxy/repeated/step%d.iptables", step);
+        char *want = read_file(path);
+        char *got = rep_sync(tr, parts);
+        if (strcmp(got, want) != 0)
+                fail_msg("TestSyncProxyRulesRepeated step %d differs\n--- got:\n%s", step, got);
+        free(got);
+        free(want);
+}
+
+/* TestSyncProxyRulesRepeated (upstream's expected texts, verbatim): add a
+ * service, delete one, add one without then with endpoints, change one */
+static void test_proxy__sync_repeated_golden(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        const char *s1[] = { rep_svc1, rep_svc2, NULL };
+        const char *s2[] = { rep_svc1, rep_svc2, rep_svc3, NULL };
+        const char *s3[] = { rep_svc1, rep_svc3, NULL };
+        const char *s4[] = { rep_svc1, rep_svc3, rep_svc4, NULL };
+        const char *s5[] = { rep_svc1, rep_svc3, rep_svc4, rep_eps4, NULL };
+        rep_check(tr, s1, 1);
+        rep_check(tr, s2, 2);
+        rep_check(tr, s3, 3);
+        rep_check(tr, s4, 4);
+        rep_check(tr, s5, 5);
+        /* svc3's endpoint moves: its SVC and SEP chains are rewritten, the
+         * old SEP chain deleted */
+        char *svc3b = strdup(rep_svc3);
+        memcpy(strstr(svc3b, "10.0.3.1"), "10.0.3.2", 8);
+        const char *s6[] = { rep_svc1, svc3b, rep_svc4, rep_eps4, NULL };
+        char *got = rep_sync(tr, s6);
+        has_line(got, ":KUBE-SEP-DKCFIS26GWF2WLWC - [0:0]");
+        has_line(got, ":KUBE-SVC-X27LE4BHSL4DOUIK - [0:0]");
+        has_line(got, "-X KUBE-SEP-BSWRHOQ77KEXZLNL");
+        has_line(
+                got,
+                "-A KUBE-SVC-X27LE4BHSL4DOUIK -m comment --comment \"ns3/svc3:p80 -> 10.0.3.2:80\" -j KUBE-SEP-DKCFIS26GWF2WLWC");
+        no_text(got, "KUBE-SVC-4SW47YFZTEDKD3PK - [0:0]");
+        no_text(got, "KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]");
+        free(got);
+        free(svc3b);
+        se_proxy_tracker_free(tr);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -949,6 +1051,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__apply_errors),
                 cmocka_unit_test(test_proxy__nftables_overall),
                 cmocka_unit_test(test_proxy__partial_sync),
+                cmocka_unit_test(test_proxy__sync_repeated_golden),
                 cmocka_unit_test(test_proxy__partial_sync_applied),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
