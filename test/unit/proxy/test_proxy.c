@@ -1030,6 +1030,73 @@ static void test_proxy__sync_repeated_golden(void **state)
         se_proxy_tracker_free(tr);
 }
 
+/* topology hints (TestTopologyAwareHints): with every ready endpoint hinted,
+ * only the endpoints for this node's zone are used; a missing hint or no
+ * endpoint for the zone falls back to all */
+static void test_proxy__topology_hints(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec: {clusterIP: 172.30.0.41, ports: [{name: p80, port: 80, protocol: TCP}]}\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\nendpoints:\n"
+                "- {addresses: [10.1.2.3], zone: zone-a, hints: {forZones: [{name: zone-a}]}}\n"
+                "- {addresses: [10.1.2.4], zone: zone-b, hints: {forZones: [{name: zone-b}]}}\n"
+                "- {addresses: [10.1.2.5], zone: zone-c, hints: {forZones: [{name: zone-a}]}}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        o.zone = "zone-a";
+        char *got = rules_yaml(yaml, &o);
+        assert_int_equal(count(got, "-j DNAT"), 2);
+        no_text(got, "10.1.2.4");
+        free(got);
+        o.zone = "zone-x"; /* no endpoint for this zone: all of them */
+        got = rules_yaml(yaml, &o);
+        assert_int_equal(count(got, "-j DNAT"), 3);
+        free(got);
+}
+
+/* loadBalancerSourceRanges that contain the node IP also accept the VIP as
+ * source (TestLoadBalancer "allowFromNode"); other families' ranges are
+ * ignored; without ranges the LB rule jumps straight to KUBE-EXT */
+static void test_proxy__source_ranges_node_ip(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  type: LoadBalancer\n  clusterIP: 172.30.0.41\n"
+                "  loadBalancerSourceRanges: [192.168.0.0/24, 'fd00::/64']\n"
+                "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+                "status: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.180.0.1]}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 192.168.0.0/24 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        has_line(
+                got,
+                "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 1.2.3.4 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        no_text(got, "fd00");
+        free(got);
+        char *open_lb = strdup(yaml);
+        char *at = strstr(open_lb, "  loadBalancerSourceRanges");
+        memmove(at, strchr(at, '\n') + 1, strlen(strchr(at, '\n') + 1) + 1);
+        got = rules_yaml(open_lb, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        no_text(got, "KUBE-FW-");
+        free(got);
+        free(open_lb);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1050,6 +1117,8 @@ int main(void)
                 cmocka_unit_test(test_proxy__parse_cidr_list),
                 cmocka_unit_test(test_proxy__apply_errors),
                 cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__topology_hints),
+                cmocka_unit_test(test_proxy__source_ranges_node_ip),
                 cmocka_unit_test(test_proxy__partial_sync),
                 cmocka_unit_test(test_proxy__sync_repeated_golden),
                 cmocka_unit_test(test_proxy__partial_sync_applied),
