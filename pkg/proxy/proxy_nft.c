@@ -184,8 +184,20 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         }
         if (uses_fw) {
                 se_strbuf_printf(c, "\tchain %s {\n\t\t%s saddr != { ", fw, w->ip);
-                for (uint32_t i = 0; i < sp->n_source_ranges; i++)
+                bool from_node = false;
+                enum se_ip_family fam = w->v6 ? SE_IPV6 : SE_IPV4;
+                for (uint32_t i = 0; i < sp->n_source_ranges; i++) {
                         se_strbuf_printf(c, "%s%s", i ? ", " : "", sp->source_ranges[i]);
+                        for (unsigned k = 0; k < w->opt->n_node_ips; k++)
+                                if (w->opt->node_ips[k].family == fam) {
+                                        from_node |= se_cidr_contains(&sp->source_cidrs[i],
+                                                                      &w->opt->node_ips[k]);
+                                        break; /* the primary node IP */
+                                }
+                }
+                /* VIPs looped back locally arrive with the VIP as source */
+                for (uint32_t i = 0; from_node && i < sp->n_lb_vips; i++)
+                        se_strbuf_printf(c, ", %s", sp->lb_vips[i]);
                 se_strbuf_puts(c, " } drop\n\t}\n");
         }
         bool uses_cluster = cat.n_cluster > 0 && proxy_uses_cluster(sp);

@@ -1085,6 +1085,16 @@ static void test_proxy__source_ranges_node_ip(void **state)
                 "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 1.2.3.4 -j KUBE-EXT-XPGD46QRK7WJZT7O");
         no_text(got, "fd00");
         free(got);
+        struct se_store *st = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(st, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, &o, &sb), 0);
+        has_line(sb.buf, "\t\tip saddr != { 192.168.0.0/24, 1.2.3.4 } drop");
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
+        se_store_free(st);
         char *open_lb = strdup(yaml);
         char *at = strstr(open_lb, "  loadBalancerSourceRanges");
         memmove(at, strchr(at, '\n') + 1, strlen(strchr(at, '\n') + 1) + 1);
