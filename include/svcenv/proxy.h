@@ -155,6 +155,12 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok);
 /* Appends an nft script that (re)creates table `svcenv` of the family. */
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out);
+/* With a tracker (one per backend and family): the first sync, and the one
+ * after a failure, replaces the table; later ones flush and refill only the
+ * chains of changed services, rewrite the verdict maps and delete what went
+ * away, so affinity sets of unchanged endpoints keep their entries. */
+int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                      struct se_proxy_tracker *tracker, struct se_strbuf *out);
 
 enum se_proxy_tool {
         SE_PROXY_IPTABLES_RESTORE, /* iptables-restore --noflush --counters -w 5 */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <svcenv/proxy.h>
+#include <svcenv/strv.h>
 
 /* The endpoint sets kube-proxy's CategorizeEndpoints gives one service
  * port: arrays of pointers into sp->eps, in sp->eps order (so "ip:port"
@@ -41,6 +42,11 @@ void proxy_cidr_text(const struct se_cidr *c, char *out, size_t size);
 int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                           struct se_strbuf *chains, size_t chains_at, struct se_strbuf *rules,
                           size_t rules_at);
+/* Names (sorted) the last successful sync defined that this one does not:
+ * iptables chains, or nft "chain NAME" / "set NAME". */
+int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);
+/* Whether the sync being built is full. */
+bool proxy_tracker_full(const struct se_proxy_tracker *tr);
 /* Starts a sync: forgets any pending state of an unfinished one. */
 void proxy_tracker_begin(struct se_proxy_tracker *tr);
 /* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync

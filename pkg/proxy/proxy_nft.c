@@ -12,6 +12,7 @@
 
 #include <svcenv/hash.h>
 #include <svcenv/proxy.h>
+#include <svcenv/strv.h>
 
 #include "proxy_internal.h"
 
@@ -28,6 +29,7 @@ struct nft {
         /* map and set elements, filled per service, written at the end */
         struct se_strbuf service_ips, service_nodeports, no_ep_services, no_ep_nodeports,
                 firewall_ips, chains, sets;
+        struct se_proxy_tracker *tracker; /* NULL: always the whole table */
 };
 
 /* "HASH8-base": kube-proxy's nftables chain-name suffix */
@@ -119,6 +121,7 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         int r = nft_name(base, h, sizeof(h));
         if (r < 0 || (r = proxy_categorize(sp, w->opt, &cat)) < 0)
                 return r;
+        size_t chains_at = w->chains.len, sets_at = w->sets.len;
         snprintf(svc, sizeof(svc), "service-%s", h);
         snprintf(loc, sizeof(loc), "local-%s", h);
         snprintf(ext, sizeof(ext), "external-%s", h);
@@ -227,7 +230,9 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                         se_strbuf_printf(c, "\t\tupdate @affinity-%s { %s saddr }\n", en, w->ip);
                 se_strbuf_printf(c, "\t\tmeta l4proto %s dnat to %s:%d\n\t}\n", proto, a, ep->port);
         }
-        r = 0;
+        r = w->tracker ? proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, &w->chains,
+                                               chains_at) :
+                         0;
 out:
         proxy_categories_release(&cat);
         return r;
@@ -281,10 +286,68 @@ static void nodeport_ips(struct nft *w, struct se_strbuf *out)
         se_strbuf_puts(out, first ? "\t}\n" : " }\n\t}\n");
 }
 
+/* A partial sync: the table stays; changed services' chains are flushed
+ * and refilled, the verdict maps rewritten, gone chains and sets deleted.
+ * Affinity sets of unchanged endpoints keep their entries. */
+static int partial(struct nft *w, const char *key, struct se_strbuf *out)
+{
+        const char *p = w->chains.buf, *end = w->chains.buf + w->chains.len;
+        static const char *const maps[] = { "service-ips", "service-nodeports",
+                                            "no-endpoint-services", "no-endpoint-nodeports",
+                                            "firewall-ips" };
+        while (p < end) { /* "\tchain NAME {" lines of what is rewritten */
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+                if (n > 9 && strncmp(p, "\tchain ", 7) == 0) {
+                        int len = (int)(n - 9);
+                        se_strbuf_printf(out, "add chain %s " TABLE " %.*s\n", w->ip, len, p + 7);
+                        se_strbuf_printf(out, "flush chain %s " TABLE " %.*s\n", w->ip, len, p + 7);
+                }
+                p += n + 1;
+        }
+        for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
+                se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
+        se_strbuf_printf(out, "table %s " TABLE " {\n", w->ip);
+        vmap(out, "service-ips", key, &w->service_ips);
+        vmap(out, "service-nodeports", "inet_proto . inet_service", &w->service_nodeports);
+        vmap(out, "no-endpoint-services", key, &w->no_ep_services);
+        vmap(out, "no-endpoint-nodeports", "inet_proto . inet_service", &w->no_ep_nodeports);
+        vmap(out, "firewall-ips", key, &w->firewall_ips);
+        se_strbuf_add(out, w->sets.buf, w->sets.len);
+        se_strbuf_add(out, w->chains.buf, w->chains.len);
+        se_strbuf_puts(out, "}\n");
+        /* gone: empty every chain first (they may jump to each other), then
+         * delete chains, then the sets they used */
+        struct se_strv gone = SE_STRV_INIT;
+        int r = proxy_tracker_gone(w->tracker, &gone);
+        for (int pass = 0; pass < 3; pass++)
+                se_strv_foreach(g, &gone) {
+                        bool is_chain = strncmp(*g, "chain ", 6) == 0;
+                        const char *name = strchr(*g, ' ') + 1;
+                        if (pass == 0 && is_chain)
+                                se_strbuf_printf(out, "flush chain %s " TABLE " %s\n", w->ip, name);
+                        else if (pass == 1 && is_chain)
+                                se_strbuf_printf(out, "delete chain %s " TABLE " %s\n", w->ip,
+                                                 name);
+                        else if (pass == 2 && !is_chain)
+                                se_strbuf_printf(out, "delete set %s " TABLE " %s\n", w->ip, name);
+                }
+        se_strv_release(&gone);
+        return r;
+}
+
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out)
 {
-        struct nft w = { .opt = opt, .v6 = t->family == SE_IPV6 };
+        return se_proxy_nft_sync(t, opt, NULL, out);
+}
+
+int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                      struct se_proxy_tracker *tracker, struct se_strbuf *out)
+{
+        struct nft w = { .opt = opt, .v6 = t->family == SE_IPV6, .tracker = tracker };
+        if (tracker)
+                proxy_tracker_begin(tracker);
         struct se_strbuf *bufs[] = { &w.service_ips,
                                      &w.service_nodeports,
                                      &w.no_ep_services,
@@ -309,6 +372,10 @@ int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_opt
 
         char key[64];
         snprintf(key, sizeof(key), "%s . inet_proto . inet_service", w.addr_type);
+        if (tracker && !proxy_tracker_full(tracker)) {
+                r = partial(&w, key, out);
+                goto check;
+        }
         se_strbuf_printf(out, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip, w.ip);
         se_strbuf_printf(out,
                          "table %s " TABLE
@@ -383,6 +450,7 @@ int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_opt
         se_strbuf_puts(out, "\tchain reject-chain {\n\t\treject\n\t}\n");
         se_strbuf_add(out, w.chains.buf, w.chains.len);
         se_strbuf_puts(out, "}\n");
+check:
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs) && !r; i++)
                 r = se_strbuf_failed(bufs[i]);
         if (!r)

@@ -77,21 +77,37 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr)
         memset(&tr->pending, 0, sizeof(tr->pending));
 }
 
+/* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
+ * "NAME"; nft blocks ("\tchain NAME {", "\tset NAME {") give "chain NAME"
+ * and "set NAME". */
 static int chain_names(const char *text, size_t len, struct se_strv *out)
 {
         const char *p = text, *end = text + len;
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
                 size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-                if (n > 1 && p[0] == ':') {
-                        size_t name = strcspn(p + 1, " \n");
-                        char *c = strndup(p + 1, name);
-                        if (!c || se_strv_push_consume(out, c) < 0)
-                                return -ENOMEM;
+                char *c = NULL;
+                if (n > 1 && p[0] == ':')
+                        c = strndup(p + 1, strcspn(p + 1, " \n"));
+                else if (n > 7 &&
+                         (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0)) {
+                        const char *brace = memchr(p, '{', n);
+                        size_t k = brace && brace > p + 2 ? (size_t)(brace - p) - 2 : n - 1;
+                        c = strndup(p + 1, k);
+                } else {
+                        p += n + 1;
+                        continue;
                 }
+                if (!c || se_strv_push_consume(out, c) < 0)
+                        return -ENOMEM;
                 p += n + 1;
         }
         return 0;
+}
+
+bool proxy_tracker_full(const struct se_proxy_tracker *tr)
+{
+        return tr->full;
 }
 
 int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
@@ -116,7 +132,8 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
         memcpy(joined + nc + 1, rules->buf + rules_at, nr);
         r = se_sha256(joined, nc + nr + 1, e->digest);
         free(joined);
-        if (r < 0 || (r = chain_names(chains->buf + chains_at, nc, &e->chains)) < 0)
+        if (r < 0 || (r = chain_names(chains->buf + chains_at, nc, &e->chains)) < 0 ||
+            (r = chain_names(rules->buf + rules_at, nr, &e->chains)) < 0)
                 goto fail;
         void *old = NULL;
         if ((r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0)
@@ -133,32 +150,39 @@ fail:
         return r < 0 ? r : -ENOMEM;
 }
 
-int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,
-                            struct se_strbuf *rules)
+int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
 {
         const char *k;
         void *v;
-        struct se_strv gone = SE_STRV_INIT;
-        struct se_hashmap now_chains = SE_HASHMAP_INIT; /* every chain this sync writes */
+        struct se_hashmap now_chains = SE_HASHMAP_INIT; /* every name this sync writes */
         int r = 0;
         for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
-                se_strv_foreach(c, &((struct entry *)v)->chains)
+                se_strv_foreach(c, &((struct entry *)v)->chains) {
                         if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0)
                                 r = -ENOMEM;
+                }
         for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);) {
                 const struct entry *e = v;
                 se_strv_foreach(c, &e->chains) {
-                        if (!se_hashmap_get(&now_chains, *c) && se_strv_push(&gone, *c) < 0)
+                        if (!se_hashmap_get(&now_chains, *c) && se_strv_push(gone, *c) < 0)
                                 r = -ENOMEM;
                 }
         }
-        se_strv_sort(&gone); /* deterministic output */
+        se_strv_sort(gone); /* deterministic output */
+        se_hashmap_release(&now_chains);
+        return r;
+}
+
+int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,
+                            struct se_strbuf *rules)
+{
+        struct se_strv gone = SE_STRV_INIT;
+        int r = proxy_tracker_gone(tr, &gone);
         se_strv_foreach(c, &gone) {
                 se_strbuf_printf(chains, ":%s - [0:0]\n", *c);
                 se_strbuf_printf(rules, "-X %s\n", *c);
         }
         se_strv_release(&gone);
-        se_hashmap_release(&now_chains);
         return r;
 }
 

@@ -1107,6 +1107,95 @@ static void test_proxy__source_ranges_node_ip(void **state)
         free(open_lb);
 }
 
+static char *nft_sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
+{
+        struct se_proxy_options o;
+        base_options(&o);
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_sync(t, &o, tr, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* nftables partial syncs: full, unchanged, svc1 changed + svc2 gone; then
+ * applied by the real nft in a child's network namespace (root only) */
+static void test_proxy__nft_partial_sync(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *changed = strdup(two_svcs);
+        char *at = strstr(changed, "[{addresses: [10.180.0.1]}, ");
+        memmove(at + 1, at + 28, strlen(at + 28) + 1);
+        *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
+        char *out[3];
+        out[0] = nft_sync_yaml(two_svcs, tr);
+        se_proxy_tracker_done(tr, true);
+        out[1] = nft_sync_yaml(two_svcs, tr);
+        se_proxy_tracker_done(tr, true);
+        out[2] = nft_sync_yaml(changed, tr);
+        se_proxy_tracker_done(tr, true);
+        free(changed);
+        has_line(out[0], "delete table ip svcenv");
+        no_text(out[1], "delete table");
+        no_text(out[1], "chain service-");
+        has_line(out[1], "\t\t\t172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80,");
+        has_line(out[2], "flush chain ip svcenv service-ULMVA6XW-ns1/svc1/tcp/p80");
+        has_line(out[2], "flush map ip svcenv service-ips");
+        has_line(out[2],
+                 "delete chain ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80");
+        no_text(out[2], "172.30.0.42");
+        char svc2[64];
+        snprintf(svc2, sizeof(svc2), "delete chain ip svcenv service-");
+        assert_int_equal(count(out[2], svc2), 1);
+        if (geteuid() != 0) {
+                for (int i = 0; i < 3; i++)
+                        free(out[i]);
+                se_proxy_tracker_free(tr);
+                skip();
+        }
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char err[512];
+                int code = 0;
+                if (unshare(CLONE_NEWNET) < 0)
+                        code = 2;
+                for (int i = 0; i < 3 && !code; i++)
+                        if (se_proxy_apply(SE_PROXY_NFT, out[i], strlen(out[i]), err, sizeof(err)) <
+                            0) {
+                                fprintf(stderr, "# nft sync %d: %s\n", i, err);
+                                code = 10 + i;
+                        }
+                static const char probe[] =
+                        "add rule ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80 counter\n";
+                if (!code) {
+                        int r = se_proxy_apply(SE_PROXY_NFT, probe, sizeof(probe) - 1, err,
+                                               sizeof(err));
+                        code = r == -ENOENT ? 3 : r == -EPROTO ? 0 : 20;
+                }
+                for (int i = 0; i < 3; i++)
+                        free(out[i]);
+                se_proxy_tracker_free(tr);
+                exit(code);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        for (int i = 0; i < 3; i++)
+                free(out[i]);
+        se_proxy_tracker_free(tr);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 2)
+                skip();
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1132,6 +1221,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__partial_sync),
                 cmocka_unit_test(test_proxy__sync_repeated_golden),
                 cmocka_unit_test(test_proxy__partial_sync_applied),
+                cmocka_unit_test(test_proxy__nft_partial_sync),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
