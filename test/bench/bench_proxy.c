@@ -35,7 +35,8 @@ static char *dup_in(struct se_object *o, const char *s)
 }
 
 /* one ClusterIP service svc-N in ns bench-(N/1000) with EPS endpoints */
-static int add_service(struct se_store *s, unsigned i, unsigned eps)
+/* shift moves the endpoints (a changed service for partial syncs) */
+static int add_service(struct se_store *s, unsigned i, unsigned eps, unsigned shift)
 {
         char ns[32], name[32], ip[32];
         snprintf(ns, sizeof(ns), "bench-%u", i / 1000);
@@ -76,7 +77,7 @@ static int add_service(struct se_store *s, unsigned i, unsigned eps)
         es->endpoints = se_arena_array(&o->arena, eps, sizeof(*es->endpoints));
         es->n_endpoints = eps;
         for (unsigned e = 0; e < eps; e++) {
-                unsigned k = i * eps + e;
+                unsigned k = i * eps + e + shift;
                 char ep[32];
                 snprintf(ep, sizeof(ep), "10.%u.%u.%u", 128 + k / 65536, (k / 256) % 256, k % 256);
                 es->endpoints[e].addresses.v = se_arena_alloc(&o->arena, sizeof(char *));
@@ -86,6 +87,43 @@ static int add_service(struct se_store *s, unsigned i, unsigned eps)
                 es->endpoints[e].node_name = (e % 2) ? "node-a" : "node-b";
         }
         return se_store_put(s, o);
+}
+
+/* one service's endpoints change: the partial sync's cost */
+static void partial_sync(struct se_store *s, const struct se_proxy_options *o,
+                         struct se_proxy_tracker *tr, unsigned n_svc, unsigned eps, int backend,
+                         bool apply)
+{
+        static unsigned shift = 0;
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        shift += 1000003; /* endpoints nobody else uses */
+        if (add_service(s, 0, eps, shift) < 0)
+                exit(1);
+        double t0 = now();
+        if (se_proxy_table_build(s, o, SE_IPV4, &t) < 0)
+                exit(1);
+        se_strbuf_init(&sb, (size_t)1 << 30);
+        int r = backend ? se_proxy_nft_sync(t, o, tr, &sb) : se_proxy_iptables_sync(t, o, tr, &sb);
+        double t1 = now();
+        if (r == 0) {
+                printf("  partial sync, 1 of %u services changed: build+write %.1f ms, %.1f KiB\n",
+                       n_svc, (t1 - t0) * 1e3, (double)sb.len / 1024);
+                if (apply) {
+                        char err[512];
+                        double a0 = now();
+                        r = se_proxy_apply(backend ? SE_PROXY_NFT : SE_PROXY_IPTABLES_RESTORE,
+                                           sb.buf, sb.len, err, sizeof(err));
+                        double a1 = now();
+                        if (r < 0)
+                                printf("  partial apply failed: %s\n", err);
+                        else
+                                printf("  partial apply: %.2f s\n", a1 - a0);
+                }
+        }
+        se_proxy_tracker_done(tr, r == 0);
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
 }
 
 static void run(unsigned n_svc, unsigned eps, bool apply)
@@ -100,26 +138,28 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
         o.n_cluster_cidrs = 1;
         o.random_fully = true;
         for (unsigned i = 0; i < n_svc; i++)
-                if (add_service(s, i, eps) < 0) {
+                if (add_service(s, i, eps, 0) < 0) {
                         fprintf(stderr, "bench_proxy: out of memory\n");
                         exit(1);
                 }
         for (int backend = 0; backend < 2; backend++) {
                 struct se_proxy_table *t = NULL;
                 struct se_strbuf sb;
+                struct se_proxy_tracker *tr = se_proxy_tracker_new();
                 double t0 = now();
                 if (se_proxy_table_build(s, &o, SE_IPV4, &t) < 0)
                         exit(1);
                 double t1 = now();
                 se_strbuf_init(&sb, (size_t)1 << 30);
-                int r = backend ? se_proxy_nft_write(t, &o, &sb) :
-                                  se_proxy_iptables_write(t, &o, &sb);
+                int r = backend ? se_proxy_nft_sync(t, &o, tr, &sb) :
+                                  se_proxy_iptables_sync(t, &o, tr, &sb);
                 double t2 = now();
                 if (r < 0) {
                         printf("proxy %-8s %6u svc x %2u ep: not available (%d)\n",
                                backend ? "nftables" : "iptables", n_svc, eps, r);
                         se_proxy_table_free(t);
                         se_strbuf_release(&sb);
+                        se_proxy_tracker_free(tr);
                         continue;
                 }
                 const char *dump = getenv("BENCH_DUMP");
@@ -149,8 +189,11 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
                                 printf("  apply (%s, fresh netns): %.2f s\n",
                                        backend ? "nft -f" : "iptables-restore", a1 - a0);
                 }
+                se_proxy_tracker_done(tr, true);
                 se_strbuf_release(&sb);
                 se_proxy_table_free(t);
+                partial_sync(s, &o, tr, n_svc, eps, backend, apply);
+                se_proxy_tracker_free(tr);
         }
         se_store_free(s);
 }
