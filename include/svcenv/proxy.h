@@ -171,7 +171,9 @@ enum se_proxy_tool {
 /* Runs the tool with data on its stdin. On failure writes the tool's stderr
  * as one line into err (may be NULL). 0; -ENOENT when the tool is missing;
  * -EPROTO when it exited non-zero (its transaction was not applied);
- * -EIO and others for system errors. Never uses a shell. */
+ * -EIO and others for system errors. Never uses a shell. While the tool
+ * runs SIGPIPE is ignored process-wide (a tool that exits early must not
+ * kill the caller); the previous disposition is restored after. */
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
 
 /* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
