@@ -6,9 +6,12 @@
   netpeer.py tcp IP PORT COUNT [T]    COUNT connections; one line each: the
                                       answer, or ERR:<reason> (T: timeout s)
   netpeer.py udp IP PORT COUNT [T]    the same with one datagram each
+With NETPEER_TIME=1 each line ends with the milliseconds the attempt took.
 """
 import errno
+import os
 import socket
+import time
 import sys
 import threading
 
@@ -51,7 +54,10 @@ def reason(e):
 
 def client(proto, ip, port, count, timeout):
     fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    timed = os.environ.get("NETPEER_TIME") == "1"
     for _ in range(count):
+        start = time.monotonic()
+        suffix = lambda: " %d" % ((time.monotonic() - start) * 1000) if timed else ""
         try:
             if proto == "tcp":
                 s = socket.socket(fam, socket.SOCK_STREAM)
@@ -64,9 +70,9 @@ def client(proto, ip, port, count, timeout):
                 s.sendto(b"hi", (ip, port))
                 out = s.recv(256).decode().strip()
             s.close()
-            print(out or "ERR:empty", flush=True)
+            print((out or "ERR:empty") + suffix(), flush=True)
         except OSError as e:
-            print(reason(e), flush=True)
+            print(reason(e) + suffix(), flush=True)
 
 
 if __name__ == "__main__":
