@@ -7,6 +7,7 @@
 
 #include <svcenv/proxy.h>
 #include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
 
 #include "cli.h"
 
@@ -153,6 +154,33 @@ static int node_facts(const struct se_store *store, const char *name, struct se_
         return 0;
 }
 
+/* As kube-proxy's full sync: chains of ours that exist (iptables-save) and
+ * that this ruleset no longer writes are deleted in the same restore. */
+static int iptables_with_cleanup(const struct se_proxy_table *t, const struct se_proxy_options *o,
+                                 enum se_ip_family fam, struct se_strbuf *sb)
+{
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        struct se_strbuf saved;
+        struct se_strv chains = SE_STRV_INIT;
+        char err[256];
+        int r;
+        if (!tr)
+                return -ENOMEM;
+        se_strbuf_init(&saved, 0);
+        /* no nat table yet is fine: nothing to clean up */
+        if (se_proxy_save_nat(fam, &saved, err, sizeof(err)) == 0 &&
+            (r = se_proxy_parse_save_chains(saved.buf, saved.len, &chains)) == 0)
+                r = se_proxy_tracker_seed(tr, &chains);
+        else
+                r = 0;
+        if (r == 0)
+                r = se_proxy_iptables_sync(t, o, tr, sb);
+        se_strv_release(&chains);
+        se_strbuf_release(&saved);
+        se_proxy_tracker_free(tr);
+        return r;
+}
+
 static int emit(const struct se_store *store, const struct se_proxy_options *o,
                 const struct rules_args *a)
 {
@@ -170,7 +198,12 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                 if (r < 0)
                         return cli_fail(EXIT_SYSTEM, "cannot build the rules: %s", strerror(-r));
                 se_strbuf_init(&sb, 0);
-                r = nft ? se_proxy_nft_write(t, o, &sb) : se_proxy_iptables_write(t, o, &sb);
+                if (nft)
+                        r = se_proxy_nft_write(t, o, &sb);
+                else if (a->apply)
+                        r = iptables_with_cleanup(t, o, fams[i], &sb);
+                else
+                        r = se_proxy_iptables_write(t, o, &sb);
                 se_proxy_table_free(t);
                 if (r < 0) {
                         se_strbuf_release(&sb);

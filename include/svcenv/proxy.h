@@ -182,4 +182,18 @@ int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *er
  * first restore (the chains must exist). 0 or as se_proxy_apply. */
 int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize);
 
+/* Stale chains (kube-proxy does this on full syncs, from iptables-save). */
+#define SE_PROXY_MAX_SAVED_CHAINS (4u << 20)
+struct se_strv;
+/* The names of our per-service chains (KUBE-SVC-/SVL-/EXT-/FW-/SEP-) in the
+ * nat table of iptables-save output, appended to ret. 0, -ENOMEM, or -E2BIG
+ * past SE_PROXY_MAX_SAVED_CHAINS. */
+int se_proxy_parse_save_chains(const char *text, size_t len, struct se_strv *ret);
+/* Tells the tracker which chains exist now: the next sync deletes those it
+ * does not write. 0 or -ENOMEM. */
+int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *chains);
+/* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
+ * se_proxy_apply. */
+int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);
+
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <svcenv/proxy.h>
+#include <svcenv/strbuf.h>
 
 #define ERR_CAP 4096 /* bytes of the tool's stderr kept */
 
@@ -49,14 +50,14 @@ static void one_line(const char *in, size_t n, char *err, size_t errsize)
         err[k] = 0;
 }
 
-static void child(const char *const *argv, int in_fd, int err_fd, int report_fd)
+static void child(const char *const *argv, int in_fd, int err_fd, int out_fd, int report_fd)
 {
         char *v[32] = { 0 };
         int e;
         for (size_t i = 0; i < SE_ARRAY_SIZE(v) - 1 && argv[i]; i++)
                 v[i] = SE_UNCONST(char, argv[i]);
         if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0 ||
-            dup2(err_fd, STDOUT_FILENO) < 0)
+            dup2(out_fd >= 0 ? out_fd : err_fd, STDOUT_FILENO) < 0)
                 goto fail;
         execvp(v[0], v);
 fail:
@@ -68,17 +69,19 @@ fail:
 }
 
 /* Feeds data to in_fd and reads err_fd until both are done. */
-static int pump(int in_fd, int err_fd, const char *data, size_t n, char *ebuf, size_t *elen)
+static int pump(int in_fd, int err_fd, int out_fd, struct se_strbuf *capture, const char *data,
+                size_t n, char *ebuf, size_t *elen)
 {
         size_t off = 0;
-        struct pollfd p[2] = { { .fd = in_fd, .events = POLLOUT },
-                               { .fd = err_fd, .events = POLLIN } };
+        struct pollfd p[3] = { { .fd = in_fd, .events = POLLOUT },
+                               { .fd = err_fd, .events = POLLIN },
+                               { .fd = out_fd, .events = POLLIN } };
         if (n == 0) {
                 close(in_fd);
                 p[0].fd = -1;
         }
-        while (p[0].fd >= 0 || p[1].fd >= 0) {
-                if (poll(p, 2, -1) < 0) {
+        while (p[0].fd >= 0 || p[1].fd >= 0 || p[2].fd >= 0) {
+                if (poll(p, 3, -1) < 0) {
                         int e = errno;
                         if (e == EINTR)
                                 continue;
@@ -114,21 +117,34 @@ static int pump(int in_fd, int err_fd, const char *data, size_t n, char *ebuf, s
                         memcpy(ebuf + *elen, buf, take);
                         *elen += take;
                 }
+                if (p[2].fd >= 0 && p[2].revents) {
+                        char buf[65536];
+                        ssize_t rd = read(out_fd, buf, sizeof(buf));
+                        if (rd < 0 && errno == EINTR)
+                                continue;
+                        if (rd <= 0) {
+                                p[2].fd = -1;
+                                continue;
+                        }
+                        se_strbuf_add(capture, buf, (size_t)rd); /* capped by its max */
+                }
         }
         return 0;
 }
 
-/* Runs argv with data on stdin; the exit status goes to *ret_status. */
-static int run(const char *const *argv, const char *data, size_t n, char *err, size_t errsize,
-               int *ret_status)
+/* Runs argv with data on stdin; stdout goes to capture (or joins stderr
+ * when NULL); the exit status goes to *ret_status. */
+static int run(const char *const *argv, const char *data, size_t n, struct se_strbuf *capture,
+               char *err, size_t errsize, int *ret_status)
 {
-        int in[2] = { -1, -1 }, er[2] = { -1, -1 }, rep[2] = { -1, -1 };
+        int in[2] = { -1, -1 }, er[2] = { -1, -1 }, rep[2] = { -1, -1 }, ou[2] = { -1, -1 };
         char ebuf[ERR_CAP];
         size_t elen = 0;
         int r;
         if (err && errsize)
                 err[0] = 0;
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0 ||
+            (capture && pipe2(ou, O_CLOEXEC) < 0)) {
                 r = -errno;
                 goto out;
         }
@@ -142,11 +158,12 @@ static int run(const char *const *argv, const char *data, size_t n, char *err, s
                 goto out;
         }
         if (pid == 0)
-                child(argv, in[0], er[1], rep[1]);
+                child(argv, in[0], er[1], ou[1], rep[1]);
         close_fd(&in[0]);
         close_fd(&er[1]);
         close_fd(&rep[1]);
-        r = pump(in[1], er[0], data, n, ebuf, &elen);
+        close_fd(&ou[1]);
+        r = pump(in[1], er[0], ou[0], capture, data, n, ebuf, &elen);
         in[1] = -1; /* closed by pump */
         int status = 0, exec_errno = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -178,6 +195,8 @@ out:
         close_fd(&er[1]);
         close_fd(&rep[0]);
         close_fd(&rep[1]);
+        close_fd(&ou[0]);
+        close_fd(&ou[1]);
         return r;
 }
 
@@ -194,7 +213,7 @@ int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *er
                                   tool == SE_PROXY_IP6TABLES_RESTORE ? ip6t :
                                                                        ipt;
         int status;
-        return run(argv, data, n, err, errsize, &status);
+        return run(argv, data, n, NULL, err, errsize, &status);
 }
 
 /* kube-proxy's iptablesJumpChains: table, built-in chain, our chain, whether
@@ -249,13 +268,13 @@ static int ensure_one(const char *tool, const char *table, const char *from, con
         argv[k++] = "-j";
         argv[k++] = to;
         argv[k] = NULL;
-        int r = run(argv, NULL, 0, NULL, 0, &status);
+        int r = run(argv, NULL, 0, NULL, NULL, 0, &status);
         if (r == 0)
                 return 0; /* present */
         if (r != -EPROTO)
                 return r;
         argv[op] = "-I"; /* at the top, as kube-proxy's EnsureRule(Prepend) */
-        return run(argv, NULL, 0, err, errsize, &status);
+        return run(argv, NULL, 0, NULL, err, errsize, &status);
 }
 
 int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize)
@@ -277,4 +296,13 @@ int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *er
                                 return r;
         }
         return 0;
+}
+
+int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize)
+{
+        static const char *const v4[] = { "iptables-save", "-t", "nat", NULL };
+        static const char *const v6[] = { "ip6tables-save", "-t", "nat", NULL };
+        int status;
+        int r = run(family == SE_IPV6 ? v6 : v4, NULL, 0, out, err, errsize, &status);
+        return r < 0 ? r : se_strbuf_failed(out);
 }

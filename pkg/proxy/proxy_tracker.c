@@ -201,3 +201,28 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
         tr->last_partial = partial;
         return partial;
 }
+
+int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *chains)
+{
+        /* an entry no service port has: everything in it not written again
+         * is deleted by the next sync */
+        static const char key[] = "\001existing";
+        struct entry *e = calloc(1, sizeof(*e));
+        if (!e || !(e->key = strdup(key))) {
+                entry_free(e);
+                return -ENOMEM;
+        }
+        se_strv_foreach(c, chains) {
+                if (se_strv_push(&e->chains, *c) < 0) {
+                        entry_free(e);
+                        return -ENOMEM;
+                }
+        }
+        void *old = NULL;
+        if (se_hashmap_put(&tr->current.map, e->key, e, &old) < 0) {
+                entry_free(e);
+                return -ENOMEM;
+        }
+        entry_free(old);
+        return 0;
+}

@@ -236,8 +236,17 @@ traffic "$B1" tcp 10.96.0.10 80 30 >"$tmp/hairpin"
 check "hairpin: a backend reaches its own service (itself included)" \
         bash -c '! grep -q ERR "$1" && grep -qx b1 "$1"' _ "$tmp/hairpin"
 
+# the chain of the endpoint about to go (iptables: KUBE-SEP-... DNATing to it)
+stale=""
+[ "$backend" = iptables ] &&
+        stale=$(inns "$NODE" iptables-save -t nat | grep -- '--comment "\?e2e/web:http"\? .*--to-destination 10.244.3.2:8080' |
+                awk '{print $2}')
 write_cluster 10.244.1.2@node-a 10.244.2.2@node-b
 apply
+if [ "$backend" = iptables ]; then
+        check "the removed endpoint's chain ($stale) is deleted on apply, as on kube-proxy's full sync" \
+                bash -c '[ -n "$2" ] && ! ip netns exec "$1" iptables-save -t nat | grep -q "^:$2 "' _ "$NODE" "$stale"
+fi
 traffic "$CL" tcp 10.96.0.10 80 100 >"$tmp/web2"
 check "removing an endpoint stops traffic to it" \
         bash -c '! grep -q ERR "$1" && ! grep -qx b3 "$1" && grep -qx b1 "$1" && grep -qx b2 "$1"' _ "$tmp/web2"

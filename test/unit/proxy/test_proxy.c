@@ -1196,6 +1196,43 @@ static void test_proxy__nft_partial_sync(void **state)
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* iptables-save output: our service chains of the nat table, nothing else;
+ * seeded into a tracker, the next sync deletes those it does not write */
+static void test_proxy__save_chains_cleanup(void **state)
+{
+        (void)state;
+        char *save = read_file("test/fuzz/corpus/save_chains/overall.save");
+        struct se_strv chains = SE_STRV_INIT;
+        assert_int_equal(se_proxy_parse_save_chains(save, strlen(save), &chains), 0);
+        /* overall: 5 SVC, 6 SEP, 4 EXT, 1 FW (KUBE-SERVICES etc. are not per service) */
+        assert_int_equal(chains.n, 16);
+        assert_true(se_strv_contains(&chains, "KUBE-FW-NUKIZ6OKUXPJNT4C"));
+        assert_false(se_strv_contains(&chains, "KUBE-SERVICES"));
+        assert_false(se_strv_contains(&chains, "KUBE-MARK-MASQ"));
+        static const char odd[] = "*filter\n:KUBE-SVC-AAAA - [0:0]\nCOMMIT\n*nat\n:KUBE-SVC-"
+                                  "\n:KUBE-SEP-BBBB ACCEPT [1:2]\n:FOO-SVC-X - [0:0]\n:KUBE-SEP-"
+                                  "0123456789012345678901234 - [0:0]\nCOMMIT";
+        struct se_strv o2 = SE_STRV_INIT;
+        assert_int_equal(se_proxy_parse_save_chains(odd, sizeof(odd) - 1, &o2), 0);
+        assert_int_equal(o2.n, 1);
+        assert_string_equal(o2.v[0], "KUBE-SEP-BBBB");
+        se_strv_release(&o2);
+        /* a full sync of svc1 alone deletes every other service's chains */
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        assert_int_equal(se_proxy_tracker_seed(tr, &chains), 0);
+        char *out = sync_yaml(three_eps, tr);
+        has_line(out, "-X KUBE-FW-NUKIZ6OKUXPJNT4C");
+        has_line(out, ":KUBE-FW-NUKIZ6OKUXPJNT4C - [0:0]");
+        has_line(out, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]"); /* written again, kept */
+        no_text(out, "-X KUBE-SEP-SXIVWICOYRO3J4NJ");
+        no_text(out, "-X KUBE-SVC-XPGD46QRK7WJZT7O");
+        assert_int_equal(count(out, "\n-X "), 14); /* 16 minus SVC-XPGD... and SEP-SXIV... */
+        free(out);
+        se_proxy_tracker_free(tr);
+        se_strv_release(&chains);
+        free(save);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1222,6 +1259,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__sync_repeated_golden),
                 cmocka_unit_test(test_proxy__partial_sync_applied),
                 cmocka_unit_test(test_proxy__nft_partial_sync),
+                cmocka_unit_test(test_proxy__save_chains_cleanup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
