@@ -28,8 +28,9 @@ static const char usage[] =
         "--random-fully auto means on (iptables >= 1.6.2); --nfacct auto means off\n"
         "(the counters must exist before rules name them).\n"
         "--apply feeds the rules to iptables-restore --noflush / ip6tables-restore /\n"
-        "nft -f - instead of printing them, then ensures the jumps from the built-in\n"
-        "chains (iptables -C / -I), as kube-proxy does.\n";
+        "nft -f - instead of printing them, deleting our per-service chains that\n"
+        "iptables-save shows but the rules no longer use, then ensures the jumps from\n"
+        "the built-in chains (iptables -C / -I), as kube-proxy's full sync does.\n";
 
 struct rules_args {
         const char *node, *backend, *ip_family;
