@@ -56,5 +56,6 @@ int cli_print_list(const struct se_object *const *objs, size_t n, const char *ou
 int cmd_get(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_endpoints(int argc, char **argv);
+int cmd_rules(int argc, char **argv);
 
 #endif

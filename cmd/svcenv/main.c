@@ -21,6 +21,7 @@ static const struct subcommand subcommands[] = {
         { "get", cmd_get, "list the objects of a cluster (manifests)" },
         { "env", cmd_env, "the environment the kubelet gives a container" },
         { "endpoints", cmd_endpoints, "Endpoints or EndpointSlices the controller writes" },
+        { "rules", cmd_rules, "print the proxy rules (iptables/nftables) for a node" },
 };
 
 static void print_usage(FILE *f)

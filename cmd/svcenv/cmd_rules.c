@@ -1,0 +1,309 @@
+/* svcenv rules: the ruleset the proxy would program on one node. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/proxy.h>
+#include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
+
+#include "cli.h"
+
+static const char usage[] =
+        "Usage: svcenv rules -f CLUSTER --node NAME [--backend iptables|nftables]\n"
+        "         [--cluster-cidr CIDR[,CIDR]] [--node-ip IP ...] [--masquerade-bit N]\n"
+        "         [--masquerade-all] [--nodeport-addresses CIDRS|primary]\n"
+        "         [--localhost-nodeports true|false] [--random-fully auto|on|off]\n"
+        "         [--nfacct auto|on|off] [--proxy-name NAME] [--ip-family ipv4|ipv6] [--apply]\n"
+        "\n"
+        "Prints the rules kube-proxy v1.36 would program on node NAME for the cluster's\n"
+        "Services and endpoints: iptables-restore input for the filter and nat tables\n"
+        "(for a dual-stack node the ip6tables-restore input follows, after a line\n"
+        "`# ip6tables-restore`), or with --backend nftables an nft script.\n"
+        "Endpoints come from the EndpointSlices, or for a selector Service without\n"
+        "slices, from its pods. Node IPs come from the Node object and --node-ip.\n"
+        "--cluster-cidr enables local-traffic detection (pods are not masqueraded).\n"
+        "--random-fully auto means on (iptables >= 1.6.2); --nfacct auto means off\n"
+        "(the counters must exist before rules name them).\n"
+        "--apply feeds the rules to iptables-restore --noflush / ip6tables-restore /\n"
+        "nft -f - instead of printing them, deleting our per-service chains that\n"
+        "iptables-save shows but the rules no longer use, then ensures the jumps from\n"
+        "the built-in chains (iptables -C / -I), as kube-proxy's full sync does.\n";
+
+struct rules_args {
+        const char *node, *backend, *ip_family;
+        bool apply;
+};
+
+static int tristate(const char *opt, const char *v, bool auto_value, bool *ret)
+{
+        if (strcmp(v, "auto") == 0) {
+                *ret = auto_value;
+                return 0;
+        }
+        if (se_parse_bool(v, ret) < 0)
+                return cli_usage_error("rules", "--%s wants auto, on or off, not \"%s\"", opt, v);
+        return 0;
+}
+
+static int add_node_ips(struct se_proxy_options *o, const char *list)
+{
+        struct se_strv parts = SE_STRV_INIT;
+        int rc = 0;
+        if (se_strv_split(&parts, list, ',', true) < 0)
+                return cli_fail(EXIT_SYSTEM, "out of memory");
+        se_strv_foreach(s, &parts) {
+                struct se_ip ip;
+                if (se_parse_ip(*s, &ip) < 0) {
+                        rc = cli_usage_error("rules", "--node-ip: invalid IP \"%s\"", *s);
+                        break;
+                }
+                if (o->n_node_ips >= SE_PROXY_MAX_NODE_IPS) {
+                        rc = cli_usage_error("rules", "--node-ip: at most %d addresses",
+                                             SE_PROXY_MAX_NODE_IPS);
+                        break;
+                }
+                o->node_ips[o->n_node_ips++] = ip;
+        }
+        se_strv_release(&parts);
+        return rc;
+}
+
+static int parse_option(int c, const char *arg, struct se_proxy_options *o, struct rules_args *a)
+{
+        struct se_diag d = { 0 };
+        int r;
+        switch (c) {
+        case 'N':
+                a->node = arg;
+                return 0;
+        case 'b':
+                a->backend = arg;
+                return 0;
+        case 'c':
+                r = se_proxy_parse_cidr_list(arg, o->cluster_cidrs, 2, NULL, &d);
+                if (r < 0)
+                        return cli_usage_error("rules", "--cluster-cidr: %s", d.text);
+                o->n_cluster_cidrs = (unsigned)r;
+                return 0;
+        case 'i':
+                return add_node_ips(o, arg);
+        case 'm':
+                if (se_parse_int(arg, 0, 31, &o->masquerade_bit) < 0)
+                        return cli_usage_error("rules", "--masquerade-bit wants 0..31, not \"%s\"",
+                                               arg);
+                return 0;
+        case 'M':
+                o->masquerade_all = true;
+                return 0;
+        case 'p':
+                r = se_proxy_parse_cidr_list(arg, o->nodeport_cidrs, SE_PROXY_MAX_CIDRS,
+                                             &o->nodeport_primary, &d);
+                if (r < 0)
+                        return cli_usage_error("rules", "--nodeport-addresses: %s", d.text);
+                o->n_nodeport_cidrs = (unsigned)r;
+                return 0;
+        case 'l':
+                if (se_parse_bool(arg, &o->localhost_nodeports) < 0)
+                        return cli_usage_error("rules",
+                                               "--localhost-nodeports wants true or false");
+                return 0;
+        case 'R':
+                return tristate("random-fully", arg, true, &o->random_fully);
+        case 'a':
+                return tristate("nfacct", arg, false, &o->nfacct);
+        case 'P':
+                o->proxy_name = arg;
+                return 0;
+        case 'F':
+                a->ip_family = arg;
+                return 0;
+        case 'X':
+                a->apply = true;
+                return 0;
+        default:
+                return cli_usage_error("rules", "unknown option");
+        }
+}
+
+/* Node IPs (InternalIP first, then ExternalIP) and zone from the Node. */
+static int node_facts(const struct se_store *store, const char *name, struct se_proxy_options *o)
+{
+        const struct se_object *obj = se_store_get(store, SE_KIND_NODE, "", name);
+        const struct se_node *node = obj ? (const struct se_node *)obj : NULL;
+        if (!node)
+                return o->n_node_ips ?
+                               0 :
+                               cli_fail(EXIT_INVALID,
+                                        "node \"%s\" is not in the cluster (give --node-ip)", name);
+        o->zone = se_kvlist_get(&node->obj.meta.labels, "topology.kubernetes.io/zone");
+        if (o->n_node_ips) /* --node-ip wins, as kube-proxy's --bind-address/--node-ip */
+                return 0;
+        static const char *const types[] = { "InternalIP", "ExternalIP" };
+        for (size_t t = 0; t < SE_ARRAY_SIZE(types); t++)
+                for (uint32_t i = 0; i < node->n_addresses; i++) {
+                        struct se_ip ip;
+                        const struct se_node_address *na = &node->addresses[i];
+                        if (!na->type || strcmp(na->type, types[t]) != 0 || !na->address ||
+                            se_parse_ip(na->address, &ip) < 0 ||
+                            o->n_node_ips >= SE_PROXY_MAX_NODE_IPS)
+                                continue;
+                        o->node_ips[o->n_node_ips++] = ip;
+                }
+        return 0;
+}
+
+/* As kube-proxy's full sync: chains of ours that exist (iptables-save) and
+ * that this ruleset no longer writes are deleted in the same restore. */
+static int iptables_with_cleanup(const struct se_proxy_table *t, const struct se_proxy_options *o,
+                                 enum se_ip_family fam, struct se_strbuf *sb)
+{
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        struct se_strbuf saved;
+        struct se_strv chains = SE_STRV_INIT;
+        char err[256];
+        int r;
+        if (!tr)
+                return -ENOMEM;
+        se_strbuf_init(&saved, 0);
+        /* no nat table yet is fine: nothing to clean up */
+        if (se_proxy_save_nat(fam, &saved, err, sizeof(err)) == 0 &&
+            (r = se_proxy_parse_save_chains(saved.buf, saved.len, &chains)) == 0)
+                r = se_proxy_tracker_seed(tr, &chains);
+        else
+                r = 0;
+        if (r == 0)
+                r = se_proxy_iptables_sync(t, o, tr, sb);
+        se_strv_release(&chains);
+        se_strbuf_release(&saved);
+        se_proxy_tracker_free(tr);
+        return r;
+}
+
+static int emit(const struct se_store *store, const struct se_proxy_options *o,
+                const struct rules_args *a)
+{
+        enum se_ip_family fams[2];
+        unsigned nf = se_proxy_families(o, fams);
+        bool nft = strcmp(a->backend, "nftables") == 0;
+        if (a->ip_family) {
+                fams[0] = strcmp(a->ip_family, "ipv6") == 0 ? SE_IPV6 : SE_IPV4;
+                nf = 1;
+        }
+        for (unsigned i = 0; i < nf; i++) {
+                struct se_proxy_table *t = NULL;
+                struct se_strbuf sb;
+                int r = se_proxy_table_build(store, o, fams[i], &t);
+                if (r < 0)
+                        return cli_fail(EXIT_SYSTEM, "cannot build the rules: %s", strerror(-r));
+                se_strbuf_init(&sb, 0);
+                if (nft)
+                        r = se_proxy_nft_write(t, o, &sb);
+                else if (a->apply)
+                        r = iptables_with_cleanup(t, o, fams[i], &sb);
+                else
+                        r = se_proxy_iptables_write(t, o, &sb);
+                se_proxy_table_free(t);
+                if (r < 0) {
+                        se_strbuf_release(&sb);
+                        return cli_fail(EXIT_SYSTEM, "cannot write the rules: %s", strerror(-r));
+                }
+                if (a->apply) {
+                        char err[1024];
+                        enum se_proxy_tool tool = nft                ? SE_PROXY_NFT :
+                                                  fams[i] == SE_IPV6 ? SE_PROXY_IP6TABLES_RESTORE :
+                                                                       SE_PROXY_IPTABLES_RESTORE;
+                        r = se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
+                        se_strbuf_release(&sb);
+                        if (r == 0 && !nft)
+                                r = se_proxy_ensure_jumps(fams[i], o->localhost_nodeports, err,
+                                                          sizeof(err));
+                        if (r < 0)
+                                return cli_fail(EXIT_SYSTEM, "%s", err[0] ? err : strerror(-r));
+                        continue;
+                }
+                if (i > 0 && !nft)
+                        fputs("# ip6tables-restore\n", stdout);
+                fwrite(sb.buf, 1, sb.len, stdout);
+                se_strbuf_release(&sb);
+        }
+        return fflush(stdout) == 0 ? EXIT_OK : cli_fail(EXIT_SYSTEM, "cannot write output");
+}
+
+int cmd_rules(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                CLI_SOURCE_LONG_OPTIONS,
+                { "node", required_argument, NULL, 'N' },
+                { "backend", required_argument, NULL, 'b' },
+                { "cluster-cidr", required_argument, NULL, 'c' },
+                { "node-ip", required_argument, NULL, 'i' },
+                { "masquerade-bit", required_argument, NULL, 'm' },
+                { "masquerade-all", no_argument, NULL, 'M' },
+                { "nodeport-addresses", required_argument, NULL, 'p' },
+                { "localhost-nodeports", required_argument, NULL, 'l' },
+                { "random-fully", required_argument, NULL, 'R' },
+                { "nfacct", required_argument, NULL, 'a' },
+                { "proxy-name", required_argument, NULL, 'P' },
+                { "ip-family", required_argument, NULL, 'F' },
+                { "apply", no_argument, NULL, 'X' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 }
+        };
+        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        struct se_proxy_options o;
+        struct rules_args a = { NULL, "iptables", NULL, false };
+        struct se_store *store = NULL;
+        int c, r, rc = EXIT_OK;
+        se_proxy_options_init(&o);
+        o.random_fully = true;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(usage, stdout);
+                        goto out;
+                }
+                if (c == '?') {
+                        rc = EXIT_USAGE;
+                        goto out;
+                }
+                if ((r = cli_source_option(&src, c, optarg)) != 0) {
+                        if (r < 0) {
+                                rc = cli_fail(EXIT_SYSTEM, "out of memory");
+                                goto out;
+                        }
+                        continue;
+                }
+                if ((rc = parse_option(c, optarg, &o, &a)) != EXIT_OK)
+                        goto out;
+        }
+        if (optind < argc) {
+                rc = cli_usage_error("rules", "unexpected argument \"%s\"", argv[optind]);
+                goto out;
+        }
+        if (!a.node) {
+                rc = cli_usage_error("rules", "--node NAME is required");
+                goto out;
+        }
+        if (strcmp(a.backend, "iptables") != 0 && strcmp(a.backend, "nftables") != 0) {
+                rc = cli_usage_error("rules", "--backend wants iptables or nftables, not \"%s\"",
+                                     a.backend);
+                goto out;
+        }
+        if (a.ip_family && strcmp(a.ip_family, "ipv4") != 0 && strcmp(a.ip_family, "ipv6") != 0) {
+                rc = cli_usage_error("rules", "--ip-family wants ipv4 or ipv6");
+                goto out;
+        }
+        o.node_name = a.node;
+        if ((rc = cli_load(&src, &store)) != EXIT_OK)
+                goto out;
+        if ((rc = node_facts(store, a.node, &o)) != EXIT_OK)
+                goto out;
+        rc = emit(store, &o, &a);
+out:
+        se_store_free(store);
+        cli_source_release(&src);
+        return rc;
+}

@@ -1,0 +1,199 @@
+/* proxy.h — the proxy core: a cluster's Services and endpoints turned into the
+ * packet-filter rules kube-proxy (v1.36) would program on one node.
+ *
+ * Three steps, the first two pure:
+ *  1. se_proxy_table_build() reads a store (Services, EndpointSlices, Pods,
+ *     Nodes) and makes the per-family list of service ports with their
+ *     endpoints, exactly as kube-proxy's service and endpoint-slice caches
+ *     see them (headless, ExternalName and foreign-proxy services skipped,
+ *     endpoints sorted by "ip:port").
+ *  2. se_proxy_iptables_write() / se_proxy_nft_write() render that table as
+ *     iptables-restore input (filter + nat, kube-proxy's chain layout and
+ *     names) or as an nft script for a table of our own.
+ *  3. se_proxy_apply() feeds the text to iptables-restore / ip6tables-restore
+ *     / nft by fork+exec with argv and a pipe (never a shell).
+ *
+ * Ownership: a table owns all of its memory (one arena) and borrows nothing
+ * from the store after build returns. Errors are negative errno values. */
+#ifndef SVCENV_PROXY_H
+#define SVCENV_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <svcenv/arena.h>
+#include <svcenv/diag.h>
+#include <svcenv/model.h>
+#include <svcenv/parse.h>
+#include <svcenv/store.h>
+#include <svcenv/strbuf.h>
+
+/* Caps on what option input may hold. */
+#define SE_PROXY_MAX_CIDRS    64
+#define SE_PROXY_MAX_NODE_IPS 8
+
+struct se_proxy_options {
+        const char *node_name; /* endpoints with this nodeName are local */
+        const char *zone; /* the node's topology.kubernetes.io/zone, NULL if none */
+        struct se_ip node_ips[SE_PROXY_MAX_NODE_IPS]; /* first of each family is primary */
+        unsigned n_node_ips;
+        /* Local-traffic detection by cluster CIDR (one per family at most);
+         * none: no detector (kube-proxy's "no LocalTrafficDetector"). */
+        struct se_cidr cluster_cidrs[2];
+        unsigned n_cluster_cidrs;
+        /* --nodeport-addresses: empty means all local addresses; `primary`
+         * sets nodeport_primary instead. */
+        struct se_cidr nodeport_cidrs[SE_PROXY_MAX_CIDRS];
+        unsigned n_nodeport_cidrs;
+        bool nodeport_primary;
+        int masquerade_bit; /* 0..31, default 14 */
+        const char *masquerade_mark; /* text override (tests use "0x4000"); NULL: Go's %#08x */
+        bool masquerade_all;
+        bool localhost_nodeports; /* default true */
+        bool random_fully; /* MASQUERADE --random-fully */
+        bool nfacct; /* nfacct counters available */
+        bool conntrack_tcp_liberal; /* omit the ctstate INVALID drop */
+        const char *proxy_name; /* serve services labelled service-proxy-name=this */
+};
+
+/* kube-proxy's defaults: mark bit 14, localhost NodePorts on, nfacct off,
+ * --random-fully off. */
+void se_proxy_options_init(struct se_proxy_options *opt);
+
+/* Parses a comma-separated CIDR list ("10.0.0.0/8, fd00::/64") into cidrs
+ * (at most max; spaces around items are ignored). Returns the count, or
+ * -EINVAL (diag says which item) / -E2BIG. "primary" is accepted only when
+ * ret_primary is non-NULL, and sets it. */
+int se_proxy_parse_cidr_list(const char *s, struct se_cidr *cidrs, unsigned max, bool *ret_primary,
+                             struct se_diag *diag);
+
+struct se_proxy_endpoint {
+        const char *ip; /* canonical text */
+        int32_t port;
+        const char *str; /* "ip:port", "[ip]:port" for IPv6 */
+        bool ready, serving, terminating, local;
+        struct se_strs zone_hints, node_hints;
+};
+
+struct se_proxy_svcport {
+        const char *ns, *name, *port_name; /* port_name "" when unnamed */
+        const char *spn; /* "ns/name:port" or "ns/name" */
+        enum se_protocol protocol;
+        const char *proto; /* "tcp", "udp", "sctp" */
+        const char *cluster_ip;
+        int32_t port, node_port, health_check_node_port; /* 0: none */
+        const char **external_ips; /* of this family */
+        uint32_t n_external_ips;
+        const char **lb_vips; /* VIP-mode ingress IPs of this family */
+        uint32_t n_lb_vips;
+        const char **source_ranges; /* masked CIDR text of this family */
+        uint32_t n_source_ranges;
+        struct se_cidr *source_cidrs;
+        bool affinity;
+        int32_t affinity_timeout;
+        bool external_local, internal_local;
+        struct se_proxy_endpoint *eps; /* sorted by str */
+        uint32_t n_eps;
+};
+
+struct se_proxy_table {
+        struct se_arena arena;
+        enum se_ip_family family;
+        struct se_proxy_svcport *ports; /* sorted by spn, then protocol */
+        uint32_t n_ports;
+        uint32_t n_endpoints; /* total over all ports (large-cluster mode) */
+};
+
+/* Builds the table for one family from the store (caller holds the store's
+ * read lock if it is shared). *ret is a new table. 0 or -ENOMEM. */
+int se_proxy_table_build(const struct se_store *store, const struct se_proxy_options *opt,
+                         enum se_ip_family family, struct se_proxy_table **ret);
+/* NULL-safe; returns NULL. */
+struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t);
+
+/* Families the node runs: IPv4 and/or IPv6 from its node IPs (IPv4 alone
+ * when none is known). Fills fams, returns the count (1 or 2). */
+unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family fams[2]);
+
+/* Chain-name suffix kube-proxy uses: the first 16 characters of base32
+ * (RFC 4648) of sha256(spn + proto [+ endpoint]). out has >= 17 bytes.
+ * 0 or -EIO. */
+int se_proxy_chain_hash(const char *spn, const char *proto, const char *endpoint, char out[17]);
+/* 1/n as kube-proxy prints it ("%0.10f"). */
+void se_proxy_probability(unsigned n, char out[16]);
+
+/* Endpoint count above which comments on endpoint rules are left out. */
+#define SE_PROXY_LARGE_CLUSTER_ENDPOINTS 1000
+
+/* Appends the full iptables-restore input (filter then nat) for the table's
+ * family. 0 or the strbuf's error. */
+int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                            struct se_strbuf *out);
+
+/* Partial syncs (KEP-3453, as kube-proxy's iptables proxier): a tracker
+ * remembers, per service port, the nat chains the last successful sync
+ * wrote. se_proxy_iptables_sync() then leaves out the chains of services
+ * whose rules did not change (iptables-restore --noflush keeps chains it is
+ * not told about), always writes the filter table and the top-level nat
+ * chains, and deletes (`-X`) the chains of services that went away.
+ * The first sync, and the one after a failure, is full. Not thread-safe. */
+struct se_proxy_tracker;
+struct se_proxy_tracker *se_proxy_tracker_new(void);
+/* NULL-safe; returns NULL. */
+struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr);
+/* The next sync writes everything (e.g. after the rules were flushed). */
+void se_proxy_tracker_force_full(struct se_proxy_tracker *tr);
+/* Like se_proxy_iptables_write, with tracker deciding what to leave out.
+ * Call se_proxy_tracker_done() with the outcome of applying the text. */
+int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                           struct se_proxy_tracker *tracker, struct se_strbuf *out);
+/* ok: the text was applied, it becomes the known state. Otherwise the
+ * next sync is full. Returns whether the last sync was partial. */
+bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok);
+
+/* Appends an nft script that (re)creates table `svcenv` of the family. */
+int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                       struct se_strbuf *out);
+/* With a tracker (one per backend and family): the first sync, and the one
+ * after a failure, replaces the table; later ones flush and refill only the
+ * chains of changed services, rewrite the verdict maps and delete what went
+ * away, so affinity sets of unchanged endpoints keep their entries. */
+int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
+                      struct se_proxy_tracker *tracker, struct se_strbuf *out);
+
+enum se_proxy_tool {
+        SE_PROXY_IPTABLES_RESTORE, /* iptables-restore --noflush --counters -w 5 */
+        SE_PROXY_IP6TABLES_RESTORE,
+        SE_PROXY_NFT, /* nft -f - */
+};
+
+/* Runs the tool with data on its stdin. On failure writes the tool's stderr
+ * as one line into err (may be NULL). 0; -ENOENT when the tool is missing;
+ * -EPROTO when it exited non-zero (its transaction was not applied);
+ * -EIO and others for system errors. Never uses a shell. While the tool
+ * runs SIGPIPE is ignored process-wide (a tool that exits early must not
+ * kill the caller); the previous disposition is restored after. */
+int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
+
+/* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
+ * full syncs (`iptables -C`, then `-I` at the top when missing); with
+ * kube_firewall also INPUT/OUTPUT -> KUBE-FIREWALL (IPv4). Run after the
+ * first restore (the chains must exist). 0 or as se_proxy_apply. */
+int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize);
+
+/* Stale chains (kube-proxy does this on full syncs, from iptables-save). */
+#define SE_PROXY_MAX_SAVED_CHAINS (4u << 20)
+struct se_strv;
+/* The names of our per-service chains (KUBE-SVC-/SVL-/EXT-/FW-/SEP-) in the
+ * nat table of iptables-save output, appended to ret. 0, -ENOMEM, or -E2BIG
+ * past SE_PROXY_MAX_SAVED_CHAINS. */
+int se_proxy_parse_save_chains(const char *text, size_t len, struct se_strv *ret);
+/* Tells the tracker which chains exist now: the next sync deletes those it
+ * does not write. 0 or -ENOMEM. */
+int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *chains);
+/* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
+ * se_proxy_apply. */
+int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);
+
+#endif

@@ -1,0 +1,57 @@
+/* Private helpers shared by the proxy writers. */
+#ifndef SVCENV_PROXY_INTERNAL_H
+#define SVCENV_PROXY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <svcenv/proxy.h>
+#include <svcenv/strv.h>
+
+/* The endpoint sets kube-proxy's CategorizeEndpoints gives one service
+ * port: arrays of pointers into sp->eps, in sp->eps order (so "ip:port"
+ * order; upstream's merged list is in map order, ours is sorted). */
+struct proxy_categories {
+        const struct se_proxy_endpoint **cluster, **local, **reachable;
+        uint32_t n_cluster, n_local, n_reachable;
+        bool has_any;
+};
+
+/* Fills c (arrays allocated with malloc; release with
+ * proxy_categories_release). 0 or -ENOMEM. */
+int proxy_categorize(const struct se_proxy_svcport *sp, const struct se_proxy_options *opt,
+                     struct proxy_categories *c);
+void proxy_categories_release(struct proxy_categories *c);
+
+/* ServicePort.ExternallyAccessible / UsesClusterEndpoints / UsesLocalEndpoints */
+bool proxy_externally_accessible(const struct se_proxy_svcport *sp);
+bool proxy_uses_cluster(const struct se_proxy_svcport *sp);
+bool proxy_uses_local(const struct se_proxy_svcport *sp);
+
+/* The local-traffic detector's CIDR for the family, NULL when none. */
+const struct se_cidr *proxy_cluster_cidr(const struct se_proxy_options *opt, enum se_ip_family fam);
+/* Text of the masquerade mark ("0x00004000" for bit 14, like Go's %#08x). */
+void proxy_mark_text(const struct se_proxy_options *opt, char out[16]);
+/* Canonical "ip/prefix" text of c. */
+void proxy_cidr_text(const struct se_cidr *c, char *out, size_t size);
+
+/* Partial syncs (proxy_tracker.c). A service's own nat chain lines start at
+ * chains[chains_at] and its rules at rules[rules_at]: remembers them as
+ * pending and, when they equal what the last successful sync wrote (and no
+ * full sync is due), truncates them from the buffers. 0 or -ENOMEM. */
+int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                          struct se_strbuf *chains, size_t chains_at, struct se_strbuf *rules,
+                          size_t rules_at);
+/* Names (sorted) the last successful sync defined that this one does not:
+ * iptables chains, or nft "chain NAME" / "set NAME". */
+int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);
+/* Whether the sync being built is full. */
+bool proxy_tracker_full(const struct se_proxy_tracker *tr);
+/* Starts a sync: forgets any pending state of an unfinished one. */
+void proxy_tracker_begin(struct se_proxy_tracker *tr);
+/* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync
+ * that this one no longer writes. */
+int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,
+                            struct se_strbuf *rules);
+
+#endif

@@ -1,0 +1,220 @@
+/* Benchmark: proxy ruleset generation for 1,000 / 10,000 / 30,000 services
+ * with 10 endpoints each (time, bytes, peak RSS), and, as root, the time
+ * iptables-restore takes to apply it in a scratch network namespace.
+ * Prints figures; asserts nothing. BENCH_APPLY=N applies sizes up to N
+ * (default 1000, 0 = none); BENCH_DUMP=FILE saves the 1,000-service
+ * iptables text. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <svcenv/proxy.h>
+#include <svcenv/store.h>
+
+static double now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long rss_kb(void)
+{
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return ru.ru_maxrss;
+}
+
+static char *dup_in(struct se_object *o, const char *s)
+{
+        return se_arena_strdup(&o->arena, s);
+}
+
+/* one ClusterIP service svc-N in ns bench-(N/1000) with EPS endpoints */
+/* shift moves the endpoints (a changed service for partial syncs) */
+static int add_service(struct se_store *s, unsigned i, unsigned eps, unsigned shift)
+{
+        char ns[32], name[32], ip[32];
+        snprintf(ns, sizeof(ns), "bench-%u", i / 1000);
+        snprintf(name, sizeof(name), "svc-%u", i);
+        snprintf(ip, sizeof(ip), "10.%u.%u.%u", 96 + i / 65536, (i / 256) % 256, i % 256);
+        struct se_object *o = se_object_new(SE_KIND_SERVICE);
+        if (!o)
+                return -1;
+        struct se_service *svc = (struct se_service *)o;
+        o->meta.namespace = dup_in(o, ns);
+        o->meta.name = dup_in(o, name);
+        svc->cluster_ip = dup_in(o, ip);
+        svc->ports = se_arena_alloc(&o->arena, sizeof(*svc->ports));
+        svc->n_ports = 1;
+        svc->ports[0].name = "http";
+        svc->ports[0].port = 80;
+        if (se_store_put(s, o) < 0)
+                return -1;
+
+        o = se_object_new(SE_KIND_ENDPOINT_SLICE);
+        if (!o)
+                return -1;
+        struct se_endpoint_slice *es = (struct se_endpoint_slice *)o;
+        o->meta.namespace = dup_in(o, ns);
+        o->meta.name = dup_in(o, name);
+        struct se_kv *kv = se_arena_alloc(&o->arena, sizeof(*kv));
+        kv->key = "kubernetes.io/service-name";
+        kv->value = dup_in(o, name);
+        o->meta.labels.items = kv;
+        o->meta.labels.n = 1;
+        es->address_type = "IPv4";
+        es->ports = se_arena_alloc(&o->arena, sizeof(*es->ports));
+        es->n_ports = 1;
+        es->has_ports = true;
+        es->ports[0].name = "http";
+        es->ports[0].has_port = true;
+        es->ports[0].port = 8080;
+        es->endpoints = se_arena_array(&o->arena, eps, sizeof(*es->endpoints));
+        es->n_endpoints = eps;
+        for (unsigned e = 0; e < eps; e++) {
+                unsigned k = i * eps + e + shift;
+                char ep[32];
+                snprintf(ep, sizeof(ep), "10.%u.%u.%u", 128 + k / 65536, (k / 256) % 256, k % 256);
+                es->endpoints[e].addresses.v = se_arena_alloc(&o->arena, sizeof(char *));
+                es->endpoints[e].addresses.v[0] = dup_in(o, ep);
+                es->endpoints[e].addresses.n = 1;
+                es->endpoints[e].ready = SE_TRUE;
+                es->endpoints[e].node_name = (e % 2) ? "node-a" : "node-b";
+        }
+        return se_store_put(s, o);
+}
+
+/* one service's endpoints change: the partial sync's cost */
+static void partial_sync(struct se_store *s, const struct se_proxy_options *o,
+                         struct se_proxy_tracker *tr, unsigned n_svc, unsigned eps, int backend,
+                         bool apply)
+{
+        static unsigned shift = 0;
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        shift += 1000003; /* endpoints nobody else uses */
+        if (add_service(s, 0, eps, shift) < 0)
+                exit(1);
+        double t0 = now();
+        if (se_proxy_table_build(s, o, SE_IPV4, &t) < 0)
+                exit(1);
+        se_strbuf_init(&sb, (size_t)1 << 30);
+        int r = backend ? se_proxy_nft_sync(t, o, tr, &sb) : se_proxy_iptables_sync(t, o, tr, &sb);
+        double t1 = now();
+        if (r == 0) {
+                printf("  partial sync, 1 of %u services changed: build+write %.1f ms, %.1f KiB\n",
+                       n_svc, (t1 - t0) * 1e3, (double)sb.len / 1024);
+                if (apply) {
+                        char err[512];
+                        double a0 = now();
+                        r = se_proxy_apply(backend ? SE_PROXY_NFT : SE_PROXY_IPTABLES_RESTORE,
+                                           sb.buf, sb.len, err, sizeof(err));
+                        double a1 = now();
+                        if (r < 0)
+                                printf("  partial apply failed: %s\n", err);
+                        else
+                                printf("  partial apply: %.2f s\n", a1 - a0);
+                }
+        }
+        se_proxy_tracker_done(tr, r == 0);
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
+}
+
+static void run(unsigned n_svc, unsigned eps, bool apply)
+{
+        struct se_store *s = se_store_new();
+        struct se_proxy_options o;
+        se_proxy_options_init(&o);
+        o.node_name = "node-a";
+        se_parse_ip("10.0.0.11", &o.node_ips[0]);
+        o.n_node_ips = 1;
+        se_parse_cidr("10.244.0.0/16", &o.cluster_cidrs[0]);
+        o.n_cluster_cidrs = 1;
+        o.random_fully = true;
+        for (unsigned i = 0; i < n_svc; i++)
+                if (add_service(s, i, eps, 0) < 0) {
+                        fprintf(stderr, "bench_proxy: out of memory\n");
+                        exit(1);
+                }
+        for (int backend = 0; backend < 2; backend++) {
+                struct se_proxy_table *t = NULL;
+                struct se_strbuf sb;
+                struct se_proxy_tracker *tr = se_proxy_tracker_new();
+                double t0 = now();
+                if (se_proxy_table_build(s, &o, SE_IPV4, &t) < 0)
+                        exit(1);
+                double t1 = now();
+                se_strbuf_init(&sb, (size_t)1 << 30);
+                int r = backend ? se_proxy_nft_sync(t, &o, tr, &sb) :
+                                  se_proxy_iptables_sync(t, &o, tr, &sb);
+                double t2 = now();
+                if (r < 0) {
+                        printf("proxy %-8s %6u svc x %2u ep: not available (%d)\n",
+                               backend ? "nftables" : "iptables", n_svc, eps, r);
+                        se_proxy_table_free(t);
+                        se_strbuf_release(&sb);
+                        se_proxy_tracker_free(tr);
+                        continue;
+                }
+                const char *dump = getenv("BENCH_DUMP");
+                if (dump && n_svc == 1000 && backend == 0) {
+                        FILE *f = fopen(dump, "w");
+                        if (f) {
+                                fwrite(sb.buf, 1, sb.len, f);
+                                fclose(f);
+                        }
+                }
+                size_t lines = 0;
+                for (size_t k = 0; k < sb.len; k++)
+                        lines += sb.buf[k] == '\n';
+                printf("proxy %-8s %6u svc x %2u ep: build %7.1f ms, write %7.1f ms, %6.1f MiB, "
+                       "%7zu lines, peak RSS %6.1f MiB\n",
+                       backend ? "nftables" : "iptables", n_svc, eps, (t1 - t0) * 1e3,
+                       (t2 - t1) * 1e3, (double)sb.len / (1 << 20), lines, (double)rss_kb() / 1024);
+                if (apply) {
+                        char err[512];
+                        double a0 = now();
+                        r = se_proxy_apply(backend ? SE_PROXY_NFT : SE_PROXY_IPTABLES_RESTORE,
+                                           sb.buf, sb.len, err, sizeof(err));
+                        double a1 = now();
+                        if (r < 0)
+                                printf("  apply failed: %s\n", err);
+                        else
+                                printf("  apply (%s, fresh netns): %.2f s\n",
+                                       backend ? "nft -f" : "iptables-restore", a1 - a0);
+                }
+                se_proxy_tracker_done(tr, true);
+                se_strbuf_release(&sb);
+                se_proxy_table_free(t);
+                partial_sync(s, &o, tr, n_svc, eps, backend, apply);
+                se_proxy_tracker_free(tr);
+        }
+        se_store_free(s);
+}
+
+int main(int argc, char **argv)
+{
+        static const unsigned sizes[] = { 1000, 10000, 30000 };
+        /* BENCH_APPLY: largest service count to apply (default 1000; the
+         * 10,000 apply takes minutes on a small machine), 0 = none */
+        const char *env = getenv("BENCH_APPLY");
+        unsigned apply_max = env ? (unsigned)strtoul(env, NULL, 10) : 1000;
+        bool apply_ok = geteuid() == 0 && apply_max > 0;
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        (void)argc;
+        (void)argv;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                /* each apply starts from an empty scratch namespace */
+                bool apply = apply_ok && sizes[i] <= apply_max && unshare(CLONE_NEWNET) == 0;
+                run(sizes[i], 10, apply);
+        }
+        if (!apply_ok)
+                printf("proxy apply: skipped (needs root and BENCH_APPLY > 0)\n");
+        return 0;
+}

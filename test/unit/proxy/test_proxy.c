@@ -1,0 +1,1265 @@
+/* The proxy core against upstream's proxier tests: chain names,
+ * probabilities, TestOverallIPTablesRules (golden, after upstream's sort
+ * normalisation) and the scenarios of pkg/proxy/iptables/proxier_test.go. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <svcenv/manifest.h>
+#include <svcenv/proxy.h>
+#include <svcenv/store.h>
+#include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
+
+/* ---- sortIPTablesRules (proxier_test.go), to compare with upstream data ---- */
+
+struct nchain {
+        char *name;
+        struct se_strv rules;
+};
+struct ntable {
+        char *name;
+        struct nchain *chains;
+        size_t n;
+};
+
+static struct nchain *get_chain(struct ntable *t, const char *name, size_t len)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (strlen(t->chains[i].name) == len && strncmp(t->chains[i].name, name, len) == 0)
+                        return &t->chains[i];
+        t->chains = realloc(t->chains, (t->n + 1) * sizeof(*t->chains));
+        assert_non_null(t->chains);
+        struct nchain *c = &t->chains[t->n++];
+        c->name = strndup(name, len);
+        c->rules = (struct se_strv)SE_STRV_INIT;
+        return c;
+}
+
+/* the service name of a rule: its comment up to the first space or colon */
+static void svc_key(const char *rule, char *out, size_t size)
+{
+        const char *c = strstr(rule, "--comment ");
+        out[0] = 0;
+        if (!c)
+                return;
+        c += 10;
+        if (*c == '"')
+                c++;
+        size_t n = strcspn(c, " :\"");
+        snprintf(out, size, "%.*s", (int)n, c);
+}
+
+static int chain_rank(const char *n)
+{
+        if (strcmp(n, "KUBE-NODEPORTS") == 0)
+                return 0;
+        if (strcmp(n, "KUBE-SERVICES") == 0)
+                return 1;
+        return strncmp(n, "KUBE-", 5) == 0 ? 2 : 3;
+}
+
+static int cmp_chain(const void *x, const void *y)
+{
+        const struct nchain *a = x, *b = y;
+        int ra = chain_rank(a->name), rb = chain_rank(b->name);
+        return ra != rb ? ra - rb : strcmp(a->name, b->name);
+}
+
+/* stable insertion sort by service name, "must be the last rule" last */
+static void sort_rules(struct se_strv *sv)
+{
+        for (size_t i = 1; i < sv->n; i++) {
+                char *cur = sv->v[i];
+                char kc[256], kp[256];
+                size_t j = i;
+                svc_key(cur, kc, sizeof(kc));
+                bool cur_last = strstr(cur, "must be the last rule") != NULL;
+                while (j > 0) {
+                        char *prev = sv->v[j - 1];
+                        svc_key(prev, kp, sizeof(kp));
+                        bool prev_last = strstr(prev, "must be the last rule") != NULL;
+                        bool less = !cur_last && (prev_last || strcmp(kc, kp) < 0);
+                        if (!less)
+                                break;
+                        sv->v[j] = prev;
+                        j--;
+                }
+                sv->v[j] = cur;
+        }
+}
+
+static char *normalise(const char *text)
+{
+        struct ntable tables[4] = { 0 };
+        size_t nt = 0;
+        struct ntable *cur = NULL;
+        const char *p = text;
+        while (*p) {
+                size_t len = strcspn(p, "\n");
+                if (p[0] == '*') {
+                        assert_true(nt < 4);
+                        cur = &tables[nt++];
+                        cur->name = strndup(p + 1, len - 1);
+                } else if (p[0] == ':') {
+                        assert_non_null(cur);
+                        get_chain(cur, p + 1, strcspn(p + 1, " \n"));
+                } else if (strncmp(p, "-X ", 3) == 0 || strncmp(p, "-A ", 3) == 0) {
+                        assert_non_null(cur);
+                        struct nchain *c = get_chain(cur, p + 3, strcspn(p + 3, " \n"));
+                        assert_int_equal(se_strv_push_consume(&c->rules, strndup(p, len)), 0);
+                }
+                p += len + (p[len] == '\n');
+        }
+        for (size_t i = 1; i < nt; i++) /* two tables at most: put them by name */
+                if (strcmp(tables[i - 1].name, tables[i].name) > 0) {
+                        struct ntable tmp = tables[i - 1];
+                        tables[i - 1] = tables[i];
+                        tables[i] = tmp;
+                }
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        for (size_t i = 0; i < nt; i++) {
+                struct ntable *t = &tables[i];
+                qsort(t->chains, t->n, sizeof(*t->chains), cmp_chain);
+                se_strbuf_printf(&sb, "*%s\n", t->name);
+                for (size_t k = 0; k < t->n; k++)
+                        se_strbuf_printf(&sb, ":%s - [0:0]\n", t->chains[k].name);
+                for (size_t k = 0; k < t->n; k++) {
+                        struct nchain *c = &t->chains[k];
+                        if (chain_rank(c->name) < 2)
+                                sort_rules(&c->rules);
+                        se_strv_foreach(r, &c->rules)
+                                se_strbuf_printf(&sb, "%s\n", *r);
+                        free(c->name);
+                        se_strv_release(&c->rules);
+                }
+                se_strbuf_puts(&sb, "COMMIT\n");
+                free(t->chains);
+                free(t->name);
+        }
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* ---- helpers ---- */
+
+static struct se_store *load(const char *yaml)
+{
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        assert_non_null(s);
+        int r = se_manifest_load_buffer(s, "test", yaml, strlen(yaml), NULL, NULL, &d);
+        if (r < 0)
+                fail_msg("manifest: %s", d.text);
+        return s;
+}
+
+static void base_options(struct se_proxy_options *o)
+{
+        se_proxy_options_init(o);
+        o->node_name = "test-node";
+        assert_int_equal(se_parse_ip("192.168.0.2", &o->node_ips[0]), 0);
+        o->n_node_ips = 1;
+        assert_int_equal(se_parse_cidr("10.0.0.0/8", &o->cluster_cidrs[0]), 0);
+        o->n_cluster_cidrs = 1;
+        o->masquerade_mark = "0x4000";
+        o->nfacct = true;
+}
+
+static char *rules(const struct se_store *s, const struct se_proxy_options *o,
+                   enum se_ip_family fam)
+{
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_iptables_write(t, o, &sb), 0);
+        se_proxy_table_free(t);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+static char *rules_yaml(const char *yaml, const struct se_proxy_options *o)
+{
+        struct se_store *s = load(yaml);
+        char *out = rules(s, o, SE_IPV4);
+        se_store_free(s);
+        return out;
+}
+
+static char *read_file(const char *path)
+{
+        FILE *f = fopen(path, "r");
+        if (!f)
+                fail_msg("cannot open %s (run from the repository root)", path);
+        struct se_strbuf sb;
+        char buf[4096];
+        size_t n;
+        se_strbuf_init(&sb, 0);
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                se_strbuf_add(&sb, buf, n);
+        fclose(f);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+static void has_line(const char *text, const char *line)
+{
+        const char *p = text;
+        size_t n = strlen(line);
+        while ((p = strstr(p, line))) {
+                if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0))
+                        return;
+                p += n;
+        }
+        fail_msg("missing line: %s\n--- in:\n%s", line, text);
+}
+
+static void no_text(const char *text, const char *frag)
+{
+        if (strstr(text, frag))
+                fail_msg("unexpected: %s\n--- in:\n%s", frag, text);
+}
+
+static size_t count(const char *text, const char *frag)
+{
+        size_t n = 0;
+        for (const char *p = text; (p = strstr(p, frag)); p += strlen(frag))
+                n++;
+        return n;
+}
+
+/* ---- tests ---- */
+
+static void test_proxy__chain_names(void **state)
+{
+        (void)state;
+        char h[17];
+        assert_int_equal(se_proxy_chain_hash("ns1/svc1:p80", "tcp", NULL, h), 0);
+        assert_string_equal(h, "XPGD46QRK7WJZT7O");
+        assert_int_equal(se_proxy_chain_hash("ns1/svc1:p80", "tcp", "10.180.0.1:80", h), 0);
+        assert_string_equal(h, "SXIVWICOYRO3J4NJ");
+        assert_int_equal(se_proxy_chain_hash("kube-system/kube-dns:dns", "udp", NULL, h), 0);
+        assert_string_equal(h, "TCOU7JCQXEZGVUNU");
+}
+
+/* TestComputeProbability */
+static void test_proxy__probability(void **state)
+{
+        (void)state;
+        char p[16], prev[16] = "2";
+        se_proxy_probability(1, p);
+        assert_string_equal(p, "1.0000000000");
+        se_proxy_probability(2, p);
+        assert_string_equal(p, "0.5000000000");
+        se_proxy_probability(10, p);
+        assert_string_equal(p, "0.1000000000");
+        se_proxy_probability(100000, p);
+        assert_string_equal(p, "0.0000100000");
+        se_proxy_probability(100001, p);
+        assert_string_equal(p, "0.0000099999");
+        for (unsigned n = 1; n <= 100000; n++) {
+                se_proxy_probability(n, p);
+                if (strcmp(p, prev) >= 0)
+                        fail_msg("probability of %u (%s) not below %s", n, p, prev);
+                memcpy(prev, p, sizeof(p));
+        }
+}
+
+/* TestOverallIPTablesRules: the expected text is upstream's, verbatim. */
+static void test_proxy__overall_golden(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *yaml = read_file("test/golden/proxy/overall.yaml");
+        char *want = read_file("test/golden/proxy/overall.iptables");
+        char *got = rules_yaml(yaml, &o);
+        char *norm = normalise(got);
+        if (strcmp(norm, want) != 0)
+                fail_msg("overall rules differ from upstream\n--- got (normalised):\n%s", norm);
+        /* the nat rule count upstream's metric reports */
+        assert_int_equal(count(strstr(got, "*nat"), "\n-A "), count(strstr(want, "*nat"), "\n-A "));
+        free(norm);
+        free(got);
+        free(want);
+        free(yaml);
+}
+
+static const char no_ep_svc[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec:\n  type: LoadBalancer\n  clusterIP: 172.30.0.41\n  externalIPs: [192.168.99.11]\n"
+        "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+        "status: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n";
+
+/* TestNoEndpointsReject: every destination rejected in filter, nothing in nat */
+static void test_proxy__no_endpoints_reject(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(no_ep_svc, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j REJECT");
+        has_line(
+                got,
+                "-A KUBE-EXTERNAL-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m tcp -p tcp -d 192.168.99.11 --dport 80 -j REJECT");
+        has_line(
+                got,
+                "-A KUBE-EXTERNAL-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j REJECT");
+        has_line(
+                got,
+                "-A KUBE-EXTERNAL-SERVICES -m comment --comment \"ns1/svc1:p80 has no endpoints\" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 3001 -j REJECT");
+        no_text(strstr(got, "*nat"), "svc1");
+        free(got);
+}
+
+static const char three_eps[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc1-a, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.180.0.3]}, {addresses: [10.180.0.1]},"
+        " {addresses: [10.180.0.2]}]\nports: [{name: p80, port: 80, protocol: TCP}]\n";
+
+/* reference note 2.2: probabilities 1/(n-i), endpoints in ip:port order */
+static void test_proxy__cluster_ip_three_endpoints(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(three_eps, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.1:80\" -m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-SXIVWICOYRO3J4NJ");
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.2:80\" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-LXVODXWDISEETFEF");
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.3:80\" -j KUBE-SEP-ICDUIKC33SFI6ZPR");
+        has_line(
+                got,
+                "-A KUBE-SEP-ICDUIKC33SFI6ZPR -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.3:80");
+        assert_true(strstr(got, "10.180.0.1:80\" -m statistic") <
+                    strstr(got, "10.180.0.2:80\" -m statistic"));
+        free(got);
+}
+
+/* masquerade-all marks every cluster-IP packet; no detector marks none */
+static void test_proxy__masquerade_modes(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        o.masquerade_all = true;
+        char *got = rules_yaml(three_eps, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-MARK-MASQ");
+        free(got);
+        base_options(&o);
+        o.n_cluster_cidrs = 0;
+        o.masquerade_bit = 15;
+        o.masquerade_mark = NULL;
+        o.random_fully = true;
+        got = rules_yaml(three_eps, &o);
+        no_text(got, "cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s");
+        no_text(got, "KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\"");
+        has_line(got, "-A KUBE-MARK-MASQ -j MARK --or-mark 0x00008000");
+        has_line(
+                got,
+                "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully");
+        free(got);
+}
+
+static char *many_endpoints(unsigned n)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(
+                &sb,
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n");
+        for (unsigned i = 0; i < n; i++) {
+                if (i % 500 == 0) /* a slice holds at most 1000 endpoints */
+                        se_strbuf_printf(
+                                &sb,
+                                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                                "metadata: {name: s%u, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\nendpoints:\n",
+                                i);
+                se_strbuf_printf(&sb, "- {addresses: [10.0.%u.%u]}\n", i / 256, i % 256);
+        }
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* TestSyncProxyRulesLargeClusterMode: above 1000 endpoints the endpoint
+ * comments go; the service comments stay */
+static void test_proxy__large_cluster_mode(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *yaml = many_endpoints(1000);
+        char *got = rules_yaml(yaml, &o);
+        assert_int_equal(count(got, "-m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT"),
+                         1000);
+        free(got);
+        free(yaml);
+        yaml = many_endpoints(1001);
+        got = rules_yaml(yaml, &o);
+        has_line(got,
+                 "-A KUBE-SEP-DKGQUZGBKLTPAR56 -m tcp -p tcp -j DNAT --to-destination 10.0.0.0:80");
+        no_text(got, "--comment ns1/svc1:p80 -");
+        no_text(got, "-> 10.0.");
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O");
+        assert_int_equal(count(got, "-j DNAT"), 1001);
+        free(got);
+        free(yaml);
+}
+
+static const char itp_local[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc3, namespace: ns3}\n"
+        "spec:\n  clusterIP: 172.30.0.43\n  internalTrafficPolicy: Local\n"
+        "  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: s, namespace: ns3, labels: {kubernetes.io/service-name: svc3}}\n"
+        "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "endpoints: [{addresses: [10.180.0.3], nodeName: test-node}, {addresses: [10.180.2.1], nodeName: other}]\n";
+
+/* internalTrafficPolicy Local: cluster IP goes to KUBE-SVL with local endpoints only */
+static void test_proxy__internal_policy_local(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(itp_local, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns3/svc3:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.43 --dport 80 -j KUBE-SVL-X27LE4BHSL4DOUIK");
+        has_line(
+                got,
+                "-A KUBE-SVL-X27LE4BHSL4DOUIK -m comment --comment \"ns3/svc3:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.43 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ");
+        has_line(
+                got,
+                "-A KUBE-SVL-X27LE4BHSL4DOUIK -m comment --comment \"ns3/svc3:p80 -> 10.180.0.3:80\" -j KUBE-SEP-OYPFS5VJICHGATKP");
+        no_text(got, "KUBE-SVC-X27LE4BHSL4DOUIK");
+        no_text(got, "10.180.2.1");
+        free(got);
+        /* on another node: no local endpoint, DROP in filter */
+        o.node_name = "elsewhere";
+        got = rules_yaml(itp_local, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns3/svc3:p80 has no local endpoints\" -m tcp -p tcp -d 172.30.0.43 --dport 80 -j DROP");
+        no_text(strstr(got, "*nat"), "ns3/svc3");
+        free(got);
+}
+
+static const char etp_local[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc2, namespace: ns2}\n"
+        "spec:\n  type: LoadBalancer\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n"
+        "  externalTrafficPolicy: Local\n  healthCheckNodePort: 30000\n"
+        "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+        "status: {loadBalancer: {ingress: [{ip: 1.2.3.4}, {ip: 9.9.9.9, ipMode: Proxy}]}}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: s, namespace: ns2, labels: {kubernetes.io/service-name: svc2}}\n"
+        "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "endpoints: [{addresses: [10.180.0.2], nodeName: test-node}, {addresses: [10.180.2.1], nodeName: other}]\n";
+
+/* reference note 2.8: eTP Local with one local endpoint */
+static void test_proxy__external_policy_local(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(etp_local, &o);
+        has_line(
+                got,
+                "-A KUBE-EXT-GNZBNJ2PO5MGZ6GT -m comment --comment \"pod traffic for ns2/svc2:p80 external destinations\" -s 10.0.0.0/8 -j KUBE-SVC-GNZBNJ2PO5MGZ6GT");
+        has_line(got, "-A KUBE-EXT-GNZBNJ2PO5MGZ6GT -j KUBE-SVL-GNZBNJ2PO5MGZ6GT");
+        has_line(
+                got,
+                "-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment \"ns2/svc2:p80 -> 10.180.0.2:80\" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-RS4RBKLTHTF2IUXJ");
+        has_line(
+                got,
+                "-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -m comment --comment \"ns2/svc2:p80 -> 10.180.2.1:80\" -j KUBE-SEP-CL5TTP32JTFBIVMN");
+        has_line(
+                got,
+                "-A KUBE-SVL-GNZBNJ2PO5MGZ6GT -m comment --comment \"ns2/svc2:p80 -> 10.180.0.2:80\" -j KUBE-SEP-RS4RBKLTHTF2IUXJ");
+        has_line(
+                got,
+                "-A KUBE-NODEPORTS -m comment --comment \"ns2/svc2:p80 health check node port\" -m tcp -p tcp --dport 30000 -j ACCEPT");
+        no_text(got, "9.9.9.9"); /* ipMode Proxy is not ours */
+        no_text(got, "has no local endpoints");
+        free(got);
+}
+
+/* TestTerminatingEndpoints*: serving+terminating endpoints are used only
+ * when no endpoint is ready */
+static void test_proxy__terminating_fallback(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\nendpoints:\n"
+                "- {addresses: [10.0.1.1], conditions: {ready: false, serving: true, terminating: true}}\n"
+                "- {addresses: [10.0.1.2], conditions: {ready: false, serving: false, terminating: true}}\n"
+                "- {addresses: [10.0.1.3], conditions: {ready: false, serving: false, terminating: false}}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SEP-SNQ3ZNILQDEJNDQO -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.0.1.1:80");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+        /* with one ready endpoint the terminating one is left out */
+        char *y2 = strdup(yaml);
+        char *at = strstr(y2, "{ready: false, serving: false, terminating: false}");
+        memcpy(at, "{ready: true,  serving: true,  terminating: false}", 50);
+        got = rules_yaml(y2, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.0.1.3:80\" -j KUBE-SEP-G7XP5NU2Z2343ZYM");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+        free(y2);
+}
+
+/* headless, ExternalName, foreign proxy names and the headless label get nothing */
+static void test_proxy__skipped_services(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: headless, namespace: ns}\n"
+                "spec: {clusterIP: None, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: ext, namespace: ns}\n"
+                "spec: {type: ExternalName, externalName: example.com}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: other, namespace: ns, labels: "
+                "{service.kubernetes.io/service-proxy-name: other-proxy}}\n"
+                "spec: {clusterIP: 172.30.0.9, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: mine, namespace: ns, labels: "
+                "{service.kubernetes.io/service-proxy-name: svcenv}}\n"
+                "spec: {clusterIP: 172.30.0.10, ports: [{port: 80}]}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        no_text(got, "ns/");
+        free(got);
+        o.proxy_name = "svcenv";
+        got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns/mine has no endpoints\" -m tcp -p tcp -d 172.30.0.10 --dport 80 -j REJECT");
+        no_text(got, "ns/other");
+        no_text(got, "ns/headless");
+        free(got);
+}
+
+/* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
+static void test_proxy__ipv6_and_dual_stack(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  type: NodePort\n  clusterIP: 172.30.0.41\n  clusterIPs: [172.30.0.41, 'fd00:30::41']\n"
+                "  ipFamilies: [IPv4, IPv6]\n  ipFamilyPolicy: RequireDualStack\n"
+                "  externalIPs: [192.168.99.11, 'fd00:99::11']\n"
+                "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s4, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.180.0.1]}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s6, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv6\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "endpoints: [{addresses: ['fd00:180::1']}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
+        o.n_node_ips = 2;
+        assert_int_equal(se_parse_cidr("fd00:180::/64", &o.cluster_cidrs[1]), 0);
+        o.n_cluster_cidrs = 2;
+        enum se_ip_family fams[2];
+        assert_int_equal(se_proxy_families(&o, fams), 2);
+        struct se_store *s = load(yaml);
+        char *v4 = rules(s, &o, SE_IPV4);
+        char *v6 = rules(s, &o, SE_IPV6);
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d fd00:30::41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O");
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 external IP\" -m tcp -p tcp -d fd00:99::11 --dport 80 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        has_line(
+                v6,
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d fd00:30::41 --dport 80 ! -s fd00:180::/64 -j KUBE-MARK-MASQ");
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS");
+        no_text(v6, "KUBE-FIREWALL");
+        no_text(v6, "127.0.0.0/8");
+        no_text(v6, "10.180.0.1");
+        has_line(
+                v4,
+                "-A KUBE-NODEPORTS -m comment --comment ns1/svc1:p80 -m tcp -p tcp -d 127.0.0.0/8 --dport 3001 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        no_text(v4, "fd00");
+        char h[17];
+        assert_int_equal(se_proxy_chain_hash("ns1/svc1:p80", "tcp", "[fd00:180::1]:80", h), 0);
+        char line[200];
+        snprintf(
+                line, sizeof(line),
+                "-A KUBE-SEP-%s -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination [fd00:180::1]:80",
+                h);
+        has_line(v6, line);
+        free(v4);
+        free(v6);
+        se_store_free(s);
+}
+
+/* ClientIP affinity on UDP; localhost NodePorts off; --nodeport-addresses */
+static void test_proxy__udp_affinity_nodeport_addresses(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: dns, namespace: kube-system}\n"
+                "spec:\n  type: NodePort\n  clusterIP: 10.96.0.10\n  sessionAffinity: ClientIP\n"
+                "  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}\n"
+                "  ports: [{name: dns, port: 53, protocol: UDP, nodePort: 30053}]\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: kube-system, labels: {kubernetes.io/service-name: dns}}\n"
+                "addressType: IPv4\nports: [{name: dns, port: 53, protocol: UDP}]\n"
+                "endpoints: [{addresses: [10.244.0.5]}, {addresses: [10.244.0.6]}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        o.localhost_nodeports = false;
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"kube-system/dns:dns cluster IP\" -m udp -p udp -d 10.96.0.10 --dport 53 -j KUBE-SVC-2KKYJRIGYGQNRODB");
+        assert_int_equal(count(got, "--rcheck --seconds 60 --reap"), 2);
+        assert_int_equal(count(got, " --set -m udp -p udp -j DNAT"), 2);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d 127.0.0.0/8 -j KUBE-NODEPORTS");
+        no_text(got, "KUBE-FIREWALL");
+        no_text(got, "localhost_nps");
+        free(got);
+        base_options(&o);
+        assert_int_equal(se_proxy_parse_cidr_list("192.168.0.0/16", o.nodeport_cidrs,
+                                                  SE_PROXY_MAX_CIDRS, &o.nodeport_primary, NULL),
+                         1);
+        o.n_nodeport_cidrs = 1;
+        got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -d 192.168.0.2 -j KUBE-NODEPORTS");
+        no_text(got, "--dst-type LOCAL -j KUBE-NODEPORTS");
+        free(got);
+}
+
+/* a selector Service without slices: endpoints from its pods (temporary
+ * selection until pkg/endpoints), named target port from the container */
+static void test_proxy__pods_without_slices(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                "spec: {clusterIP: 10.96.1.1, selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ns, labels: {app: web}}\n"
+                "spec: {nodeName: test-node, containers: [{name: c, image: i, ports: [{name: http, containerPort: 8080}]}]}\n"
+                "status: {phase: Running, podIP: 10.244.0.7, conditions: [{type: Ready, status: 'True'}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ns, labels: {app: web}}\n"
+                "spec: {containers: [{name: c, image: i, ports: [{name: http, containerPort: 8080}]}]}\n"
+                "status: {phase: Running, podIP: 10.244.0.8, conditions: [{type: Ready, status: 'False'}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: c, namespace: ns, labels: {app: web}}\n"
+                "spec: {containers: [{name: c, image: i}]}\n"
+                "status: {phase: Succeeded, podIP: 10.244.0.9}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SVC-HMALVVKA6APKJPPY -m comment --comment \"ns/web:http -> 10.244.0.7:8080\" -j KUBE-SEP-DG4TFWC6RAOLHAJZ");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+}
+
+static void test_proxy__parse_cidr_list(void **state)
+{
+        (void)state;
+        struct se_cidr c[3];
+        bool primary = false;
+        struct se_diag d;
+        assert_int_equal(se_proxy_parse_cidr_list("10.0.0.0/8, fd00::/64", c, 3, NULL, &d), 2);
+        assert_int_equal(c[1].ip.family, SE_IPV6);
+        assert_int_equal(se_proxy_parse_cidr_list("primary", c, 3, &primary, &d), 0);
+        assert_true(primary);
+        assert_int_equal(se_proxy_parse_cidr_list("primary", c, 3, NULL, &d), -EINVAL);
+        assert_int_equal(se_proxy_parse_cidr_list("10.0.0.0/8,,", c, 3, NULL, &d), -EINVAL);
+        assert_int_equal(se_proxy_parse_cidr_list("10.0.0.1", c, 3, NULL, &d), -EINVAL);
+        assert_int_equal(
+                se_proxy_parse_cidr_list("1.0.0.0/8,2.0.0.0/8,3.0.0.0/8,4.0.0.0/8", c, 3, NULL, &d),
+                -E2BIG);
+}
+
+/* the applier reports a missing tool and a failing one with its message */
+static void test_proxy__apply_errors(void **state)
+{
+        (void)state;
+        char err[512];
+        /* nft -c only checks; a syntax error must come back as one line */
+        int r = se_proxy_apply(SE_PROXY_NFT, "this is not nft\n", 16, err, sizeof(err));
+        if (r == -ENOENT)
+                skip();
+        assert_int_equal(r, -EPROTO);
+        assert_non_null(strstr(err, "nft failed"));
+        assert_null(strchr(err, '\n'));
+}
+
+static char *nft_rules(const char *yaml, const struct se_proxy_options *o, enum se_ip_family fam)
+{
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* nftables: the same semantics as the iptables backend, in kube-proxy's
+ * nftables shape (chain names HASH8-ns/name/proto/port) */
+static void test_proxy__nftables_overall(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        o.masquerade_mark = NULL;
+        char *yaml = read_file("test/golden/proxy/overall.yaml");
+        char *got = nft_rules(yaml, &o, SE_IPV4);
+        has_line(got, "add table ip svcenv");
+        has_line(got, "delete table ip svcenv");
+        has_line(got, "\t\t\t172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80,");
+        /* svc2: eTP Local without local endpoints: external IPs, LB and NodePort dropped */
+        has_line(got, "\t\t\t192.168.99.22 . tcp . 80 : drop,");
+        has_line(got, "\t\t\ttcp . 3001 : drop");
+        /* svc6 has no endpoints at all: rejected */
+        has_line(got, "\t\t\t172.30.0.46 . tcp . 80 : goto reject-chain");
+        /* svc5: source ranges and affinity */
+        has_line(got, "\t\tip saddr != { 203.0.113.0/25 } drop");
+        has_line(got, "\t\ttimeout 10800s");
+        has_line(
+                got,
+                "\t\tnumgen random mod 2 vmap { 0 : goto endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80, 1 : goto endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80 }");
+        has_line(
+                got,
+                "\t\tip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade");
+        has_line(got, "\t\tmeta mark & 0x4000 == 0 return");
+        has_line(
+                got,
+                "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports");
+        has_line(got, "\t\tmeta l4proto tcp dnat to 10.180.0.1:80");
+        free(got);
+        free(yaml);
+}
+
+static const char two_svcs[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc1-a, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.180.0.1]}, {addresses: [10.180.0.2]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2, namespace: ns2}\n"
+        "spec:\n  clusterIP: 172.30.0.42\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc2-a, namespace: ns2, labels: {kubernetes.io/service-name: svc2}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.180.0.3]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+
+static char *sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
+{
+        struct se_proxy_options o;
+        base_options(&o);
+        o.nfacct = false; /* the counters do not exist where these are applied */
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* the three syncs of the tracker tests: full, unchanged, svc1 loses an
+ * endpoint while svc2 goes away */
+static void three_syncs(struct se_proxy_tracker *tr, char *out[3])
+{
+        char *changed = strdup(two_svcs);
+        /* svc1 keeps 10.180.0.2 only; svc2 disappears */
+        char *at = strstr(changed, "[{addresses: [10.180.0.1]}, ");
+        memmove(at + 1, at + 28, strlen(at + 28) + 1);
+        *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
+        out[0] = sync_yaml(two_svcs, tr);
+        assert_false(se_proxy_tracker_done(tr, true));
+        out[1] = sync_yaml(two_svcs, tr);
+        assert_true(se_proxy_tracker_done(tr, true));
+        out[2] = sync_yaml(changed, tr);
+        free(changed);
+}
+
+/* TestSyncProxyRulesRepeated: partial syncs write only what changed */
+static void test_proxy__partial_sync(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *out[3];
+        three_syncs(tr, out);
+        /* full: every chain */
+        has_line(out[0], ":KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]");
+        has_line(out[0], ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        /* nothing changed: top-level chains only */
+        no_text(out[1], ":KUBE-SVC-");
+        no_text(out[1], ":KUBE-SEP-");
+        has_line(
+                out[1],
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 -j KUBE-SVC-XPGD46QRK7WJZT7O");
+        has_line(out[1], "-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000");
+        /* svc1 rewritten, its old endpoint and all of svc2 deleted */
+        has_line(out[2], ":KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]");
+        has_line(
+                out[2],
+                "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 -> 10.180.0.2:80\" -j KUBE-SEP-LXVODXWDISEETFEF");
+        has_line(out[2], ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        has_line(out[2], "-X KUBE-SEP-SXIVWICOYRO3J4NJ");
+        char h[17], line[80];
+        assert_int_equal(se_proxy_chain_hash("ns2/svc2:p80", "tcp", NULL, h), 0);
+        snprintf(line, sizeof(line), "-X KUBE-SVC-%s", h);
+        has_line(out[2], line);
+        no_text(out[2], "ns2/svc2");
+        /* a failed apply makes the next sync full again */
+        assert_true(se_proxy_tracker_done(tr, false));
+        char *again = sync_yaml(two_svcs, tr);
+        has_line(again, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        assert_false(se_proxy_tracker_done(tr, true));
+        free(again);
+        for (int i = 0; i < 3; i++)
+                free(out[i]);
+        se_proxy_tracker_free(tr);
+}
+
+/* The same syncs applied by the real iptables-restore, in a network
+ * namespace of a child process (root only): partial restores and chain
+ * deletion are valid input, and the deleted chain is gone. */
+static void test_proxy__partial_sync_applied(void **state)
+{
+        (void)state;
+        if (geteuid() != 0)
+                skip();
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *out[3];
+        three_syncs(tr, out);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char err[512];
+                int code = 0;
+                if (unshare(CLONE_NEWNET) < 0)
+                        code = 2;
+                for (int i = 0; i < 3 && !code; i++)
+                        if (se_proxy_apply(SE_PROXY_IPTABLES_RESTORE, out[i], strlen(out[i]), err,
+                                           sizeof(err)) < 0) {
+                                fprintf(stderr, "# sync %d: %s\n", i, err);
+                                code = 10 + i;
+                        }
+                static const char probe[] =
+                        "*nat\n-A KUBE-SEP-SXIVWICOYRO3J4NJ -j RETURN\nCOMMIT\n";
+                if (!code) {
+                        int r = se_proxy_apply(SE_PROXY_IPTABLES_RESTORE, probe, sizeof(probe) - 1,
+                                               err, sizeof(err));
+                        code = r == -ENOENT ? 3 : r == -EPROTO ? 0 : 20;
+                }
+                for (int i = 0; i < 3; i++)
+                        free(out[i]);
+                se_proxy_tracker_free(tr);
+                exit(code); /* exit, not _exit: valgrind checks the child too */
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        for (int i = 0; i < 3; i++)
+                free(out[i]);
+        se_proxy_tracker_free(tr);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 2)
+                skip(); /* no iptables-restore, or no namespaces here */
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static const char rep_svc1[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+        "spec: {clusterIP: 172.30.0.41, ports: [{name: p80, port: 80, protocol: TCP}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc1-1, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.1.1]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+static const char rep_svc2[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2, namespace: ns2}\n"
+        "spec: {clusterIP: 172.30.0.42, ports: [{name: p8080, port: 8080, protocol: TCP}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc2-1, namespace: ns2, labels: {kubernetes.io/service-name: svc2}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.2.1]}]\n"
+        "ports: [{name: p8080, port: 8080, protocol: TCP}]\n";
+static const char rep_svc3[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc3, namespace: ns3}\n"
+        "spec: {clusterIP: 172.30.0.43, ports: [{name: p80, port: 80, protocol: TCP}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc3-1, namespace: ns3, labels: {kubernetes.io/service-name: svc3}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.3.1]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+static const char rep_svc4[] =
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc4, namespace: ns4}\n"
+        "spec: {clusterIP: 172.30.0.44, ports: [{name: p80, port: 80, protocol: TCP}]}\n";
+static const char rep_eps4[] =
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: svc4-1, namespace: ns4, labels: {kubernetes.io/service-name: svc4}}\n"
+        "addressType: IPv4\nendpoints: [{addresses: [10.0.4.1]}]\n"
+        "ports: [{name: p80, port: 80, protocol: TCP}]\n";
+
+static char *rep_sync(struct se_proxy_tracker *tr, const char *const *parts)
+{
+        struct se_strbuf y;
+        se_strbuf_init(&y, 0);
+        for (; *parts; parts++)
+                se_strbuf_puts(&y, *parts);
+        struct se_proxy_options o;
+        base_options(&o);
+        o.nfacct = false; /* this upstream test's fake had no nfacct counters */
+        struct se_store *s = load(y.buf);
+        se_strbuf_release(&y);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        se_proxy_tracker_done(tr, true);
+        char *raw = se_strbuf_detach(&sb, NULL);
+        char *norm = normalise(raw);
+        free(raw);
+        return norm;
+}
+
+static void rep_check(struct se_proxy_tracker *tr, const char *const *parts, int step)
+{
+        char path[80];
+        snprintf(path, sizeof(path), "test/golden/proxy/repeated/step%d.iptables", step);
+        char *want = read_file(path);
+        char *got = rep_sync(tr, parts);
+        if (strcmp(got, want) != 0)
+                fail_msg("TestSyncProxyRulesRepeated step %d differs\n--- got:\n%s", step, got);
+        free(got);
+        free(want);
+}
+
+/* TestSyncProxyRulesRepeated (upstream's expected texts, verbatim): add a
+ * service, delete one, add one without then with endpoints, change one */
+static void test_proxy__sync_repeated_golden(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        const char *s1[] = { rep_svc1, rep_svc2, NULL };
+        const char *s2[] = { rep_svc1, rep_svc2, rep_svc3, NULL };
+        const char *s3[] = { rep_svc1, rep_svc3, NULL };
+        const char *s4[] = { rep_svc1, rep_svc3, rep_svc4, NULL };
+        const char *s5[] = { rep_svc1, rep_svc3, rep_svc4, rep_eps4, NULL };
+        rep_check(tr, s1, 1);
+        rep_check(tr, s2, 2);
+        rep_check(tr, s3, 3);
+        rep_check(tr, s4, 4);
+        rep_check(tr, s5, 5);
+        /* svc3's endpoint moves: its SVC and SEP chains are rewritten, the
+         * old SEP chain deleted */
+        char *svc3b = strdup(rep_svc3);
+        memcpy(strstr(svc3b, "10.0.3.1"), "10.0.3.2", 8);
+        const char *s6[] = { rep_svc1, svc3b, rep_svc4, rep_eps4, NULL };
+        char *got = rep_sync(tr, s6);
+        has_line(got, ":KUBE-SEP-DKCFIS26GWF2WLWC - [0:0]");
+        has_line(got, ":KUBE-SVC-X27LE4BHSL4DOUIK - [0:0]");
+        has_line(got, "-X KUBE-SEP-BSWRHOQ77KEXZLNL");
+        has_line(
+                got,
+                "-A KUBE-SVC-X27LE4BHSL4DOUIK -m comment --comment \"ns3/svc3:p80 -> 10.0.3.2:80\" -j KUBE-SEP-DKCFIS26GWF2WLWC");
+        no_text(got, "KUBE-SVC-4SW47YFZTEDKD3PK - [0:0]");
+        no_text(got, "KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]");
+        free(got);
+        free(svc3b);
+        se_proxy_tracker_free(tr);
+}
+
+/* topology hints (TestTopologyAwareHints): with every ready endpoint hinted,
+ * only the endpoints for this node's zone are used; a missing hint or no
+ * endpoint for the zone falls back to all */
+static void test_proxy__topology_hints(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec: {clusterIP: 172.30.0.41, ports: [{name: p80, port: 80, protocol: TCP}]}\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\nendpoints:\n"
+                "- {addresses: [10.1.2.3], zone: zone-a, hints: {forZones: [{name: zone-a}]}}\n"
+                "- {addresses: [10.1.2.4], zone: zone-b, hints: {forZones: [{name: zone-b}]}}\n"
+                "- {addresses: [10.1.2.5], zone: zone-c, hints: {forZones: [{name: zone-a}]}}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        o.zone = "zone-a";
+        char *got = rules_yaml(yaml, &o);
+        assert_int_equal(count(got, "-j DNAT"), 2);
+        no_text(got, "10.1.2.4");
+        free(got);
+        o.zone = "zone-x"; /* no endpoint for this zone: all of them */
+        got = rules_yaml(yaml, &o);
+        assert_int_equal(count(got, "-j DNAT"), 3);
+        free(got);
+}
+
+/* loadBalancerSourceRanges that contain the node IP also accept the VIP as
+ * source (TestLoadBalancer "allowFromNode"); other families' ranges are
+ * ignored; without ranges the LB rule jumps straight to KUBE-EXT */
+static void test_proxy__source_ranges_node_ip(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
+                "spec:\n  type: LoadBalancer\n  clusterIP: 172.30.0.41\n"
+                "  loadBalancerSourceRanges: [192.168.0.0/24, 'fd00::/64']\n"
+                "  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\n"
+                "status: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: s, namespace: ns1, labels: {kubernetes.io/service-name: svc1}}\n"
+                "addressType: IPv4\nports: [{name: p80, port: 80, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.180.0.1]}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 192.168.0.0/24 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        has_line(
+                got,
+                "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 1.2.3.4 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        no_text(got, "fd00");
+        free(got);
+        struct se_store *st = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(st, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, &o, &sb), 0);
+        has_line(sb.buf, "\t\tip saddr != { 192.168.0.0/24, 1.2.3.4 } drop");
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
+        se_store_free(st);
+        char *open_lb = strdup(yaml);
+        char *at = strstr(open_lb, "  loadBalancerSourceRanges");
+        memmove(at, strchr(at, '\n') + 1, strlen(strchr(at, '\n') + 1) + 1);
+        got = rules_yaml(open_lb, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -m tcp -p tcp -d 1.2.3.4 --dport 80 -j KUBE-EXT-XPGD46QRK7WJZT7O");
+        no_text(got, "KUBE-FW-");
+        free(got);
+        free(open_lb);
+}
+
+static char *nft_sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
+{
+        struct se_proxy_options o;
+        base_options(&o);
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_sync(t, &o, tr, &sb), 0);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* nftables partial syncs: full, unchanged, svc1 changed + svc2 gone; then
+ * applied by the real nft in a child's network namespace (root only) */
+static void test_proxy__nft_partial_sync(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *changed = strdup(two_svcs);
+        char *at = strstr(changed, "[{addresses: [10.180.0.1]}, ");
+        memmove(at + 1, at + 28, strlen(at + 28) + 1);
+        *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
+        char *out[3];
+        out[0] = nft_sync_yaml(two_svcs, tr);
+        se_proxy_tracker_done(tr, true);
+        out[1] = nft_sync_yaml(two_svcs, tr);
+        se_proxy_tracker_done(tr, true);
+        out[2] = nft_sync_yaml(changed, tr);
+        se_proxy_tracker_done(tr, true);
+        free(changed);
+        has_line(out[0], "delete table ip svcenv");
+        no_text(out[1], "delete table");
+        no_text(out[1], "chain service-");
+        has_line(out[1], "\t\t\t172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80,");
+        has_line(out[2], "flush chain ip svcenv service-ULMVA6XW-ns1/svc1/tcp/p80");
+        has_line(out[2], "flush map ip svcenv service-ips");
+        has_line(out[2],
+                 "delete chain ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80");
+        no_text(out[2], "172.30.0.42");
+        char svc2[64];
+        snprintf(svc2, sizeof(svc2), "delete chain ip svcenv service-");
+        assert_int_equal(count(out[2], svc2), 1);
+        if (geteuid() != 0) {
+                for (int i = 0; i < 3; i++)
+                        free(out[i]);
+                se_proxy_tracker_free(tr);
+                skip();
+        }
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char err[512];
+                int code = 0;
+                if (unshare(CLONE_NEWNET) < 0)
+                        code = 2;
+                for (int i = 0; i < 3 && !code; i++)
+                        if (se_proxy_apply(SE_PROXY_NFT, out[i], strlen(out[i]), err, sizeof(err)) <
+                            0) {
+                                fprintf(stderr, "# nft sync %d: %s\n", i, err);
+                                code = 10 + i;
+                        }
+                static const char probe[] =
+                        "add rule ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80 counter\n";
+                if (!code) {
+                        int r = se_proxy_apply(SE_PROXY_NFT, probe, sizeof(probe) - 1, err,
+                                               sizeof(err));
+                        code = r == -ENOENT ? 3 : r == -EPROTO ? 0 : 20;
+                }
+                for (int i = 0; i < 3; i++)
+                        free(out[i]);
+                se_proxy_tracker_free(tr);
+                exit(code);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        for (int i = 0; i < 3; i++)
+                free(out[i]);
+        se_proxy_tracker_free(tr);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 2)
+                skip();
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* iptables-save output: our service chains of the nat table, nothing else;
+ * seeded into a tracker, the next sync deletes those it does not write */
+static void test_proxy__save_chains_cleanup(void **state)
+{
+        (void)state;
+        char *save = read_file("test/fuzz/corpus/save_chains/overall.save");
+        struct se_strv chains = SE_STRV_INIT;
+        assert_int_equal(se_proxy_parse_save_chains(save, strlen(save), &chains), 0);
+        /* overall: 5 SVC, 6 SEP, 4 EXT, 1 FW (KUBE-SERVICES etc. are not per service) */
+        assert_int_equal(chains.n, 16);
+        assert_true(se_strv_contains(&chains, "KUBE-FW-NUKIZ6OKUXPJNT4C"));
+        assert_false(se_strv_contains(&chains, "KUBE-SERVICES"));
+        assert_false(se_strv_contains(&chains, "KUBE-MARK-MASQ"));
+        static const char odd[] = "*filter\n:KUBE-SVC-AAAA - [0:0]\nCOMMIT\n*nat\n:KUBE-SVC-"
+                                  "\n:KUBE-SEP-BBBB ACCEPT [1:2]\n:FOO-SVC-X - [0:0]\n:KUBE-SEP-"
+                                  "0123456789012345678901234 - [0:0]\nCOMMIT";
+        struct se_strv o2 = SE_STRV_INIT;
+        assert_int_equal(se_proxy_parse_save_chains(odd, sizeof(odd) - 1, &o2), 0);
+        assert_int_equal(o2.n, 1);
+        assert_string_equal(o2.v[0], "KUBE-SEP-BBBB");
+        se_strv_release(&o2);
+        /* a full sync of svc1 alone deletes every other service's chains */
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        assert_int_equal(se_proxy_tracker_seed(tr, &chains), 0);
+        char *out = sync_yaml(three_eps, tr);
+        has_line(out, "-X KUBE-FW-NUKIZ6OKUXPJNT4C");
+        has_line(out, ":KUBE-FW-NUKIZ6OKUXPJNT4C - [0:0]");
+        has_line(out, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]"); /* written again, kept */
+        no_text(out, "-X KUBE-SEP-SXIVWICOYRO3J4NJ");
+        no_text(out, "-X KUBE-SVC-XPGD46QRK7WJZT7O");
+        assert_int_equal(count(out, "\n-X "), 14); /* 16 minus SVC-XPGD... and SEP-SXIV... */
+        free(out);
+        se_proxy_tracker_free(tr);
+        se_strv_release(&chains);
+        free(save);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_proxy__chain_names),
+                cmocka_unit_test(test_proxy__probability),
+                cmocka_unit_test(test_proxy__overall_golden),
+                cmocka_unit_test(test_proxy__no_endpoints_reject),
+                cmocka_unit_test(test_proxy__cluster_ip_three_endpoints),
+                cmocka_unit_test(test_proxy__masquerade_modes),
+                cmocka_unit_test(test_proxy__large_cluster_mode),
+                cmocka_unit_test(test_proxy__internal_policy_local),
+                cmocka_unit_test(test_proxy__external_policy_local),
+                cmocka_unit_test(test_proxy__terminating_fallback),
+                cmocka_unit_test(test_proxy__skipped_services),
+                cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
+                cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
+                cmocka_unit_test(test_proxy__pods_without_slices),
+                cmocka_unit_test(test_proxy__parse_cidr_list),
+                cmocka_unit_test(test_proxy__apply_errors),
+                cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__topology_hints),
+                cmocka_unit_test(test_proxy__source_ranges_node_ip),
+                cmocka_unit_test(test_proxy__partial_sync),
+                cmocka_unit_test(test_proxy__sync_repeated_golden),
+                cmocka_unit_test(test_proxy__partial_sync_applied),
+                cmocka_unit_test(test_proxy__nft_partial_sync),
+                cmocka_unit_test(test_proxy__save_chains_cleanup),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
