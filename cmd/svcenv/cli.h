@@ -51,5 +51,6 @@ int cli_usage_error(const char *sub, const char *fmt, ...) SE_PRINTF(2, 3);
 /* Subcommands: argc/argv start at the subcommand's name. */
 int cmd_get(int argc, char **argv);
 int cmd_endpoints(int argc, char **argv);
+int cmd_env(int argc, char **argv);
 
 #endif

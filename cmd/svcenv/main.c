@@ -20,6 +20,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
         { "get", cmd_get, "list the objects of a cluster (manifests)" },
         { "endpoints", cmd_endpoints, "Endpoints or EndpointSlices the controller writes" },
+        { "env", cmd_env, "the environment the kubelet gives a container" },
 };
 
 static void print_usage(FILE *f)

@@ -31,7 +31,8 @@ static struct se_object *make(enum se_kind kind, const char *ns, const char *nam
 
 struct events {
         int adds, updates, deletes;
-        char last_old[16], last_new[16]; /* copies: the old object dies after the call */
+        /* copies: the old object is freed once the callback returns */
+        char last_old[32], last_new[32];
 };
 
 static void on_change(void *data, enum se_store_event ev, const struct se_object *old,
