@@ -3,11 +3,11 @@
  * the HTTPS server, signals. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,11 +91,11 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
                 se_log_info(2, "malformed review: %s", res.body);
         else
                 se_log_info(4, "admission: %s, %zu variables, %zu patch bytes, %.3f ms",
-                            se_admission_outcome_name(res.outcome), res.n_vars,
-                            res.patch_bytes, dt * 1e3);
+                            se_admission_outcome_name(res.outcome), res.n_vars, res.patch_bytes,
+                            dt * 1e3);
         resp->status = res.http_status;
-        resp->content_type = res.http_status == 200 ? "application/json"
-                                                    : "text/plain; charset=utf-8";
+        resp->content_type =
+                res.http_status == 200 ? "application/json" : "text/plain; charset=utf-8";
         resp->body = res.body;
         resp->len = res.len;
         res.body = NULL;
@@ -110,8 +110,8 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
         if (strcmp(req->path, "/readyz") == 0) {
                 if (!get)
                         return text(resp, 405, "GET only\n");
-                return atomic_load(&d->src.synced) ? text(resp, 200, "ok\n")
-                                                   : text(resp, 503, "services not synced\n");
+                return atomic_load(&d->src.synced) ? text(resp, 200, "ok\n") :
+                                                     text(resp, 503, "services not synced\n");
         }
         if (strcmp(req->path, "/metrics") == 0) {
                 if (!get)
@@ -141,8 +141,19 @@ static int number(const char *flag, const char *arg, int64_t min, int64_t max, i
 
 int main(int argc, char **argv)
 {
-        enum { O_KUBECONFIG = 256, O_MASTER, O_ADDRESS, O_PORT, O_CERT, O_KEY, O_FAILURE,
-               O_MAXENV, O_MAXBODY, O_TIMEOUT, O_THREADS };
+        enum {
+                O_KUBECONFIG = 256,
+                O_MASTER,
+                O_ADDRESS,
+                O_PORT,
+                O_CERT,
+                O_KEY,
+                O_FAILURE,
+                O_MAXENV,
+                O_MAXBODY,
+                O_TIMEOUT,
+                O_THREADS
+        };
         static const struct option opts[] = {
                 { "filename", required_argument, NULL, 'f' },
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -204,8 +215,8 @@ int main(int argc, char **argv)
                         d.ao.max_env_bytes = (size_t)v;
                         break;
                 case O_MAXBODY:
-                        if (number("--max-body-bytes", optarg, 1024,
-                                   (int64_t)SE_ADMISSION_MAX_BODY, &v) < 0)
+                        if (number("--max-body-bytes", optarg, 1024, (int64_t)SE_ADMISSION_MAX_BODY,
+                                   &v) < 0)
                                 return 2;
                         cfg.max_body = (size_t)v;
                         break;
@@ -234,8 +245,8 @@ int main(int argc, char **argv)
         }
         if (optind < argc || !cfg.cert_file || !cfg.key_file) {
                 fprintf(stderr, "svcenv-webhook: %s\n",
-                        optind < argc ? "unexpected argument"
-                                      : "--tls-cert-file and --tls-private-key-file are required");
+                        optind < argc ? "unexpected argument" :
+                                        "--tls-cert-file and --tls-private-key-file are required");
                 return 2;
         }
 

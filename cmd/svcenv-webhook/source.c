@@ -19,8 +19,8 @@ int source_start(struct source *s)
                 return -ENOTSUP;
         }
         struct se_diag d = { 0 };
-        int r = se_manifest_load(s->store, (const char *const *)s->files.v, s->files.n, NULL,
-                                 NULL, &d);
+        int r = se_manifest_load(s->store, (const char *const *)s->files.v, s->files.n, NULL, NULL,
+                                 &d);
         if (r < 0) {
                 char buf[1024];
                 se_diag_format(&d, buf, sizeof(buf));

@@ -263,7 +263,8 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
                 res->outcome = SE_ADMIT_SKIPPED;
         } else if (err < 0 || se_strbuf_failed(&patch)) {
                 if (!*msg)
-                        snprintf(msg, sizeof(msg), "%s", strerror(-(err ? err : se_strbuf_failed(&patch))));
+                        snprintf(msg, sizeof(msg), "%s",
+                                 strerror(-(err ? err : se_strbuf_failed(&patch))));
                 res->outcome = SE_ADMIT_ERROR;
                 warnings_release(&w);
                 if (opt->failure_deny) {
@@ -304,15 +305,14 @@ int se_admission_review(const struct se_envvars_input *in, const struct se_admis
         json_t *root = json_loadb(body, len, 0, &je);
         if (!root)
                 return invalid(res, "request body is not JSON: line %d: %s", je.line, je.text);
-        int r = json_is_object(root) ? decide(in, opt, root, res)
-                                     : invalid(res, "request body is not a JSON object");
+        int r = json_is_object(root) ? decide(in, opt, root, res) :
+                                       invalid(res, "request body is not a JSON object");
         json_decref(root);
         return r;
 }
 
-int se_admission_review_store(const struct se_store *store,
-                              const struct se_admission_options *opt, const char *body,
-                              size_t len, struct se_admission_result *res)
+int se_admission_review_store(const struct se_store *store, const struct se_admission_options *opt,
+                              const char *body, size_t len, struct se_admission_result *res)
 {
         struct se_envvars_input in = { .store = store };
         se_store_rdlock(store);

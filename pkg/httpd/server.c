@@ -225,8 +225,7 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
         info.keepalive_timeout = KEEPALIVE_S;
         info.alpn = "http/1.1";
         info.options = LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE |
-                       LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
-                       LWS_SERVER_OPTION_DISABLE_IPV6;
+                       LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_DISABLE_IPV6;
         if (!h->cfg.address || strchr(h->cfg.address, ':'))
                 info.options &= ~(uint64_t)LWS_SERVER_OPTION_DISABLE_IPV6;
         if (h->tls)
@@ -252,8 +251,9 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
 {
         *ret = NULL;
         if (!cfg->handler || (!cfg->cert_file) != (!cfg->key_file)) {
-                se_diag_set(diag, NULL, 0, 0, "need a handler, and both or neither of cert "
-                                              "and key");
+                se_diag_set(diag, NULL, 0, 0,
+                            "need a handler, and both or neither of cert "
+                            "and key");
                 return -EINVAL;
         }
         struct se_httpd *h = calloc(1, sizeof(*h));
@@ -274,8 +274,9 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
         if (n > 1) {
                 /* Debian's libwebsockets 4.1 has one service thread per context
                  * and does not set SO_REUSEPORT, so loops cannot share a port. */
-                se_diag_set(diag, NULL, 0, 0, "one event loop only with this libwebsockets "
-                                              "build; run more replicas instead");
+                se_diag_set(diag, NULL, 0, 0,
+                            "one event loop only with this libwebsockets "
+                            "build; run more replicas instead");
                 free(h);
                 return -ENOTSUP;
         }
