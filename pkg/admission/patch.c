@@ -203,8 +203,8 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         size_t max = x->opt->max_env_bytes ? x->opt->max_env_bytes : SE_ADMISSION_DEFAULT_ENV_BYTES;
         if (add_bytes + own_bytes > max) {
                 warnings_add(x->w,
-                             "svcenv: container %s: %zu bytes of env with %zu service variables "
-                             "would pass the %zu-byte limit; none injected",
+                             "svcenv: container %s: env of %zu bytes (%zu service variables) "
+                             "passes the %zu-byte limit; none injected",
                              c->name, add_bytes + own_bytes, n_add, max);
                 x->st->guarded = true;
                 return 0;

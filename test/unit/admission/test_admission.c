@@ -568,8 +568,8 @@ static void test_admission__size_guard(void **state)
         assert_string_equal(json_string_value(json_object_get(json_array_get(a.patch, 0), "path")),
                             "/spec/containers/1/env");
         char *w = warnings(&a);
-        assert_string_equal(w, "svcenv: container app: 1276 bytes of env with 31 service variables "
-                               "would pass the 1250-byte limit; none injected");
+        assert_string_equal(w, "svcenv: container app: env of 1276 bytes (31 service variables) "
+                               "passes the 1250-byte limit; none injected");
         free(w);
         answer_release(&a);
 
@@ -578,7 +578,7 @@ static void test_admission__size_guard(void **state)
         assert_null(a.patch);
         assert_int_equal(a.res.outcome, SE_ADMIT_GUARDED);
         w = warnings(&a);
-        assert_non_null(strstr(w, "container small: 1223 bytes of env with 31 service variables"));
+        assert_non_null(strstr(w, "container small: env of 1223 bytes (31 service variables)"));
         free(w);
         answer_release(&a);
         free(body);
