@@ -173,6 +173,7 @@ static int write_response(const struct response *r, struct se_admission_result *
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
+        se_strbuf_grow(&sb, (r->patch_len + 2) / 3 * 4 + 1024);
         se_strbuf_puts(&sb, "{\"apiVersion\":");
         json_put_string(&sb, r->api_version);
         se_strbuf_puts(&sb, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
@@ -250,6 +251,8 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
         se_strbuf_init(&patch, 0);
         struct patch_stats st = { 0 };
         char msg[512] = "";
+        /* one growth instead of a dozen for the usual sizes */
+        se_strbuf_grow(&patch, 128 * 1024);
         se_strbuf_putc(&patch, '[');
         int err = build_patch(in, opt, object, ns, &patch, &w, &st, msg, sizeof(msg));
         se_strbuf_putc(&patch, ']');

@@ -100,6 +100,26 @@ static void put_var(struct se_strbuf *sb, const struct se_env_entry *e)
         se_strbuf_putc(sb, '}');
 }
 
+static void put_uint(struct se_strbuf *sb, size_t v)
+{
+        char buf[24], *p = buf + sizeof(buf);
+        do {
+                *--p = (char)('0' + v % 10);
+                v /= 10;
+        } while (v);
+        se_strbuf_add(sb, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* `{"op":"add","path":"/spec/FIELD/IDX/env` (printf was the hot spot) */
+static void put_path(struct se_strbuf *sb, const char *field, size_t idx)
+{
+        se_strbuf_puts(sb, "{\"op\":\"add\",\"path\":\"/spec/");
+        se_strbuf_puts(sb, field);
+        se_strbuf_putc(sb, '/');
+        put_uint(sb, idx);
+        se_strbuf_puts(sb, "/env");
+}
+
 struct ctx {
         const struct se_envvars_input *in;
         const struct se_admission_options *opt;
@@ -219,9 +239,8 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         bool whole = !json_is_array(jenv) || json_array_size(jenv) == 0;
         if (whole) {
                 op_begin(x);
-                se_strbuf_printf(x->patch,
-                                 "{\"op\":\"add\",\"path\":\"/spec/%s/%zu/env\",\"value\":[", field,
-                                 idx);
+                put_path(x->patch, field, idx);
+                se_strbuf_puts(x->patch, "\",\"value\":[");
                 bool first = true;
                 for (size_t i = 0; i < x->svc->n; i++) {
                         if (!x->add[i])
@@ -238,10 +257,10 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                         if (!x->add[i])
                                 continue;
                         op_begin(x);
-                        se_strbuf_printf(
-                                x->patch,
-                                "{\"op\":\"add\",\"path\":\"/spec/%s/%zu/env/%zu\",\"value\":",
-                                field, idx, k++);
+                        put_path(x->patch, field, idx);
+                        se_strbuf_putc(x->patch, '/');
+                        put_uint(x->patch, k++);
+                        se_strbuf_puts(x->patch, "\",\"value\":");
                         put_var(x->patch, &x->svc->items[i]);
                         se_strbuf_putc(x->patch, '}');
                 }

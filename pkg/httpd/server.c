@@ -12,7 +12,7 @@
 #include "httpd_internal.h"
 
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
-#define CHUNK            (64 * 1024)
+#define CHUNK            (256 * 1024)
 #define KEEPALIVE_S      60
 
 struct loop {
