@@ -203,47 +203,62 @@ static int container_error(int r, const struct se_pod *pod, const char *c, const
                         pod->obj.meta.name, c, r == -ENOMEM ? "out of memory" : d->text);
 }
 
+struct computed {
+        const char *name;
+        bool init;
+        struct se_env_list env;
+};
+
+/* Computes every selected container first, so that an error prints nothing
+ * but the error. */
 static int run_pod(struct opts *o, const struct se_envvars_input *in, const struct se_pod *pod)
 {
         const struct se_container *all[2] = { pod->init_containers, pod->containers };
         uint32_t counts[2] = { pod->n_init_containers, pod->n_containers };
-        uint32_t total = counts[0] + counts[1], found = 0;
-        int rc = EXIT_OK;
-        if (o->output == OUT_JSON)
-                putchar('[');
-        for (int k = 0; k < 2; k++) {
-                for (uint32_t i = 0; i < counts[k]; i++) {
+        size_t total = (size_t)counts[0] + counts[1], n = 0;
+        struct computed *cs = calloc(total ? total : 1, sizeof(*cs));
+        int rc = cs ? EXIT_OK : cli_fail(EXIT_SYSTEM, "out of memory");
+        for (int k = 0; rc == EXIT_OK && k < 2; k++) {
+                for (uint32_t i = 0; rc == EXIT_OK && i < counts[k]; i++) {
                         const struct se_container *c = &all[k][i];
                         const char *name = c->name ? c->name : "";
                         if (o->container && strcmp(o->container, name) != 0)
                                 continue;
-                        found++;
-                        struct se_env_list l = SE_ENV_LIST_INIT;
+                        struct computed *x = &cs[n++];
                         struct se_diag d = { 0 };
-                        int r = se_envvars_build(in, pod, c, &l, &d);
-                        if (r < 0) {
-                                if (o->output == OUT_JSON)
-                                        puts("\n]");
-                                return container_error(r, pod, name, &d);
-                        }
-                        bool header = !o->container && total > 1;
-                        if (header && o->output != OUT_JSON)
-                                printf("%s# container %s%s\n", found > 1 ? "\n" : "", name,
-                                       k == 0 ? " (init)" : "");
-                        print_list(o, header ? name : NULL, &l);
-                        char what[300];
-                        snprintf(what, sizeof(what), "pod %s/%s container %s",
-                                 pod->obj.meta.namespace, pod->obj.meta.name, name);
-                        if (size_guard(what, &l) != EXIT_OK)
-                                rc = EXIT_FAILED;
-                        se_env_list_release(&l);
+                        x->name = name;
+                        x->init = k == 0;
+                        int r = se_envvars_build(in, pod, c, &x->env, &d);
+                        if (r < 0)
+                                rc = container_error(r, pod, name, &d);
                 }
         }
-        if (o->output == OUT_JSON)
-                puts(o->json_first ? "]" : "\n]");
-        if (o->container && !found)
-                return cli_fail(EXIT_INVALID, "container \"%s\" not found in pod %s/%s",
-                                o->container, pod->obj.meta.namespace, pod->obj.meta.name);
+        if (rc == EXIT_OK && o->container && n == 0)
+                rc = cli_fail(EXIT_INVALID, "container \"%s\" not found in pod %s/%s", o->container,
+                              pod->obj.meta.namespace, pod->obj.meta.name);
+        if (rc == EXIT_OK) {
+                bool header = !o->container && total > 1;
+                if (o->output == OUT_JSON)
+                        putchar('[');
+                for (size_t i = 0; i < n; i++) {
+                        if (header && o->output != OUT_JSON)
+                                printf("%s# container %s%s\n", i ? "\n" : "", cs[i].name,
+                                       cs[i].init ? " (init)" : "");
+                        print_list(o, header ? cs[i].name : NULL, &cs[i].env);
+                }
+                if (o->output == OUT_JSON)
+                        puts(o->json_first ? "]" : "\n]");
+                for (size_t i = 0; i < n; i++) {
+                        char what[300];
+                        snprintf(what, sizeof(what), "pod %s/%s container %s",
+                                 pod->obj.meta.namespace, pod->obj.meta.name, cs[i].name);
+                        if (size_guard(what, &cs[i].env) != EXIT_OK)
+                                rc = EXIT_FAILED;
+                }
+        }
+        for (size_t i = 0; cs && i < n; i++)
+                se_env_list_release(&cs[i].env);
+        free(cs);
         return rc;
 }
 

@@ -32,6 +32,10 @@
  *    declaration order); a name defined again keeps its first position and
  *    takes the last value, as the kubelet's map does.
  *
+ * fieldRef status.hostIP(s) come from the pod's Node (store input) the way
+ * the kubelet reads its own node, else from the pod's status; status.podIP(s)
+ * keep one address per family, the host's family first.
+ *
  * $(VAR) expansion follows third_party/forked/golang/expansion exactly:
  * `$$` is `$`; `$(NAME)` up to the first `)` is looked up in the container
  * variables set so far, then in the service variables; a name not found,

@@ -18,6 +18,7 @@ struct cctx {
         struct se_hashmap svc_map; /* name -> index + 1 in svc, built on need */
         unsigned svc_scans; /* lookups answered by scanning svc so far */
         size_t total; /* bytes of values set so far (capped) */
+        int lookup_err; /* a lookup that could not allocate */
         struct se_env_list *out;
         struct se_hashmap map; /* name -> index + 1 in out */
         struct se_strbuf key; /* scratch for lookups */
@@ -106,7 +107,7 @@ static const char *lookup(void *data, const char *name, size_t len)
 {
         struct cctx *x = data;
         se_strbuf_reset(&x->key);
-        if (se_strbuf_add(&x->key, name, len) < 0)
+        if ((x->lookup_err = se_strbuf_add(&x->key, name, len)) < 0)
                 return NULL;
         uintptr_t idx = (uintptr_t)se_hashmap_get(&x->map, x->key.buf);
         if (idx)
@@ -125,8 +126,10 @@ static const char *lookup(void *data, const char *name, size_t len)
                 }
                 return NULL;
         }
-        if (!x->svc_map.n && index_list(&x->svc_map, x->svc) < 0)
-                return NULL; /* out of memory: the reference stays literal */
+        if (!x->svc_map.n && (x->lookup_err = index_list(&x->svc_map, x->svc)) < 0) {
+                se_hashmap_release(&x->svc_map);
+                return NULL; /* the caller sees lookup_err */
+        }
         idx = (uintptr_t)se_hashmap_get(&x->svc_map, x->key.buf);
         return idx ? x->svc->items[idx - 1].value : NULL;
 }
@@ -452,6 +455,8 @@ static int env(struct cctx *x)
                 se_strbuf_reset(&x->val);
                 if (e->value && *e->value) {
                         r = se_envvars_expand(e->value, strlen(e->value), lookup, x, &x->val);
+                        if (r == 0 && x->lookup_err < 0)
+                                r = x->lookup_err;
                         if (r == -E2BIG)
                                 se_diag_set(x->diag, NULL, 0, 0,
                                             "value of %s is over %zu bytes after expansion",

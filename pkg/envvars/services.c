@@ -238,10 +238,13 @@ static long select_services(const struct se_envvars_input *in, const char *ns, b
                         const struct se_service *s = in->services[i];
                         if (!s || !ip_set(s))
                                 continue;
+                        /* the kubelet's if / else-if: the master rule (first one
+                         * kept) also for pods in default */
                         if (is(s->obj.meta.namespace, "default") &&
                             is(s->obj.meta.name, "kubernetes")) {
                                 if (!master)
                                         master = s;
+                                continue;
                         }
                         if (links && is(s->obj.meta.namespace, ns) && s->obj.meta.name) {
                                 /* a later one of the same name replaces (kubelet map) */

@@ -45,6 +45,8 @@ fails_with "missing required ConfigMap" 3 \
 fails_with "resourceFieldRef on an unset limit: node allocatable unknown" 1 \
         "svcenv: pod shop/nolimit container app: limits.cpu of container app is not set: the kubelet would use the node's allocatable, which svcenv does not know" \
         $e --pod-file $g/input-no-limit.yaml
+out=$($e --pod-file $g/input-bad-key.yaml -o json 2>/dev/null)
+if [ -z "$out" ]; then ok "an error prints nothing on stdout"; else not_ok "an error prints nothing on stdout"; fi
 fails_with "unknown pod" 3 "svcenv: pods \"nope\" not found in namespace \"shop\"" $e -n shop --pod nope
 fails_with "unknown container" 3 "svcenv: container \"nope\" not found in pod shop/batch-runner" \
         $e -n shop --pod batch-runner --container nope

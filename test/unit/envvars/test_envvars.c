@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/envvars.h>
 #include <svcenv/manifest.h>
 
@@ -695,6 +696,16 @@ static void test_envvars__array_input_duplicates_and_headless(void **state)
         assert_int_equal(se_envvars_services(&in2, "test2", true, &l), 0);
         assert_string_equal(se_env_list_find(&l, "TEST_SERVICE_HOST")->value, "1.2.3.9");
         se_env_list_release(&l);
+        /* two default/kubernetes entries: the first is the master, even for
+         * a pod in default with links on (the kubelet's if / else-if) */
+        struct se_service *k2 = svc("default", "kubernetes", "1.2.3.2", 1, pk);
+        const struct se_service *masters[] = { sl[0], k2 };
+        struct se_envvars_input in3 = { .services = masters, .n_services = 2 };
+        assert_int_equal(se_envvars_services(&in3, "default", true, &l), 0);
+        assert_string_equal(se_env_list_find(&l, "KUBERNETES_SERVICE_HOST")->value, "1.2.3.1");
+        assert_int_equal(l.n, 7);
+        se_env_list_release(&l);
+        se_object_unref(&k2->obj);
         se_object_unref(&later->obj);
         for (size_t i = 0; i < SE_ARRAY_SIZE(sl); i++)
                 se_object_unref(&sl[i]->obj);
@@ -1115,6 +1126,56 @@ static void test_envvars__expansion_total_cap(void **state)
         free(big);
 }
 
+/* Every allocation of a full build fails once in turn: the result is
+ * -ENOMEM with an empty list (and no leak under ASan/valgrind), or success
+ * with the same environment as without failures. */
+static void test_envvars__allocation_failures(void **state)
+{
+        (void)state;
+        char *yaml;
+        assert_true(
+                asprintf(&yaml, "%s%s", shop_yaml,
+                         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: shop}\n"
+                         "data: {a: b}\n---\n"
+                         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: shop}\nspec:\n"
+                         "  containers:\n  - name: c\n    envFrom: [{configMapRef: {name: cfg}}]\n"
+                         "    env:\n    - {name: REDIS_SERVICE_HOST, value: x}\n"
+                         "    - {name: B, value: \"$(a) $(WEB_SERVICE_PORT) $(NOPE)\"}\n"
+                         "    - {name: C, valueFrom: {fieldRef: {fieldPath: metadata.labels}}}\n") >
+                0);
+        struct se_store *s = load(yaml);
+        const struct se_pod *p = get_pod(s, "shop", "p");
+        struct se_envvars_input in = { .store = s };
+        struct se_env_list l = SE_ENV_LIST_INIT;
+        assert_int_equal(se_envvars_build(&in, p, &p->containers[0], &l, NULL), 0);
+        char *want = render(&l, false);
+        se_env_list_release(&l);
+        unsigned long failed = 0, ok_in_a_row = 0;
+        for (unsigned long n = 1; ok_in_a_row < 50 && n < 20000; n++) {
+                se_alloc_fail_at(n);
+                int r = se_envvars_build(&in, p, &p->containers[0], &l, NULL);
+                se_alloc_fail_at(0);
+                if (r == -ENOMEM) {
+                        assert_int_equal(l.n, 0);
+                        assert_null(l.items);
+                        failed++;
+                        ok_in_a_row = 0;
+                        continue;
+                }
+                /* a failure that was absorbed must not change the result */
+                assert_int_equal(r, 0);
+                char *got = render(&l, false);
+                assert_string_equal(got, want);
+                free(got);
+                se_env_list_release(&l);
+                ok_in_a_row++;
+        }
+        assert_true(failed > 5); /* the build does allocate, and reports it */
+        free(want);
+        se_store_free(s);
+        free(yaml);
+}
+
 static void test_envvars__size_and_describe(void **state)
 {
         (void)state;
@@ -1160,6 +1221,7 @@ int main(void)
                 cmocka_unit_test(test_envvars__host_ips_from_node),
                 cmocka_unit_test(test_envvars__resource_field_ref),
                 cmocka_unit_test(test_envvars__expansion_total_cap),
+                cmocka_unit_test(test_envvars__allocation_failures),
                 cmocka_unit_test(test_envvars__size_and_describe),
         };
         return cmocka_run_group_tests_name("envvars", tests, NULL, NULL);
