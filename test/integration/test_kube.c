@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <svcenv/hash.h>
 #include <svcenv/kube.h>
 #include <svcenv/kube_client.h>
+#include <svcenv/kube_lease.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/store.h>
 #include <svcenv/timeutil.h>
@@ -570,6 +572,85 @@ static void test_watch(struct se_kube_client *c)
         se_store_free(s);
 }
 
+struct who {
+        atomic_int started, stopped;
+};
+
+static void on_started(void *data)
+{
+        atomic_fetch_add(&((struct who *)data)->started, 1);
+}
+
+static void on_stopped(void *data)
+{
+        atomic_fetch_add(&((struct who *)data)->stopped, 1);
+}
+
+static struct se_kube_leader *candidate(struct se_kube_client *c, const char *id, struct who *w)
+{
+        struct se_kube_leader_opts o = { .ns = "crud",
+                                         .name = "svcenv-test-leader",
+                                         .identity = id,
+                                         .lease_ms = 3000,
+                                         .renew_deadline_ms = 2000,
+                                         .retry_ms = 300,
+                                         .on_started = on_started,
+                                         .on_stopped = on_stopped,
+                                         .data = w };
+        struct se_kube_leader *l = NULL;
+        struct se_diag d;
+        if (se_kube_leader_new(c, &o, &l, &d) < 0 || se_kube_leader_start(l) < 0)
+                note(&d);
+        return l;
+}
+
+static int lease_holder(struct se_kube_client *c, char *buf, size_t size, int *transitions)
+{
+        json_t *j = NULL;
+        struct se_kube_lease_record rec;
+        buf[0] = '\0';
+        if (se_kube_get_json(c, &se_kube_leases, "crud", "svcenv-test-leader", &j, NULL) < 0 ||
+            se_kube_lease_record_decode(j, &rec) < 0) {
+                json_decref(j);
+                return -1;
+        }
+        snprintf(buf, size, "%s", rec.holder ? rec.holder : "");
+        *transitions = rec.transitions;
+        se_kube_lease_record_release(&rec);
+        json_decref(j);
+        return 0;
+}
+
+static void test_leader(struct se_kube_client *c)
+{
+        struct who wa = { 0 }, wb = { 0 };
+        struct se_kube_leader *a = candidate(c, "cand-a", &wa);
+        for (int i = 0; i < 100 && !se_kube_leader_is_leader(a); i++)
+                sleep_ms(50);
+        struct se_kube_leader *b = candidate(c, "cand-b", &wb);
+        sleep_ms(1500); /* several retry periods of b */
+        char holder[64];
+        int tr0 = -1, tr1 = -1;
+        lease_holder(c, holder, sizeof(holder), &tr0);
+        ok(se_kube_leader_is_leader(a) && !se_kube_leader_is_leader(b) &&
+                   strcmp(holder, "cand-a") == 0 && atomic_load(&wa.started) == 1,
+           "first candidate leads, second waits (holder %s)", holder);
+        uint64_t t0 = se_now_mono_ns();
+        a = se_kube_leader_free(a); /* releases the lease */
+        ok(atomic_load(&wa.stopped) == 1, "shutdown calls on_stopped");
+        while (!se_kube_leader_is_leader(b) && se_now_mono_ns() - t0 < 5000000000ull)
+                sleep_ms(20);
+        double took = (double)(se_now_mono_ns() - t0) / 1e9;
+        lease_holder(c, holder, sizeof(holder), &tr1);
+        ok(se_kube_leader_is_leader(b) && strcmp(holder, "cand-b") == 0 && tr1 == tr0 + 1,
+           "after release the other takes over in %.2f s (< lease 3 s), transitions %d -> %d", took,
+           tr0, tr1);
+        ok(took < 2.5, "takeover did not wait for the lease to expire");
+        b = se_kube_leader_free(b);
+        lease_holder(c, holder, sizeof(holder), &tr1);
+        ok(holder[0] == '\0', "released lease has no holder");
+}
+
 int main(void)
 {
         kube_dir = getenv("KUBE_DIR");
@@ -596,6 +677,7 @@ int main(void)
         test_incluster(tmp);
         test_pagination(c);
         test_watch(c);
+        test_leader(c);
         se_kube_client_free(c);
         char rm0[] = "rm", rm1[] = "-rf";
         char *rm[] = { rm0, rm1, tmp, NULL };
