@@ -27,8 +27,9 @@ static const char usage[] =
         "variables the kubelet would give them (Kubernetes v1.36), written into env.\n"
         "\n"
         "  -f, --filename PATH       read Services from manifests (repeatable)\n"
-        "  --kubeconfig FILE         API server credentials (not in this build)\n"
-        "  --master URL              API server address (not in this build)\n"
+        "  --kubeconfig FILE         API server credentials (default: kubectl's rules,\n"
+        "                            then the in-cluster config)\n"
+        "  --master URL              API server address (overrides the kubeconfig's)\n"
         "  --address IP              listen address (default: all)\n"
         "  --port N                  HTTPS port (default 8443)\n"
         "  --tls-cert-file FILE      serving certificate (PEM, re-read on change)\n"
@@ -64,7 +65,7 @@ static void text(struct se_httpd_response *resp, int status, const char *msg)
         resp->len = resp->body ? strlen(resp->body) : 0;
 }
 
-static bool json_type(const char *ct)
+static bool is_json_content_type(const char *ct)
 {
         size_t n = strlen("application/json");
         return strncmp(ct, "application/json", n) == 0 && (ct[n] == '\0' || ct[n] == ';');
@@ -75,7 +76,7 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
 {
         if (strcmp(req->method, "POST") != 0)
                 return text(resp, 405, "POST an AdmissionReview\n");
-        if (!json_type(req->content_type))
+        if (!is_json_content_type(req->content_type))
                 return text(resp, 415, "Content-Type must be application/json\n");
         double t0 = now_s();
         struct se_admission_result res;
@@ -110,8 +111,8 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
         if (strcmp(req->path, "/readyz") == 0) {
                 if (!get)
                         return text(resp, 405, "GET only\n");
-                return atomic_load(&d->src.synced) ? text(resp, 200, "ok\n") :
-                                                     text(resp, 503, "services not synced\n");
+                return source_synced(&d->src) ? text(resp, 200, "ok\n") :
+                                                text(resp, 503, "services not synced\n");
         }
         if (strcmp(req->path, "/metrics") == 0) {
                 if (!get)
@@ -121,7 +122,7 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
                 se_store_rdlock(d->src.store);
                 long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
                 se_store_unlock(d->src.store);
-                resp->body = metrics_render(&resp->len, &st, n, atomic_load(&d->src.synced));
+                resp->body = metrics_render(&resp->len, &st, n, source_synced(&d->src));
                 resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
                 if (!resp->body)
                         text(resp, 500, "out of memory\n");
@@ -263,7 +264,7 @@ int main(int argc, char **argv)
         if (r < 0) {
                 source_stop(&d.src);
                 se_strv_release(&d.src.files);
-                return r == -ENOTSUP ? 2 : 3;
+                return d.src.files.n ? 3 : 4;
         }
         struct se_diag diag = { 0 };
         r = se_httpd_start(&cfg, &d.httpd, &diag);

@@ -76,32 +76,75 @@ kapi get /api/v1/services >"$tmp/services.json"
 check "services listed from the API server" \
         test "$("$SVCENV/svcenv" get -f "$tmp/services.json" svc -n "$ns" --no-headers | wc -l)" = 4
 
-port=""
-for try in 1 2 3 4 5; do
-        p=$((20000 + RANDOM % 20000))
-        "$SVCENV/svcenv-webhook" -f "$tmp/services.json" --address 127.0.0.1 --port "$p" \
-                --tls-cert-file "$tmp/pki/tls.crt" --tls-private-key-file "$tmp/pki/tls.key" \
-                -v 2 >"$tmp/webhook.log" 2>&1 &
-        wh_pid=$!
-        for _ in $(seq 50); do
-                if curl -sf --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$p/readyz" >/dev/null 2>&1; then
-                        port=$p
-                        break
-                fi
-                kill -0 "$wh_pid" 2>/dev/null || break
-                sleep 0.1
+# start_webhook LOG ARGS...: starts svcenv-webhook on a free port; sets
+# started_pid and started_port (empty when it did not come up).
+start_webhook() {
+        local log=$1
+        shift
+        started_port="" started_pid=""
+        for _ in 1 2 3 4 5; do
+                local p=$((20000 + RANDOM % 20000))
+                "$SVCENV/svcenv-webhook" "$@" --address 127.0.0.1 --port "$p" \
+                        --tls-cert-file "$tmp/pki/tls.crt" --tls-private-key-file "$tmp/pki/tls.key" \
+                        -v 2 >"$log" 2>&1 &
+                started_pid=$!
+                for _ in $(seq 100); do
+                        if curl -sf --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$p/readyz" >/dev/null 2>&1; then
+                                started_port=$p
+                                return 0
+                        fi
+                        kill -0 "$started_pid" 2>/dev/null || break
+                        sleep 0.1
+                done
+                kill "$started_pid" 2>/dev/null
+                wait "$started_pid" 2>/dev/null
+                started_pid=""
         done
-        [ -n "$port" ] && break
-        kill "$wh_pid" 2>/dev/null
-        wait "$wh_pid" 2>/dev/null
-        wh_pid=""
-done
-if [ -z "$port" ]; then
-        not_ok "svcenv-webhook serves /readyz"
+        return 1
+}
+
+# Offline mode (-f): the daemon answers exactly what `svcenv admit` prints.
+if start_webhook "$tmp/webhook-f.log" -f "$tmp/services.json"; then
+        ok "svcenv-webhook -f serves /readyz"
+        pod='{"metadata":{"name":"x"},"spec":{"containers":[{"name":"a","env":[{"name":"A","value":"1"}]}]}}'
+        printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"%s","operation":"CREATE","object":%s}}' "$ns" "$pod" >"$tmp/review.json"
+        curl -sf --cacert "$tmp/pki/ca.crt" -H 'Content-Type: application/json' \
+                --data-binary @"$tmp/review.json" "https://127.0.0.1:$started_port/mutate?timeout=5s" >"$tmp/daemon.out"
+        "$SVCENV/svcenv" admit -f "$tmp/services.json" <"$tmp/review.json" >"$tmp/cli.out"
+        check "daemon response = svcenv admit output (same code path)" cmp -s "$tmp/daemon.out" "$tmp/cli.out"
+        code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/pki/ca.crt" -H 'Content-Type: application/json' \
+                --data 'not json' "https://127.0.0.1:$started_port/mutate")
+        check "malformed review: HTTP 400" test "$code" = 400
+        code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/pki/ca.crt" -H 'Content-Type: text/plain' \
+                --data-binary @"$tmp/review.json" "https://127.0.0.1:$started_port/mutate")
+        check "wrong content type: HTTP 415" test "$code" = 415
+        head -c 5000000 /dev/zero | tr '\0' ' ' >"$tmp/big"
+        code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/pki/ca.crt" -H 'Content-Type: application/json' \
+                --data-binary @"$tmp/big" "https://127.0.0.1:$started_port/mutate")
+        check "body over the cap: HTTP 413" test "$code" = 413
+        if curl -sf --tls-max 1.1 --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$started_port/livez" >/dev/null 2>&1; then
+                not_ok "TLS 1.1 refused"
+        else
+                ok "TLS 1.1 refused"
+        fi
+        kill "$started_pid" && wait "$started_pid"
+        check "svcenv-webhook -f exits 0 on SIGTERM" test $? = 0
+else
+        not_ok "svcenv-webhook -f serves /readyz"
+        sed 's/^/# /' "$tmp/webhook-f.log"
+fi
+
+# Online mode: Services from the API server (informer).
+if ! start_webhook "$tmp/webhook.log" --kubeconfig "$KUBE_DIR/kubeconfig"; then
+        not_ok "svcenv-webhook --kubeconfig: ready after the Service informer synced"
         sed 's/^/# /' "$tmp/webhook.log"
         exit 1
 fi
-ok "svcenv-webhook serves /readyz on 127.0.0.1:$port"
+wh_pid=$started_pid port=$started_port
+ok "svcenv-webhook --kubeconfig: ready after the Service informer synced"
+check "metrics count the API server's Services" \
+        grep -qx "svcenv_webhook_services $(jq '.items|length' "$tmp/services.json")" \
+        <(curl -sf --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$port/metrics")
 
 mwc() { # mwc FAILURE_POLICY CABUNDLE_FILE
         cat <<EOF
@@ -188,6 +231,22 @@ check "\$(VAR) of the app container expands to the injected service" \
         <("$SVCENV/svcenv" env -f "$tmp/services.json" --pod-file "$tmp/p1.got.json" --container app)
 check "the pod's own WEB_API_SERVICE_PORT wins" \
         test "$(jq -r '[.spec.containers[0].env[]|select(.name=="WEB_API_SERVICE_PORT")]|length' "$tmp/p1.got.json")" = 1
+
+# a Service created while the webhook runs reaches it through the watch
+kapi post "/api/v1/namespaces/$ns/services" - >/dev/null <<EOF
+{"apiVersion":"v1","kind":"Service","metadata":{"name":"late","namespace":"$ns"},
+ "spec":{"ports":[{"port":7000}]}}
+EOF
+seen=0
+for _ in $(seq 100); do
+        if pod_json probe | kapi post "/api/v1/namespaces/$ns/pods?dryRun=All" - 2>/dev/null |
+                grep -q '"LATE_SERVICE_HOST"'; then
+                seen=1
+                break
+        fi
+        sleep 0.1
+done
+check "a Service created after start is injected (watch)" test $seen = 1
 
 # opt-out annotation
 pod_json p2 | jq '.metadata.annotations={"svcenv.io/inject":"false"}' >"$tmp/p2.json"
