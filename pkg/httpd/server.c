@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <libwebsockets.h>
 
 #include <svcenv/parse.h>
@@ -146,8 +150,15 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
                 n = CHUNK;
         memcpy(buf + LWS_PRE, ps->resp + ps->resp_off, n);
         bool last = ps->resp_off + n == ps->resp_len;
-        if (lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) !=
-            (int)n)
+        /* TLS writes one 16 KiB record per write(): cork the socket so a
+         * response leaves in full segments and wakes the reader once */
+        int fd = lws_get_socket_fd(wsi), on = 1, off = 0;
+        if (fd >= 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+        int w = lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP);
+        if (fd >= 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+        if (w != (int)n)
                 return -1;
         ps->resp_off += n;
         if (!last) {
