@@ -222,6 +222,28 @@ static void test_httpd__body_cap(void **state)
         se_httpd_stop(h);
 }
 
+static void test_httpd__stalled_body_times_out(void **state)
+{
+        (void)state;
+        struct se_httpd_config cfg = { .address = "127.0.0.1", .timeout_s = 1, .handler = handler };
+        struct se_httpd *h = NULL;
+        struct se_diag d = { 0 };
+        assert_int_equal(se_httpd_start(&cfg, &h, &d), 0);
+        memset(&seen, 0, sizeof(seen));
+        int fd = dial(se_httpd_port(h)); /* reads give up after 5 s */
+        const char part[] = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc";
+        send_all(fd, part, strlen(part));
+        char buf[512];
+        ssize_t r;
+        do /* whatever the server says (maybe a 408), it must then close */
+                r = read(fd, buf, sizeof(buf));
+        while (r > 0);
+        assert_int_equal(r, 0);
+        assert_int_equal(seen.calls, 0);
+        close(fd);
+        se_httpd_stop(h);
+}
+
 static void test_httpd__config_errors(void **state)
 {
         (void)state;
@@ -246,6 +268,7 @@ int main(void)
                 cmocka_unit_test(test_httpd__get_path_query_and_keep_alive),
                 cmocka_unit_test(test_httpd__post_body_and_large_response),
                 cmocka_unit_test(test_httpd__body_cap),
+                cmocka_unit_test(test_httpd__stalled_body_times_out),
                 cmocka_unit_test(test_httpd__config_errors),
         };
         return cmocka_run_group_tests_name("httpd", tests, NULL, NULL);
