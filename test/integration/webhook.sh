@@ -248,6 +248,17 @@ for _ in $(seq 100); do
 done
 check "a Service created after start is injected (watch)" test $seen = 1
 
+# enableServiceLinks: false: only the master service, as the kubelet does
+pod_json p4 | jq '.spec.enableServiceLinks=false' >"$tmp/p4.json"
+kapi post "/api/v1/namespaces/$ns/pods" "$tmp/p4.json" >"$tmp/p4.got.json"
+check "enableServiceLinks=false: only KUBERNETES_* injected" \
+        test "$(jq -r '[.spec.containers[1].env[].name | select(startswith("KUBERNETES_") | not)] | length' "$tmp/p4.got.json")/$(jq '.spec.containers[1].env | length' "$tmp/p4.got.json")" = 0/8
+# svcenv.io/services: only the named ones
+pod_json p5 | jq '.metadata.annotations={"svcenv.io/services":"db"}' >"$tmp/p5.json"
+kapi post "/api/v1/namespaces/$ns/pods" "$tmp/p5.json" >"$tmp/p5.got.json"
+check "svcenv.io/services=db: only DB_* injected" \
+        test "$(jq -r '[.spec.containers[1].env[].name | select(startswith("DB_") | not)] | length' "$tmp/p5.got.json")/$(jq '.spec.containers[1].env | length' "$tmp/p5.got.json")" = 0/8
+
 # opt-out annotation
 pod_json p2 | jq '.metadata.annotations={"svcenv.io/inject":"false"}' >"$tmp/p2.json"
 kapi post "/api/v1/namespaces/$ns/pods" "$tmp/p2.json" >"$tmp/p2.got.json"
