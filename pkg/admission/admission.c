@@ -22,7 +22,8 @@ const char *se_admission_outcome_name(enum se_admission_outcome o)
 
 void warnings_add(struct warnings *w, const char *fmt, ...)
 {
-        if (w->n >= SE_ADMISSION_MAX_WARNINGS) {
+        /* the last slot is kept for "N more warnings" */
+        if (w->n >= SE_ADMISSION_MAX_WARNINGS - 1) {
                 w->dropped++;
                 return;
         }
@@ -272,7 +273,6 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
                 warnings_release(&w);
                 if (opt->failure_deny) {
                         r.allowed = false;
-                        r.deny_message = msg;
                         char full[600];
                         snprintf(full, sizeof(full), "svcenv: service variables not injected: %s",
                                  msg);
@@ -285,8 +285,8 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
         } else if (st.guarded) {
                 res->outcome = SE_ADMIT_GUARDED;
         }
-        if (w.dropped)
-                warnings_add(&w, "svcenv: %zu more warnings", w.dropped);
+        if (w.dropped && asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
+                w.n++;
         r.w = &w;
         err = write_response(&r, res);
         warnings_release(&w);

@@ -610,6 +610,31 @@ static void test_admission__env_from(void **state)
         free(body);
 }
 
+static void test_admission__warnings_capped(void **state)
+{
+        (void)state;
+        struct se_strbuf pod;
+        se_strbuf_init(&pod, 0);
+        se_strbuf_puts(&pod, "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[");
+        for (int i = 0; i < 20; i++)
+                se_strbuf_printf(&pod,
+                                 "%s{\"name\":\"c%d\",\"envFrom\":[{\"secretRef\":{\"name\":"
+                                 "\"s\"}}]}",
+                                 i ? "," : "", i);
+        se_strbuf_puts(&pod, "]}}");
+        char *body = review("admission.k8s.io/v1", "shop", "CREATE", pod.buf);
+        struct answer a;
+        ask(body, &a);
+        json_t *w = json_object_get(a.response, "warnings");
+        assert_int_equal(json_array_size(w), SE_ADMISSION_MAX_WARNINGS);
+        assert_string_equal(json_string_value(json_array_get(w, SE_ADMISSION_MAX_WARNINGS - 1)),
+                            "svcenv: 5 more warnings");
+        assert_int_equal(a.res.n_vars, 20 * 31);
+        answer_release(&a);
+        free(body);
+        se_strbuf_release(&pod);
+}
+
 static void test_admission__not_a_pod_create(void **state)
 {
         (void)state;
@@ -783,6 +808,7 @@ int main(void)
                 cmocka_unit_test(test_admission__selected_services),
                 cmocka_unit_test(test_admission__size_guard),
                 cmocka_unit_test(test_admission__env_from),
+                cmocka_unit_test(test_admission__warnings_capped),
                 cmocka_unit_test(test_admission__not_a_pod_create),
                 cmocka_unit_test(test_admission__dry_run_and_namespace),
                 cmocka_unit_test(test_admission__malformed),
