@@ -22,6 +22,7 @@ static const struct subcommand subcommands[] = {
         { "env", cmd_env, "the environment the kubelet gives a container" },
         { "endpoints", cmd_endpoints, "Endpoints or EndpointSlices the controller writes" },
         { "rules", cmd_rules, "print the proxy rules (iptables/nftables) for a node" },
+        { "admit", cmd_admit, "the AdmissionReview response the webhook sends" },
 };
 
 static void print_usage(FILE *f)
