@@ -252,7 +252,7 @@ int cmd_rules(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 }
         };
-        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        struct cli_source src = { .files = SE_STRV_INIT };
         struct se_proxy_options o;
         struct rules_args a = { NULL, "iptables", NULL, false };
         struct se_store *store = NULL;
