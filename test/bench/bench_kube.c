@@ -4,11 +4,10 @@
  *                                  API server streams them (managedFields included),
  *                                  cut into 16 KiB chunks, through the line splitter,
  *                                  the event parser, the model decoder and the store.
- *   bench_kube --create DIR N [S]  creates N pods (names from index S) in namespace "bench" on the control
- *                                  plane of test/k8s DIR (8 threads), prints the time.
- *   bench_kube --list DIR          lists every pod (limit 500 pages) into a store:
- *                                  time and peak RSS of this process.
- * Prints figures; asserts nothing. */
+ *   bench_kube --create DIR N [S]  creates N pods (names from index S) in namespace "bench" on the
+ * control plane of test/k8s DIR (8 threads), prints the time. bench_kube --list DIR          lists
+ * every pod (limit 500 pages) into a store: time and peak RSS of this process. Prints figures;
+ * asserts nothing. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,8 +67,8 @@ static void gen_pod(struct se_strbuf *sb, int i, const char *wrap_type)
                 "\"hostIP\":\"10.0.%d.%d\",\"podIP\":\"10.%d.%d.%d\",\"podIPs\":[{\"ip\":\"10.%d.%d.%d\"}],"
                 "\"startTime\":\"2026-11-30T08:00:01Z\",\"qosClass\":\"Burstable\"}}",
                 app, i, app, i & 0xffff, i, i, app, app, i, i % 7, i % 500, i / 250 % 250,
-                i % 250 + 1, 64 + i / 65536, i / 256 % 256, i % 256, 64 + i / 65536,
-                i / 256 % 256, i % 256);
+                i % 250 + 1, 64 + i / 65536, i / 256 % 256, i % 256, 64 + i / 65536, i / 256 % 256,
+                i % 256);
         if (wrap_type)
                 se_strbuf_puts(sb, "}");
         se_strbuf_putc(sb, '\n');
@@ -162,12 +161,12 @@ static void *create_loop(void *arg)
         while ((i = atomic_fetch_add(&cr->next, 1)) < cr->n) {
                 char name[64];
                 snprintf(name, sizeof(name), "p-%07d", i);
-                json_t *pod = json_pack(
-                        "{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:[{s:s,s:s,s:[{s:s,s:i}]}]}}",
-                        "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "labels",
-                        "app", "bench", "spec", "nodeName", "node-1", "containers", "name", "app",
-                        "image", "registry.example/app:1", "ports", "name", "http",
-                        "containerPort", 8080);
+                json_t *pod =
+                        json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:[{s:s,s:s,s:[{s:s,s:i}]}]}}",
+                                  "apiVersion", "v1", "kind", "Pod", "metadata", "name", name,
+                                  "labels", "app", "bench", "spec", "nodeName", "node-1",
+                                  "containers", "name", "app", "image", "registry.example/app:1",
+                                  "ports", "name", "http", "containerPort", 8080);
                 struct se_diag d;
                 if (se_kube_create(cr->c, se_kube_resource_of(SE_KIND_POD), "bench", pod, NULL,
                                    &d) < 0 &&
