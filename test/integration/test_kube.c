@@ -357,6 +357,22 @@ static void test_auth_modes(const char *tmp)
                  head, server, admin_token);
         r = try_kubeconfig(tmp, "kc-noca", text, &d);
         ok(r == -EIO, "no CA: the self-signed server is refused (%s)", d.text);
+        /* tls-server-name: the certificate is checked against that name */
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: '%s', certificate-authority: '%s', "
+                 "tls-server-name: kubernetes.default.svc}}]\n"
+                 "users: [{name: u, user: {token: %s}}]\n",
+                 head, server, ca_file, admin_token);
+        r = try_kubeconfig(tmp, "kc-sni", text, &d);
+        ok(r == 0, "tls-server-name in the certificate is accepted (%s)", r ? d.text : "");
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: '%s', certificate-authority: '%s', "
+                 "tls-server-name: not-the-server.example}}]\n"
+                 "users: [{name: u, user: {token: %s}}]\n",
+                 head, server, ca_file, admin_token);
+        r = try_kubeconfig(tmp, "kc-sni-bad", text, &d);
+        ok(r == -EIO && strstr(d.text, "not-the-server.example"),
+           "a tls-server-name the certificate lacks is refused (%s)", d.text);
         /* exec plugin: a script printing an ExecCredential; env and args pass */
         snprintf(path, sizeof(path), "%s/plugin.sh", tmp);
         snprintf(text, sizeof(text),
