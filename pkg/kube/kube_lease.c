@@ -64,9 +64,10 @@ static json_t *micro_time(int64_t t)
 {
         char base[48], buf[96];
         int64_t sec_ns = t - (t % 1000000000ll + 1000000000ll) % 1000000000ll;
+        unsigned us = (unsigned)((t - sec_ns) / 1000) % 1000000u;
         se_time_format_rfc3339(sec_ns, 0, base, sizeof(base));
         base[strcspn(base, "Z")] = '\0';
-        snprintf(buf, sizeof(buf), "%s.%06lldZ", base, (long long)((t - sec_ns) / 1000));
+        snprintf(buf, sizeof(buf), "%s.%06uZ", base, us);
         return json_string(buf);
 }
 
