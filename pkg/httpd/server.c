@@ -17,6 +17,8 @@
 
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
 #define CHUNK            (256 * 1024)
+#define HEADROOM         1024 /* response headers */
+#define TLS_RECORD       16384
 #define KEEPALIVE_S      60
 
 struct loop {
@@ -47,6 +49,9 @@ struct pss {
         char ctype[128];
         char *resp;
         size_t resp_len, resp_off;
+        int status;
+        const char *resp_ctype; /* static */
+        bool headers_due; /* a response is set and its headers not sent */
 };
 
 static void pss_reset(struct pss *ps)
@@ -57,18 +62,10 @@ static void pss_reset(struct pss *ps)
         memset(ps, 0, sizeof(*ps));
 }
 
-static int write_headers(struct lws *wsi, int status, const char *ctype, size_t len)
-{
-        unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start,
-                                           *end = buf + sizeof(buf) - 1;
-        if (lws_add_http_common_headers(wsi, (unsigned)status, ctype, (lws_filepos_t)len, &p,
-                                        end) ||
-            lws_finalize_write_http_header(wsi, start, &p, end))
-                return -1;
-        return 0;
-}
+/* Sends the response: the headers and the first CHUNK of the body leave in one TLS write (one
+ * lws_write, records coalesced by the cork), the rest in CHUNK pieces. */
+static int on_writeable(struct lws *wsi, struct pss *ps);
 
-/* Sends the response: headers now, the body from the writeable callback. */
 static int respond(struct lws *wsi, struct pss *ps, int status, const char *ctype, char *body,
                    size_t len)
 {
@@ -76,12 +73,12 @@ static int respond(struct lws *wsi, struct pss *ps, int status, const char *ctyp
         ps->resp = body;
         ps->resp_len = body ? len : 0;
         ps->resp_off = 0;
-        if (write_headers(wsi, status, ctype ? ctype : "text/plain", ps->resp_len) < 0)
-                return -1;
-        if (ps->resp_len == 0)
-                return lws_http_transaction_completed(wsi) ? -1 : 0;
-        lws_callback_on_writable(wsi);
-        return 0;
+        ps->status = status;
+        ps->resp_ctype = ctype ? ctype : "text/plain";
+        ps->headers_due = true;
+        /* at once: waiting for POLLOUT costs a poll() per request; what the
+         * socket does not take, lws keeps and sends when it is writeable */
+        return on_writeable(wsi, ps);
 }
 
 static int respond_text(struct lws *wsi, struct pss *ps, int status, const char *text)
@@ -142,23 +139,35 @@ static int on_http(struct lws *wsi, struct se_httpd *h, struct pss *ps, const ch
 
 static int on_writeable(struct lws *wsi, struct pss *ps)
 {
-        if (!ps->resp)
+        if (!ps->headers_due && !ps->resp)
                 return 0;
-        static _Thread_local unsigned char buf[LWS_PRE + CHUNK];
+        static _Thread_local unsigned char buf[LWS_PRE + HEADROOM + CHUNK];
+        unsigned char *start = buf + LWS_PRE, *p = start;
+        if (ps->headers_due) {
+                unsigned char *end = buf + LWS_PRE + HEADROOM - 1;
+                if (lws_add_http_common_headers(wsi, (unsigned)ps->status, ps->resp_ctype,
+                                                (lws_filepos_t)ps->resp_len, &p, end) ||
+                    lws_finalize_http_header(wsi, &p, end))
+                        return -1;
+                ps->headers_due = false;
+        }
         size_t n = ps->resp_len - ps->resp_off;
         if (n > CHUNK)
                 n = CHUNK;
-        memcpy(buf + LWS_PRE, ps->resp + ps->resp_off, n);
+        if (n)
+                memcpy(p, ps->resp + ps->resp_off, n);
+        p += n;
         bool last = ps->resp_off + n == ps->resp_len;
+        size_t total = (size_t)(p - start);
         /* TLS writes one 16 KiB record per write(): cork the socket so a
          * response leaves in full segments and wakes the reader once */
-        int fd = lws_get_socket_fd(wsi), on = 1, off = 0;
+        int fd = total > TLS_RECORD ? lws_get_socket_fd(wsi) : -1, on = 1, off = 0;
         if (fd >= 0)
                 setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
-        int w = lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP);
+        int w = lws_write(wsi, start, total, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP);
         if (fd >= 0)
                 setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
-        if (w != (int)n)
+        if (w != (int)total)
                 return -1;
         ps->resp_off += n;
         if (!last) {
@@ -211,7 +220,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 }
 
 static const struct lws_protocols protocols[] = {
-        { "http", callback, sizeof(struct pss), 0, 0, NULL, 0 },
+        /* tx_packet_size: lws otherwise hands OpenSSL 4 KiB per event-loop
+         * turn (pt_serv_buf_size), 15 writes and polls for a 60 KB answer */
+        { "http", callback, sizeof(struct pss), 0, 0, NULL, HEADROOM + CHUNK },
         { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 

@@ -6,7 +6,9 @@
  * one admission for comparison. Reports figures; asserts nothing.
  *
  * Environment: SVCENV_BUILD (build dir, default "build"),
- * BENCH_SECONDS (per run, default 3). */
+ * BENCH_SECONDS (per run, default 3). BENCH_ADMISSIONS=N: only N in-process
+ * admissions of each review, untimed, then exit (for callgrind:
+ * valgrind --tool=callgrind --toggle-collect=se_admission_review_store). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -243,13 +245,22 @@ static void load(int conns, double seconds)
         free(all);
 }
 
-static void in_process(const char *yaml)
+static void in_process(const char *yaml, long count)
 {
         struct se_store *s = se_store_new();
         struct se_diag d;
         if (se_manifest_load_buffer(s, "bench", yaml, strlen(yaml), NULL, NULL, &d) < 0)
                 return;
         struct se_admission_result res;
+        if (count > 0) {
+                for (long i = 0; i < count; i++) {
+                        se_admission_review_store(s, NULL, review, strlen(review), &res);
+                        se_admission_result_release(&res);
+                }
+                printf("%ld in-process admissions, %s\n", count, review_name);
+                se_store_free(s);
+                return;
+        }
         size_t n = 0, patch = 0;
         double t0 = now_s();
         while (now_s() - t0 < 1.0) {
@@ -288,10 +299,18 @@ int main(void)
         char *env = strstr(review_plain, ",\"env\":[");
         char *end = strstr(env, "]}]}}");
         memmove(env, end + 1, strlen(end + 1) + 1);
-        in_process(yaml);
+        long count = getenv("BENCH_ADMISSIONS") ? atol(getenv("BENCH_ADMISSIONS")) : 0;
+        in_process(yaml, count);
         review = review_plain;
         review_name = "container without env (one op)";
-        in_process(yaml);
+        in_process(yaml, count);
+        if (count > 0) {
+                free(yaml);
+                free(review_plain);
+                const char *rm[] = { "/bin/rm", "-rf", dir, NULL };
+                run(rm);
+                return 0;
+        }
 
         char path[512], pki[512], cert[600], key[600], ca[600], bin[512], portarg[32];
         snprintf(path, sizeof(path), "%s/cluster.yaml", dir);
