@@ -47,6 +47,7 @@ static const char usage[] =
 struct daemon {
         struct source src;
         struct se_admission_options ao;
+        struct se_admission_cache *cache; /* rendered service variables per namespace */
         struct se_httpd *httpd;
 };
 
@@ -80,7 +81,7 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
                 return text(resp, 415, "Content-Type must be application/json\n");
         double t0 = now_s();
         struct se_admission_result res;
-        int r = se_admission_review_store(d->src.store, &d->ao, req->body, req->len, &res);
+        int r = se_admission_review_cached(d->cache, &d->ao, req->body, req->len, &res);
         double dt = now_s() - t0;
         if (r < 0) {
                 metrics_observe(SE_ADMIT_ERROR, dt, 0);
@@ -266,12 +267,20 @@ int main(int argc, char **argv)
                 se_strv_release(&d.src.files);
                 return d.src.files.n ? 3 : 4;
         }
+        d.cache = se_admission_cache_new(d.src.store, 0);
+        if (!d.cache) {
+                se_log_error("admission cache: %s", strerror(ENOMEM));
+                source_stop(&d.src);
+                se_strv_release(&d.src.files);
+                return 4;
+        }
         struct se_diag diag = { 0 };
         r = se_httpd_start(&cfg, &d.httpd, &diag);
         if (r < 0) {
                 char buf[1024];
                 se_diag_format(&diag, buf, sizeof(buf));
                 se_log_error("%s", buf);
+                d.cache = se_admission_cache_free(d.cache);
                 source_stop(&d.src);
                 se_strv_release(&d.src.files);
                 return 4;
@@ -297,6 +306,7 @@ int main(int argc, char **argv)
                 break;
         }
         d.httpd = se_httpd_stop(d.httpd);
+        d.cache = se_admission_cache_free(d.cache);
         source_stop(&d.src);
         se_strv_release(&d.src.files);
         return 0;

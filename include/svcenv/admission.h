@@ -49,6 +49,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <svcenv/envvars.h>
 
@@ -97,6 +98,32 @@ void se_admission_result_release(struct se_admission_result *res);
  * point the webhook daemon and `svcenv admit` share. */
 int se_admission_review_store(const struct se_store *store, const struct se_admission_options *opt,
                               const char *body, size_t len, struct se_admission_result *res);
+
+/* A cache of the service variables of each namespace, rendered for the
+ * patch (the bulk of an admission's cost), for a daemon answering many
+ * reviews against one store. Entries of a namespace are dropped when a
+ * Service there changes (a change of default/kubernetes drops all), through
+ * the store's change callbacks; the least recently used go when the cache
+ * passes max_bytes. Responses are byte-identical to uncached ones.
+ *
+ * Threading: any number of threads may review through one cache. Ownership:
+ * the store must outlive the cache; free the cache first. */
+struct se_admission_cache;
+
+struct se_admission_cache_stats {
+        uint64_t hits, misses, invalidations;
+        size_t entries, bytes;
+};
+
+/* NULL on -ENOMEM. max_bytes 0: 64 MiB. */
+struct se_admission_cache *se_admission_cache_new(struct se_store *store, size_t max_bytes);
+/* NULL-safe; returns NULL. */
+struct se_admission_cache *se_admission_cache_free(struct se_admission_cache *c);
+void se_admission_cache_stats(struct se_admission_cache *c, struct se_admission_cache_stats *ret);
+
+/* se_admission_review_store() on the cache's store, through the cache. */
+int se_admission_review_cached(struct se_admission_cache *c, const struct se_admission_options *opt,
+                               const char *body, size_t len, struct se_admission_result *res);
 
 /* Appends s escaped as one RFC 6901 JSON-pointer token (`~` → `~0`, then
  * `/` → `~1`). Returns the strbuf's sticky error. */

@@ -61,6 +61,8 @@ long se_store_namespaces(const struct se_store *s, enum se_kind kind, const char
 
 /* Registers a callback for changes of one kind. 0 or -ENOMEM. */
 int se_store_subscribe(struct se_store *s, enum se_kind kind, se_store_fn fn, void *data);
+/* Removes the first registration of (fn, data) for kind. 0 or -ENOENT. */
+int se_store_unsubscribe(struct se_store *s, enum se_kind kind, se_store_fn fn, void *data);
 
 void se_store_rdlock(const struct se_store *s);
 void se_store_unlock(const struct se_store *s);

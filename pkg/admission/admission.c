@@ -164,59 +164,68 @@ struct response {
         const char *api_version;
         const char *uid;
         bool allowed;
-        const char *patch; /* JSON, NULL: none */
-        size_t patch_len;
         const char *deny_message;
         const struct warnings *w;
 };
 
+/* {"apiVersion":...,"response":{"uid":...,"allowed":... */
+static void put_head(struct se_strbuf *sb, const struct response *r)
+{
+        se_strbuf_puts(sb, "{\"apiVersion\":");
+        json_put_string(sb, r->api_version);
+        se_strbuf_puts(sb, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+        json_put_string(sb, r->uid);
+        se_strbuf_puts(sb, r->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
+}
+
+/* status, warnings and the end */
+static void put_tail(struct se_strbuf *sb, const struct response *r)
+{
+        if (r->deny_message) {
+                se_strbuf_puts(sb, ",\"status\":{\"metadata\":{},\"status\":\"Failure\","
+                                   "\"message\":");
+                json_put_string(sb, r->deny_message);
+                se_strbuf_puts(sb, ",\"reason\":\"InternalError\",\"code\":500}");
+        }
+        if (r->w && r->w->n) {
+                se_strbuf_puts(sb, ",\"warnings\":[");
+                for (size_t i = 0; i < r->w->n; i++) {
+                        if (i)
+                                se_strbuf_putc(sb, ',');
+                        json_put_string(sb, r->w->v[i]);
+                }
+                se_strbuf_putc(sb, ']');
+        }
+        se_strbuf_puts(sb, "}}\n");
+}
+
+static int finish_response(struct se_strbuf *sb, const struct response *r,
+                           struct se_admission_result *res)
+{
+        put_tail(sb, r);
+        int err = se_strbuf_failed(sb);
+        if (err) {
+                se_strbuf_release(sb);
+                return err;
+        }
+        res->http_status = 200;
+        res->body = se_strbuf_detach(sb, &res->len);
+        return res->body ? 0 : -ENOMEM;
+}
+
+/* A response without patch. */
 static int write_response(const struct response *r, struct se_admission_result *res)
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
-        se_strbuf_grow(&sb, (r->patch_len + 2) / 3 * 4 + 1024);
-        se_strbuf_puts(&sb, "{\"apiVersion\":");
-        json_put_string(&sb, r->api_version);
-        se_strbuf_puts(&sb, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
-        json_put_string(&sb, r->uid);
-        se_strbuf_puts(&sb, r->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
-        if (r->patch) {
-                se_strbuf_puts(&sb, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-                size_t n = (r->patch_len + 2) / 3 * 4;
-                if (se_strbuf_grow(&sb, n + 1) == 0) {
-                        se_base64_encode(r->patch, r->patch_len, sb.buf + sb.len);
-                        sb.len += n;
-                }
-                se_strbuf_putc(&sb, '"');
-        }
-        if (r->deny_message) {
-                se_strbuf_puts(&sb, ",\"status\":{\"metadata\":{},\"status\":\"Failure\","
-                                    "\"message\":");
-                json_put_string(&sb, r->deny_message);
-                se_strbuf_puts(&sb, ",\"reason\":\"InternalError\",\"code\":500}");
-        }
-        if (r->w && r->w->n) {
-                se_strbuf_puts(&sb, ",\"warnings\":[");
-                for (size_t i = 0; i < r->w->n; i++) {
-                        if (i)
-                                se_strbuf_putc(&sb, ',');
-                        json_put_string(&sb, r->w->v[i]);
-                }
-                se_strbuf_putc(&sb, ']');
-        }
-        se_strbuf_puts(&sb, "}}\n");
-        int err = se_strbuf_failed(&sb);
-        if (err) {
-                se_strbuf_release(&sb);
-                return err;
-        }
-        res->http_status = 200;
-        res->body = se_strbuf_detach(&sb, &res->len);
-        return res->body ? 0 : -ENOMEM;
+        se_strbuf_grow(&sb, 1024);
+        put_head(&sb, r);
+        return finish_response(&sb, r, res);
 }
 
-static int decide(const struct se_envvars_input *in, const struct se_admission_options *opt,
-                  const json_t *root, struct se_admission_result *res)
+static int decide(const struct se_envvars_input *in, struct se_admission_cache *cache,
+                  const struct se_admission_options *opt, const json_t *root,
+                  struct se_admission_result *res)
 {
         const char *api_version = str_field(root, "apiVersion");
         if (!str_is(api_version, "admission.k8s.io/v1") &&
@@ -247,28 +256,44 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
         if (!ns || !*ns)
                 return invalid(res, "request.namespace: missing");
 
+        /* the response up to the patch, then the patch streamed into it in
+         * base64; cut back when no patch is sent */
         struct warnings w = { .n = 0 };
-        struct se_strbuf patch;
-        se_strbuf_init(&patch, 0);
+        struct se_strbuf out;
+        se_strbuf_init(&out, 0);
+        se_strbuf_grow(&out, 128 * 1024); /* one growth instead of a dozen */
+        put_head(&out, &r);
+        se_strbuf_puts(&out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        struct patch_out po = { .b64 = { .out = &out } };
+        se_strbuf_init(&po.stage, 0);
         struct patch_stats st = { 0 };
         char msg[512] = "";
-        /* one growth instead of a dozen for the usual sizes */
-        se_strbuf_grow(&patch, 128 * 1024);
-        se_strbuf_putc(&patch, '[');
-        int err = build_patch(in, opt, object, ns, &patch, &w, &st, msg, sizeof(msg));
-        se_strbuf_putc(&patch, ']');
-        if (err == 0 && !se_strbuf_failed(&patch) && st.n_vars > 0) {
-                r.patch = patch.buf;
-                r.patch_len = patch.len;
+        se_strbuf_putc(&po.stage, '[');
+        int err = build_patch(in, cache, opt, object, ns, &po, &w, &st, msg, sizeof(msg));
+        se_strbuf_putc(&po.stage, ']');
+        b64w_add(&po.b64, po.stage.buf, po.stage.len);
+        b64w_finish(&po.b64);
+        int failed =
+                se_strbuf_failed(&po.stage) ? se_strbuf_failed(&po.stage) : se_strbuf_failed(&out);
+        se_strbuf_release(&po.stage);
+        if (err == 0 && !failed && st.n_vars > 0) {
+                se_strbuf_putc(&out, '"');
                 res->outcome = SE_ADMIT_PATCHED;
-                res->patch_bytes = patch.len;
+                res->patch_bytes = po.b64.raw;
                 res->n_vars = st.n_vars;
-        } else if (err == 1) {
+                if (w.dropped && asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
+                        w.n++;
+                r.w = &w;
+                err = finish_response(&out, &r, res);
+                warnings_release(&w);
+                return err;
+        }
+        se_strbuf_release(&out);
+        if (err == 1) {
                 res->outcome = SE_ADMIT_SKIPPED;
-        } else if (err < 0 || se_strbuf_failed(&patch)) {
+        } else if (err < 0 || failed) {
                 if (!*msg)
-                        snprintf(msg, sizeof(msg), "%s",
-                                 strerror(-(err ? err : se_strbuf_failed(&patch))));
+                        snprintf(msg, sizeof(msg), "%s", strerror(-(err ? err : failed)));
                 res->outcome = SE_ADMIT_ERROR;
                 warnings_release(&w);
                 if (opt->failure_deny) {
@@ -277,9 +302,7 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
                         snprintf(full, sizeof(full), "svcenv: service variables not injected: %s",
                                  msg);
                         r.deny_message = full;
-                        err = write_response(&r, res);
-                        se_strbuf_release(&patch);
-                        return err;
+                        return write_response(&r, res);
                 }
                 warnings_add(&w, "svcenv: service variables not injected: %s", msg);
         } else if (st.guarded) {
@@ -290,12 +313,12 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
         r.w = &w;
         err = write_response(&r, res);
         warnings_release(&w);
-        se_strbuf_release(&patch);
         return err;
 }
 
-int se_admission_review(const struct se_envvars_input *in, const struct se_admission_options *opt,
-                        const char *body, size_t len, struct se_admission_result *res)
+static int review(const struct se_envvars_input *in, struct se_admission_cache *cache,
+                  const struct se_admission_options *opt, const char *body, size_t len,
+                  struct se_admission_result *res)
 {
         static const struct se_admission_options defaults = { 0 };
         memset(res, 0, sizeof(*res));
@@ -308,10 +331,16 @@ int se_admission_review(const struct se_envvars_input *in, const struct se_admis
         json_t *root = json_loadb(body, len, 0, &je);
         if (!root)
                 return invalid(res, "request body is not JSON: line %d: %s", je.line, je.text);
-        int r = json_is_object(root) ? decide(in, opt, root, res) :
+        int r = json_is_object(root) ? decide(in, cache, opt, root, res) :
                                        invalid(res, "request body is not a JSON object");
         json_decref(root);
         return r;
+}
+
+int se_admission_review(const struct se_envvars_input *in, const struct se_admission_options *opt,
+                        const char *body, size_t len, struct se_admission_result *res)
+{
+        return review(in, NULL, opt, body, len, res);
 }
 
 int se_admission_review_store(const struct se_store *store, const struct se_admission_options *opt,
@@ -319,7 +348,17 @@ int se_admission_review_store(const struct se_store *store, const struct se_admi
 {
         struct se_envvars_input in = { .store = store };
         se_store_rdlock(store);
-        int r = se_admission_review(&in, opt, body, len, res);
+        int r = review(&in, NULL, opt, body, len, res);
         se_store_unlock(store);
+        return r;
+}
+
+int se_admission_review_cached(struct se_admission_cache *c, const struct se_admission_options *opt,
+                               const char *body, size_t len, struct se_admission_result *res)
+{
+        struct se_envvars_input in = { .store = cache_store(c) };
+        se_store_rdlock(in.store);
+        int r = review(&in, c, opt, body, len, res);
+        se_store_unlock(in.store);
         return r;
 }

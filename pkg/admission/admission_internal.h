@@ -2,6 +2,8 @@
 #ifndef SVCENV_ADMISSION_INTERNAL_H
 #define SVCENV_ADMISSION_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include <jansson.h>
 
 #include <svcenv/admission.h>
@@ -20,18 +22,81 @@ void warnings_release(struct warnings *w);
  * bytes that are not valid UTF-8 replaced by U+FFFD as Go's encoder does). */
 void json_put_string(struct se_strbuf *sb, const char *s);
 
+/* Appends {"name":...,"value":...}. */
+void put_var(struct se_strbuf *sb, const char *name, const char *value);
+
+/* One service variable, rendered: its JSON, and that JSON in base64 from
+ * byte h on (whole groups only) for h = 0, 1, 2 (b64[h] NULL: not made). */
+struct rvar {
+        const char *name;
+        const char *value;
+        const char *json;
+        size_t json_len;
+        const char *b64[3];
+        size_t b64_len[3];
+        size_t exec_size; /* NAME=VALUE, NUL, pointer */
+};
+
+/* The service variables of one namespace (and enableServiceLinks value),
+ * rendered; immutable once built, shared by reference. */
+struct nsvars {
+        _Atomic long refs;
+        char *key; /* links flag '0'/'1' then the namespace; cached ones only */
+        struct se_env_list list; /* owns name and value */
+        struct rvar *v;
+        size_t n;
+        char *blob; /* every json and b64 string */
+        size_t bytes; /* memory held, for the cache cap */
+        uint64_t used; /* cache clock at the last use */
+};
+
+/* se_envvars_services() rendered; with_b64 also makes the base64 forms.
+ * 0 or -ENOMEM. */
+int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, bool with_b64,
+                 struct nsvars **ret);
+/* NULL-safe; returns NULL. */
+struct nsvars *nsvars_unref(struct nsvars *nv);
+/* The cached entry (built and inserted when missing). Caller holds the
+ * store's read lock; *ret is a reference to drop with nsvars_unref. */
+int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, const char *ns,
+              bool links, struct nsvars **ret);
+const struct se_store *cache_store(const struct se_admission_cache *c);
+
+/* A base64 stream into out (the JSON patch goes straight to the response,
+ * never whole in memory). raw counts the bytes before encoding. */
+struct b64w {
+        struct se_strbuf *out;
+        unsigned char pend[3];
+        unsigned npend;
+        size_t raw;
+};
+void b64w_add(struct b64w *w, const void *data, size_t n);
+/* Adds v->json, copying the cached base64 where it lines up. */
+void b64w_add_var(struct b64w *w, const struct rvar *v);
+/* Writes the last partial group with padding. */
+void b64w_finish(struct b64w *w);
+
+/* Where the patch builder writes: small pieces gather in stage and go to
+ * the base64 stream before each variable and at the end. */
+struct patch_out {
+        struct se_strbuf stage;
+        struct b64w b64;
+};
+
 /* What the patch builder reports back. */
 struct patch_stats {
         size_t n_vars;
         bool guarded;
 };
 
-/* Builds the JSON patch operations for the pod (containers and init
+/* Builds the JSON patch operations (service variables from the cache when
+ * one is given) for the pod (containers and init
  * containers), appended to patch without the enclosing brackets; `first`
  * tracks whether a comma is needed. 0, -ENOMEM or the decode failure
  * (-EINVAL with msg filled). */
-int build_patch(const struct se_envvars_input *in, const struct se_admission_options *opt,
-                const json_t *object, const char *ns, struct se_strbuf *patch, struct warnings *w,
-                struct patch_stats *st, char *msg, size_t msg_size);
+int build_patch(const struct se_envvars_input *in, struct se_admission_cache *cache,
+                const struct se_admission_options *opt, const json_t *object, const char *ns,
+                struct patch_out *po, struct warnings *w, struct patch_stats *st, char *msg,
+                size_t msg_size);
 
 #endif

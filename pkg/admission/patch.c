@@ -91,15 +91,6 @@ static int select_services(const struct se_envvars_input *in, const char *ns, co
         return 0;
 }
 
-static void put_var(struct se_strbuf *sb, const struct se_env_entry *e)
-{
-        se_strbuf_puts(sb, "{\"name\":");
-        json_put_string(sb, e->name);
-        se_strbuf_puts(sb, ",\"value\":");
-        json_put_string(sb, e->value);
-        se_strbuf_putc(sb, '}');
-}
-
 static void put_uint(struct se_strbuf *sb, size_t v)
 {
         char buf[24], *p = buf + sizeof(buf);
@@ -124,8 +115,9 @@ struct ctx {
         const struct se_envvars_input *in;
         const struct se_admission_options *opt;
         const char *ns;
-        const struct se_env_list *svc;
-        struct se_strbuf *patch;
+        const struct nsvars *svc;
+        struct patch_out *po;
+        struct se_strbuf *patch; /* po->stage */
         struct warnings *w;
         struct patch_stats *st;
         bool first; /* no operation written yet */
@@ -190,6 +182,14 @@ static size_t exec_size(const char *name, const char *value)
         return strlen(name) + 1 + (value ? strlen(value) : 0) + 1 + sizeof(char *);
 }
 
+/* Service variable i: what is staged goes first, then the variable. */
+static void out_var(struct ctx *x, size_t i)
+{
+        b64w_add(&x->po->b64, x->patch->buf, x->patch->len);
+        se_strbuf_reset(x->patch);
+        b64w_add_var(&x->po->b64, &x->svc->v[i]);
+}
+
 static int patch_container(struct ctx *x, const char *field, size_t idx,
                            const struct se_container *c, const json_t *jc)
 {
@@ -201,7 +201,7 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
 
         size_t n_add = 0, add_bytes = 0, own_bytes = 0, clashes = 0;
         for (size_t i = 0; i < x->svc->n; i++) {
-                const struct se_env_entry *e = &x->svc->items[i];
+                const struct rvar *e = &x->svc->v[i];
                 x->add[i] = false;
                 const void *d = se_hashmap_get(&x->defined, e->name);
                 if (d) {
@@ -213,7 +213,7 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                 }
                 x->add[i] = true;
                 n_add++;
-                add_bytes += exec_size(e->name, e->value);
+                add_bytes += e->exec_size;
         }
         if (n_add == 0)
                 return 0;
@@ -248,7 +248,7 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                         if (!first)
                                 se_strbuf_putc(x->patch, ',');
                         first = false;
-                        put_var(x->patch, &x->svc->items[i]);
+                        out_var(x, i);
                 }
                 se_strbuf_puts(x->patch, "]}");
         } else {
@@ -261,12 +261,13 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                         se_strbuf_putc(x->patch, '/');
                         put_uint(x->patch, k++);
                         se_strbuf_puts(x->patch, "\",\"value\":");
-                        put_var(x->patch, &x->svc->items[i]);
+                        out_var(x, i);
                         se_strbuf_putc(x->patch, '}');
                 }
         }
         x->st->n_vars += n_add;
-        return se_strbuf_failed(x->patch);
+        return se_strbuf_failed(x->patch) ? se_strbuf_failed(x->patch) :
+                                            se_strbuf_failed(x->po->b64.out);
 }
 
 static int patch_list(struct ctx *x, const json_t *spec, const char *field,
@@ -306,9 +307,10 @@ static void mark_injected(struct ctx *x, const json_t *object)
         }
 }
 
-int build_patch(const struct se_envvars_input *in, const struct se_admission_options *opt,
-                const json_t *object, const char *ns, struct se_strbuf *patch, struct warnings *w,
-                struct patch_stats *st, char *msg, size_t msg_size)
+int build_patch(const struct se_envvars_input *in, struct se_admission_cache *cache,
+                const struct se_admission_options *opt, const json_t *object, const char *ns,
+                struct patch_out *po, struct warnings *w, struct patch_stats *st, char *msg,
+                size_t msg_size)
 {
         struct se_object *obj = NULL;
         struct se_decode_error err = { 0 };
@@ -340,10 +342,15 @@ int build_patch(const struct se_envvars_input *in, const struct se_admission_opt
                 filtered.store = NULL;
                 filtered.services = sel;
         }
-        struct se_env_list svc = SE_ENV_LIST_INIT;
-        r = se_envvars_services(&filtered, ns, pod->enable_service_links != SE_FALSE, &svc);
+        struct nsvars *svc = NULL;
+        bool links = pod->enable_service_links != SE_FALSE;
+        if (cache && !names)
+                r = cache_get(cache, in, ns, links, &svc);
+        else
+                r = nsvars_build(&filtered, ns, links, false, &svc);
         free(sel);
-        if (r < 0 || svc.n == 0) {
+        if (r < 0 || svc->n == 0) {
+                nsvars_unref(svc);
                 se_object_unref(obj);
                 return r;
         }
@@ -351,14 +358,15 @@ int build_patch(const struct se_envvars_input *in, const struct se_admission_opt
         struct ctx x = { .in = in,
                          .opt = opt,
                          .ns = ns,
-                         .svc = &svc,
-                         .patch = patch,
+                         .svc = svc,
+                         .po = po,
+                         .patch = &po->stage,
                          .w = w,
                          .st = st,
                          .first = true,
                          .defined = SE_HASHMAP_INIT,
                          .owned = SE_STRV_INIT };
-        x.add = calloc(svc.n, sizeof(*x.add));
+        x.add = calloc(svc->n, sizeof(*x.add));
         if (!x.add)
                 r = -ENOMEM;
         const json_t *spec = json_object_get(object, "spec");
@@ -374,9 +382,9 @@ int build_patch(const struct se_envvars_input *in, const struct se_admission_opt
         free(x.add);
         se_hashmap_release(&x.defined);
         se_strv_release(&x.owned);
-        se_env_list_release(&svc);
+        nsvars_unref(svc);
         se_object_unref(obj);
         if (r == 0)
-                r = se_strbuf_failed(patch);
+                r = se_strbuf_failed(&po->stage);
         return r;
 }

@@ -406,6 +406,26 @@ int se_store_subscribe(struct se_store *s, enum se_kind kind, se_store_fn fn, vo
         return subs ? 0 : -ENOMEM;
 }
 
+int se_store_unsubscribe(struct se_store *s, enum se_kind kind, se_store_fn fn, void *data)
+{
+        if ((unsigned)kind >= SE_KIND_COUNT)
+                return -EINVAL;
+        pthread_rwlock_wrlock(s->lock);
+        struct kind_table *t = &s->kinds[kind];
+        int r = -ENOENT;
+        for (size_t i = 0; i < t->n_subs; i++) {
+                if (t->subs[i].fn == fn && t->subs[i].data == data) {
+                        memmove(&t->subs[i], &t->subs[i + 1],
+                                (t->n_subs - i - 1) * sizeof(*t->subs));
+                        t->n_subs--;
+                        r = 0;
+                        break;
+                }
+        }
+        pthread_rwlock_unlock(s->lock);
+        return r;
+}
+
 bool se_selector_matches(const struct se_kvlist *selector, const struct se_kvlist *labels)
 {
         for (uint32_t i = 0; i < selector->n; i++) {

@@ -6,7 +6,8 @@
  * one admission for comparison. Reports figures; asserts nothing.
  *
  * Environment: SVCENV_BUILD (build dir, default "build"),
- * BENCH_SECONDS (per run, default 3). BENCH_ADMISSIONS=N: only N in-process
+ * BENCH_SECONDS (per run, default 3), BENCH_UNCACHED=1 (also the in-process
+ * figures without the admission cache). BENCH_ADMISSIONS=N: only N in-process
  * admissions of each review, untimed, then exit (for callgrind:
  * valgrind --tool=callgrind --toggle-collect=se_admission_review_store). */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,19 +247,28 @@ static void load(int conns, double seconds)
         free(all);
 }
 
-static void in_process(const char *yaml, long count)
+/* Admissions in process: through the daemon's cache, or without one (as
+ * `svcenv admit`). */
+static void in_process(const char *yaml, long count, bool cached)
 {
         struct se_store *s = se_store_new();
         struct se_diag d;
         if (se_manifest_load_buffer(s, "bench", yaml, strlen(yaml), NULL, NULL, &d) < 0)
                 return;
+        struct se_admission_cache *cache = cached ? se_admission_cache_new(s, 0) : NULL;
         struct se_admission_result res;
         if (count > 0) {
                 for (long i = 0; i < count; i++) {
-                        se_admission_review_store(s, NULL, review, strlen(review), &res);
+                        if (cache)
+                                se_admission_review_cached(cache, NULL, review, strlen(review),
+                                                           &res);
+                        else
+                                se_admission_review_store(s, NULL, review, strlen(review), &res);
                         se_admission_result_release(&res);
                 }
-                printf("%ld in-process admissions, %s\n", count, review_name);
+                printf("%ld in-process admissions, %s, %s\n", count, review_name,
+                       cached ? "cached" : "uncached");
+                se_admission_cache_free(cache);
                 se_store_free(s);
                 return;
         }
@@ -265,16 +276,22 @@ static void in_process(const char *yaml, long count)
         double t0 = now_s();
         while (now_s() - t0 < 1.0) {
                 for (int i = 0; i < 100; i++) {
-                        se_admission_review_store(s, NULL, review, strlen(review), &res);
+                        if (cache)
+                                se_admission_review_cached(cache, NULL, review, strlen(review),
+                                                           &res);
+                        else
+                                se_admission_review_store(s, NULL, review, strlen(review), &res);
                         patch = res.patch_bytes;
                         se_admission_result_release(&res);
                 }
                 n += 100;
         }
         double dt = now_s() - t0;
-        printf("admission in process (no TLS/HTTP), %s: %.0f reviews/s, %.1f us each, patch %zu "
-               "bytes, %d services in the namespace\n",
-               review_name, (double)n / dt, dt / (double)n * 1e6, patch, N_SERVICES);
+        printf("admission in process (no TLS/HTTP), %s, %s: %.0f reviews/s, %.1f us each, patch "
+               "%zu bytes, %d services in the namespace\n",
+               cached ? "cached" : "uncached", review_name, (double)n / dt, dt / (double)n * 1e6,
+               patch, N_SERVICES);
+        se_admission_cache_free(cache);
         se_store_free(s);
 }
 
@@ -300,10 +317,15 @@ int main(void)
         char *end = strstr(env, "]}]}}");
         memmove(env, end + 1, strlen(end + 1) + 1);
         long count = getenv("BENCH_ADMISSIONS") ? atol(getenv("BENCH_ADMISSIONS")) : 0;
-        in_process(yaml, count);
-        review = review_plain;
-        review_name = "container without env (one op)";
-        in_process(yaml, count);
+        bool uncached = getenv("BENCH_UNCACHED") != NULL;
+        for (int c = uncached ? 0 : 1; c < 2; c++) {
+                review = review_env;
+                review_name = "container with env (one op per variable)";
+                in_process(yaml, count, c == 1);
+                review = review_plain;
+                review_name = "container without env (one op)";
+                in_process(yaml, count, c == 1);
+        }
         if (count > 0) {
                 free(yaml);
                 free(review_plain);

@@ -248,6 +248,31 @@ static void test_hash__base64(void **state)
         static const unsigned char high[] = { 0xfb, 0xff, 0xbf };
         se_base64_encode(high, 3, out);
         assert_string_equal(out, "+/+/");
+        /* the 6-byte fast path and its tails: every length up to 40 round-trips
+         * and matches a bit-by-bit encoding */
+        static const char alpha[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        unsigned char in[40];
+        char enc[64], ref[64], dec[48];
+        for (size_t i = 0; i < sizeof(in); i++)
+                in[i] = (unsigned char)(i * 97 + 13);
+        for (size_t len = 0; len <= sizeof(in); len++) {
+                size_t r = 0;
+                for (size_t bit = 0; bit < len * 8; bit += 6) {
+                        unsigned v = 0;
+                        for (size_t b = bit; b < bit + 6; b++)
+                                v = v << 1 | (b < len * 8 ? (in[b / 8] >> (7 - b % 8)) & 1 : 0);
+                        ref[r++] = alpha[v];
+                }
+                while (r % 4)
+                        ref[r++] = '=';
+                ref[r] = '\0';
+                se_base64_encode(in, len, enc);
+                assert_string_equal(enc, ref);
+                assert_int_equal(se_base64_decode(enc, strlen(enc), dec, &n), 0);
+                assert_int_equal(n, len);
+                assert_memory_equal(dec, in, len);
+        }
 }
 
 static void test_time__rfc3339(void **state)

@@ -78,6 +78,11 @@ static void test_store__put_replace_delete_with_callbacks(void **state)
         assert_int_equal(se_store_delete(s, SE_KIND_POD, "a", "p1"), -ENOENT);
         assert_null(se_store_get(s, SE_KIND_POD, "a", "p1"));
         assert_non_null(se_store_get(s, SE_KIND_SERVICE, "a", "p1"));
+        /* unsubscribed: no more callbacks */
+        assert_int_equal(se_store_unsubscribe(s, SE_KIND_POD, on_change, &ev), 0);
+        assert_int_equal(se_store_unsubscribe(s, SE_KIND_POD, on_change, &ev), -ENOENT);
+        assert_int_equal(se_store_put(s, make(SE_KIND_POD, "a", "p2", "v1")), 0);
+        assert_int_equal(ev.adds, 1);
         se_store_free(s);
 }
 
