@@ -16,6 +16,7 @@
 #include <svcenv/admission.h>
 #include <svcenv/decode.h>
 #include <svcenv/hash.h>
+#include <svcenv/macro.h>
 #include <svcenv/manifest.h>
 
 static const char cluster[] =
@@ -33,6 +34,7 @@ static const char cluster[] =
         "data: {DB_SERVICE_HOST: from-configmap}\n";
 
 static struct se_store *store;
+static struct se_admission_cache *cache; /* every review also goes through it */
 
 static int setup(void **state)
 {
@@ -44,14 +46,35 @@ static int setup(void **state)
                 fprintf(stderr, "cluster: %s\n", d.text);
                 return -1;
         }
-        return 0;
+        cache = se_admission_cache_new(store, 0);
+        return cache ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
         (void)state;
+        cache = se_admission_cache_free(cache);
         store = se_store_free(store);
         return 0;
+}
+
+/* The cached path answers byte for byte what the uncached one does, on a
+ * miss (entry built) and on a hit. */
+static void same_through_cache(struct se_admission_cache *c, const char *body,
+                               const struct se_admission_options *opt,
+                               const struct se_admission_result *want)
+{
+        for (int pass = 0; pass < 2; pass++) {
+                struct se_admission_result res;
+                assert_int_equal(se_admission_review_cached(c, opt, body, strlen(body), &res), 0);
+                assert_int_equal(res.http_status, want->http_status);
+                assert_int_equal(res.outcome, want->outcome);
+                assert_int_equal(res.patch_bytes, want->patch_bytes);
+                assert_int_equal(res.n_vars, want->n_vars);
+                assert_int_equal(res.len, want->len);
+                assert_memory_equal(res.body, want->body, want->len);
+                se_admission_result_release(&res);
+        }
 }
 
 /* A review of a pod CREATE in namespace ns (the pod JSON given). */
@@ -79,6 +102,7 @@ static void ask_opt(const char *body, const struct se_admission_options *opt, st
 {
         memset(a, 0, sizeof(*a));
         assert_int_equal(se_admission_review_store(store, opt, body, strlen(body), &a->res), 0);
+        same_through_cache(cache, body, opt, &a->res);
         if (a->res.http_status != 200)
                 return;
         json_error_t je;
@@ -782,6 +806,126 @@ static void test_admission__failure_mode(void **state)
         free(body);
 }
 
+static const char plain_pod[] =
+        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"a\"},"
+        "{\"name\":\"b\",\"env\":[{\"name\":\"X\",\"value\":\"1\"}]}]}}";
+
+/* Puts the Services of yaml into s (adds or replaces, as an informer). */
+static void load(struct se_store *s, const char *yaml)
+{
+        struct se_diag d = { 0 };
+        struct se_store *tmp = se_store_new();
+        assert_int_equal(se_manifest_load_buffer(tmp, "t.yaml", yaml, strlen(yaml), NULL, NULL, &d),
+                         0);
+        const struct se_object **v = NULL;
+        long n = se_store_list(tmp, SE_KIND_SERVICE, NULL, &v);
+        for (long i = 0; i < n; i++)
+                assert_int_equal(se_store_put(s, se_object_ref(SE_UNCONST(struct se_object, v[i]))),
+                                 0);
+        free(v);
+        se_store_free(tmp);
+}
+
+/* Reviews ns through the cache and without it; returns the (identical)
+ * response body. */
+static char *both(struct se_store *s, struct se_admission_cache *c, const char *ns)
+{
+        char *body = review("admission.k8s.io/v1", ns, "CREATE", plain_pod);
+        struct se_admission_result want;
+        assert_int_equal(se_admission_review_store(s, NULL, body, strlen(body), &want), 0);
+        same_through_cache(c, body, NULL, &want);
+        free(body);
+        char *out = want.body;
+        want.body = NULL;
+        se_admission_result_release(&want);
+        return out;
+}
+
+static void test_admission__cache_follows_service_changes(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        load(s, cluster);
+        struct se_admission_cache *c = se_admission_cache_new(s, 0);
+        assert_non_null(c);
+        char *shop0 = both(s, c, "shop"), *other0 = both(s, c, "other");
+        struct se_admission_cache_stats st;
+        se_admission_cache_stats(c, &st);
+        assert_int_equal(st.entries, 2);
+        assert_true(st.hits >= 2);
+
+        /* a new Service in shop: shop's answer changes, other's entry stays */
+        load(s, "apiVersion: v1\nkind: Service\nmetadata: {name: queue, namespace: shop}\n"
+                "spec: {clusterIP: 10.0.0.20, ports: [{port: 5672}]}\n");
+        se_admission_cache_stats(c, &st);
+        assert_int_equal(st.entries, 1);
+        char *shop1 = both(s, c, "shop");
+        assert_string_not_equal(shop1, shop0);
+        assert_non_null(strstr(shop1, "\"patch\""));
+        /* an update (new clusterIP) and a delete are seen too */
+        load(s, "apiVersion: v1\nkind: Service\nmetadata: {name: queue, namespace: shop}\n"
+                "spec: {clusterIP: 10.0.0.21, ports: [{port: 5672}]}\n");
+        char *shop2 = both(s, c, "shop");
+        assert_string_not_equal(shop2, shop1);
+        assert_int_equal(se_store_delete(s, SE_KIND_SERVICE, "shop", "queue"), 0);
+        char *shop3 = both(s, c, "shop");
+        assert_string_equal(shop3, shop0);
+
+        /* the master service is in every namespace's variables */
+        load(s, "apiVersion: v1\nkind: Service\nmetadata: {name: kubernetes, namespace: default}\n"
+                "spec: {clusterIP: 10.96.0.2, ports: [{name: https, port: 443}]}\n");
+        se_admission_cache_stats(c, &st);
+        assert_int_equal(st.entries, 0);
+        char *other1 = both(s, c, "other");
+        assert_string_not_equal(other1, other0);
+        assert_non_null(strstr(other1, "\"patch\""));
+        se_admission_cache_stats(c, &st);
+        assert_true(st.invalidations >= 4);
+
+        free(shop0);
+        free(shop1);
+        free(shop2);
+        free(shop3);
+        free(other0);
+        free(other1);
+        se_admission_cache_free(c);
+        /* freed before the store: later changes call nothing */
+        load(s, "apiVersion: v1\nkind: Service\nmetadata: {name: late, namespace: shop}\n"
+                "spec: {clusterIP: 10.0.0.30, ports: [{port: 1}]}\n");
+        se_store_free(s);
+}
+
+static void test_admission__cache_cap(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        load(s, cluster);
+        /* too small for any entry: answers the same, keeps nothing */
+        struct se_admission_cache *c = se_admission_cache_new(s, 64);
+        assert_non_null(c);
+        free(both(s, c, "shop"));
+        struct se_admission_cache_stats st;
+        se_admission_cache_stats(c, &st);
+        assert_int_equal(st.entries, 0);
+        assert_int_equal(st.bytes, 0);
+        se_admission_cache_free(c);
+        /* room for about one namespace: the least recently used goes */
+        c = se_admission_cache_new(s, 0);
+        free(both(s, c, "shop"));
+        se_admission_cache_stats(c, &st);
+        size_t one = st.bytes;
+        se_admission_cache_free(c);
+        c = se_admission_cache_new(s, one + one / 2);
+        free(both(s, c, "shop"));
+        free(both(s, c, "a"));
+        free(both(s, c, "b"));
+        se_admission_cache_stats(c, &st);
+        assert_true(st.bytes <= one + one / 2);
+        assert_true(st.entries >= 1);
+        se_admission_cache_free(c);
+        se_store_free(s);
+}
+
 static void test_admission__json_pointer_escape(void **state)
 {
         (void)state;
@@ -813,6 +957,8 @@ int main(void)
                 cmocka_unit_test(test_admission__dry_run_and_namespace),
                 cmocka_unit_test(test_admission__malformed),
                 cmocka_unit_test(test_admission__failure_mode),
+                cmocka_unit_test(test_admission__cache_follows_service_changes),
+                cmocka_unit_test(test_admission__cache_cap),
                 cmocka_unit_test(test_admission__json_pointer_escape),
         };
         return cmocka_run_group_tests_name("admission", tests, setup, teardown);
