@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,8 @@ static const char usage[] =
         "  --max-env-bytes N         size guard per container (default 1048576)\n"
         "  --max-body-bytes N        request body cap (default 4194304)\n"
         "  --read-timeout S          seconds a request may stall (default 10)\n"
-        "  --threads N               event loops (1; more need SO_REUSEPORT support)\n"
+        "  --threads N               event loops serving connections (1-16; default:\n"
+        "                            the CPUs this process may run on)\n"
         "  -v N                      log verbosity\n"
         "\n"
         "Routes: POST /mutate (any path), GET /livez, /readyz, /metrics.\n"
@@ -132,6 +134,14 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
         admit(d, req, resp);
 }
 
+/* One event loop per CPU we may run on (the cgroup's cpuset included). */
+static unsigned default_threads(void)
+{
+        cpu_set_t set;
+        int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+        return n < 1 ? 1 : n > SE_HTTPD_MAX_THREADS ? SE_HTTPD_MAX_THREADS : (unsigned)n;
+}
+
 static int number(const char *flag, const char *arg, int64_t min, int64_t max, int64_t *ret)
 {
         if (se_parse_i64(arg, min, max, ret) == 0)
@@ -174,7 +184,9 @@ int main(int argc, char **argv)
                 { 0 },
         };
         static struct daemon d;
-        struct se_httpd_config cfg = { .port = 8443, .handler = handle, .data = &d };
+        struct se_httpd_config cfg = {
+                .port = 8443, .threads = default_threads(), .handler = handle, .data = &d
+        };
         int64_t v;
         int c;
         while ((c = getopt_long(argc, argv, "f:v:h", opts, NULL)) != -1) {
@@ -228,7 +240,7 @@ int main(int argc, char **argv)
                         cfg.timeout_s = (unsigned)v;
                         break;
                 case O_THREADS:
-                        if (number("--threads", optarg, 1, 1, &v) < 0)
+                        if (number("--threads", optarg, 1, SE_HTTPD_MAX_THREADS, &v) < 0)
                                 return 2;
                         cfg.threads = (unsigned)v;
                         break;
@@ -285,8 +297,8 @@ int main(int argc, char **argv)
                 se_strv_release(&d.src.files);
                 return 4;
         }
-        se_log_info(0, "serving admission reviews on %s:%d", cfg.address ? cfg.address : "*",
-                    se_httpd_port(d.httpd));
+        se_log_info(0, "serving admission reviews on %s:%d (%u threads)",
+                    cfg.address ? cfg.address : "*", se_httpd_port(d.httpd), cfg.threads);
         for (;;) {
                 int sig = 0;
                 if (sigwait(&set, &sig) != 0)

@@ -4,9 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <libwebsockets.h>
 
@@ -21,11 +25,19 @@
 #define TLS_RECORD       16384
 #define KEEPALIVE_S      60
 
+#define MAX_PENDING 64 /* accepted sockets waiting for their loop */
+
 struct loop {
         struct se_httpd *h;
         struct lws_context *ctx;
+        struct lws_vhost *vhost;
         pthread_t thread;
         bool running;
+        /* sockets the acceptor handed over, adopted on the loop's thread
+         * (libwebsockets is not thread-safe; lws_cancel_service is) */
+        pthread_mutex_t lock;
+        int pending[MAX_PENDING];
+        unsigned n_pending;
 };
 
 struct se_httpd {
@@ -36,6 +48,12 @@ struct se_httpd {
         unsigned n_loops;
         int port;
         atomic_bool stop;
+        /* several loops: our own listening socket and acceptor thread */
+        int listen_fd;
+        int wake[2]; /* pipe that stops the acceptor */
+        pthread_t acceptor;
+        bool acceptor_running;
+        unsigned next; /* round robin */
 };
 
 /* Per connection; reset at the start of each request (keep-alive). */
@@ -179,12 +197,29 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
         return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* On the loop's thread: takes the sockets the acceptor queued. */
+static void adopt_pending(struct loop *l)
+{
+        int fds[MAX_PENDING];
+        pthread_mutex_lock(&l->lock);
+        unsigned n = l->n_pending;
+        memcpy(fds, l->pending, n * sizeof(*fds));
+        l->n_pending = 0;
+        pthread_mutex_unlock(&l->lock);
+        for (unsigned i = 0; i < n; i++)
+                (void)lws_adopt_socket_vhost(l->vhost, fds[i]); /* closes fd on failure */
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
         struct pss *ps = user;
-        struct se_httpd *h = lws_context_user(lws_get_context(wsi));
+        struct loop *l = lws_context_user(lws_get_context(wsi));
+        struct se_httpd *h = l->h;
         switch (reason) {
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+                adopt_pending(l);
+                return 0;
         case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS: {
                 SSL_CTX *ctx = user;
                 if (!h->tls)
@@ -242,7 +277,7 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
         info.port = port;
         info.iface = h->cfg.address;
         info.protocols = protocols;
-        info.user = h;
+        info.user = l;
         info.timeout_secs = h->cfg.timeout_s ? h->cfg.timeout_s : 10;
         info.keepalive_timeout = KEEPALIVE_S;
         info.alpn = "http/1.1";
@@ -254,13 +289,99 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
                 info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
                                 LWS_SERVER_OPTION_CREATE_VHOST_SSL_CTX;
         l->h = h;
+        pthread_mutex_init(&l->lock, NULL);
         l->ctx = lws_create_context(&info);
         if (!l->ctx) {
                 se_diag_set(diag, NULL, 0, 0, "cannot listen on %s:%d",
                             h->cfg.address ? h->cfg.address : "*", port);
                 return -EADDRINUSE;
         }
+        l->vhost = lws_get_vhost_by_name(l->ctx, "default");
         return 0;
+}
+
+/* Our listening socket (several loops): the address as lws would bind it,
+ * IPv6 dual-stack for all interfaces. */
+static int listen_socket(struct se_httpd *h, struct se_diag *diag)
+{
+        const char *addr = h->cfg.address;
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof(ss));
+        socklen_t len;
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+        if (addr && inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+                a4->sin_family = AF_INET;
+                a4->sin_port = htons((uint16_t)h->cfg.port);
+                len = sizeof(*a4);
+        } else if (!addr || inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+                a6->sin6_family = AF_INET6;
+                a6->sin6_port = htons((uint16_t)h->cfg.port);
+                if (!addr)
+                        a6->sin6_addr = in6addr_any;
+                len = sizeof(*a6);
+        } else {
+                se_diag_set(diag, NULL, 0, 0, "cannot listen on %s: not an IP address", addr);
+                return -EINVAL;
+        }
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 && !addr) { /* no IPv6 here */
+                memset(&ss, 0, sizeof(ss));
+                a4->sin_family = AF_INET;
+                a4->sin_port = htons((uint16_t)h->cfg.port);
+                len = sizeof(*a4);
+                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        }
+        int on = 1, off = 0;
+        if (fd >= 0) {
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+                if (ss.ss_family == AF_INET6)
+                        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+        }
+        if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0 ||
+            getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+                int err = errno;
+                if (fd >= 0)
+                        close(fd);
+                se_diag_set(diag, NULL, 0, 0, "cannot listen on %s:%d: %s", addr ? addr : "*",
+                            h->cfg.port, strerror(err));
+                return -err;
+        }
+        h->listen_fd = fd;
+        h->port = ntohs(ss.ss_family == AF_INET6 ? a6->sin6_port : a4->sin_port);
+        return 0;
+}
+
+/* Accepts connections and deals them to the loops in turn. */
+static void *accept_run(void *arg)
+{
+        struct se_httpd *h = arg;
+        struct pollfd pfd[2] = { { .fd = h->listen_fd, .events = POLLIN },
+                                 { .fd = h->wake[0], .events = POLLIN } };
+        while (!atomic_load(&h->stop)) {
+                if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
+                        continue;
+                int fd = accept4(h->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM)
+                                poll(NULL, 0, 100); /* do not spin */
+                        continue;
+                }
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                struct loop *l = &h->loops[h->next++ % h->n_loops];
+                pthread_mutex_lock(&l->lock);
+                bool queued = l->n_pending < MAX_PENDING;
+                if (queued)
+                        l->pending[l->n_pending++] = fd;
+                pthread_mutex_unlock(&l->lock);
+                if (queued)
+                        lws_cancel_service(l->ctx);
+                else
+                        close(fd); /* the loop is stuck: shed */
+        }
+        return NULL;
 }
 
 static void log_emit(int level, const char *line)
@@ -293,16 +414,27 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
                 }
         }
         unsigned n = cfg->threads ? cfg->threads : 1;
-        if (n > 1) {
-                /* Debian's libwebsockets 4.1 has one service thread per context
-                 * and does not set SO_REUSEPORT, so loops cannot share a port. */
-                se_diag_set(diag, NULL, 0, 0,
-                            "one event loop only with this libwebsockets "
-                            "build; run more replicas instead");
+        h->listen_fd = h->wake[0] = h->wake[1] = -1;
+        if (n > SE_HTTPD_MAX_THREADS) {
+                se_diag_set(diag, NULL, 0, 0, "at most %d threads", SE_HTTPD_MAX_THREADS);
+                if (h->tls)
+                        certs_release(&h->certs);
                 free(h);
-                return -ENOTSUP;
+                return -EINVAL;
         }
-        int port = cfg->port;
+        /* One loop: lws listens. Several: Debian's libwebsockets 4.1 has one
+         * service thread per context and no SO_REUSEPORT, so we listen and
+         * accept, and hand each connection to one context's thread. */
+        if (n > 1) {
+                int r = listen_socket(h, diag);
+                if (r == 0 && pipe2(h->wake, O_CLOEXEC) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        se_httpd_stop(h);
+                        return r;
+                }
+        }
+        int port = n > 1 ? CONTEXT_PORT_NO_LISTEN_SERVER : cfg->port;
         for (unsigned i = 0; i < n; i++) {
                 int r = make_context(h, &h->loops[i], port, diag);
                 if (r < 0) {
@@ -310,10 +442,9 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
                         return r;
                 }
                 h->n_loops++;
-                if (i == 0) {
-                        struct lws_vhost *vh = lws_get_vhost_by_name(h->loops[0].ctx, "default");
+                if (n == 1) {
+                        struct lws_vhost *vh = h->loops[0].vhost;
                         h->port = vh ? lws_get_vhost_listen_port(vh) : port;
-                        port = h->port;
                 }
         }
         for (unsigned i = 0; i < h->n_loops; i++) {
@@ -323,6 +454,14 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
                         return -EAGAIN;
                 }
                 h->loops[i].running = true;
+        }
+        if (n > 1) {
+                if (pthread_create(&h->acceptor, NULL, accept_run, h) != 0) {
+                        se_httpd_stop(h);
+                        se_diag_set(diag, NULL, 0, 0, "cannot start a thread");
+                        return -EAGAIN;
+                }
+                h->acceptor_running = true;
         }
         *ret = h;
         return 0;
@@ -352,13 +491,26 @@ struct se_httpd *se_httpd_stop(struct se_httpd *h)
         if (!h)
                 return NULL;
         atomic_store(&h->stop, true);
+        if (h->acceptor_running) {
+                (void)!write(h->wake[1], "x", 1);
+                pthread_join(h->acceptor, NULL);
+        }
         for (unsigned i = 0; i < h->n_loops; i++)
                 lws_cancel_service(h->loops[i].ctx);
         for (unsigned i = 0; i < h->n_loops; i++)
                 if (h->loops[i].running)
                         pthread_join(h->loops[i].thread, NULL);
-        for (unsigned i = 0; i < h->n_loops; i++)
+        for (unsigned i = 0; i < h->n_loops; i++) {
                 lws_context_destroy(h->loops[i].ctx);
+                for (unsigned k = 0; k < h->loops[i].n_pending; k++)
+                        close(h->loops[i].pending[k]);
+                pthread_mutex_destroy(&h->loops[i].lock);
+        }
+        if (h->listen_fd >= 0)
+                close(h->listen_fd);
+        for (int i = 0; i < 2; i++)
+                if (h->wake[i] >= 0)
+                        close(h->wake[i]);
         if (h->tls)
                 certs_release(&h->certs);
         free(h);

@@ -60,11 +60,15 @@ static void handler(void *data, const struct se_httpd_request *req, struct se_ht
         resp->content_type = "text/plain";
 }
 
+static unsigned n_threads; /* 0: one loop (lws listens); more: our acceptor */
+
 static struct se_httpd *start(size_t max_body)
 {
-        struct se_httpd_config cfg = {
-                .address = "127.0.0.1", .port = 0, .max_body = max_body, .handler = handler
-        };
+        struct se_httpd_config cfg = { .address = "127.0.0.1",
+                                       .port = 0,
+                                       .max_body = max_body,
+                                       .threads = n_threads,
+                                       .handler = handler };
         struct se_httpd *h = NULL;
         struct se_diag d = { 0 };
         int r = se_httpd_start(&cfg, &h, &d);
@@ -257,9 +261,60 @@ static void test_httpd__config_errors(void **state)
         assert_non_null(strstr(d.file, "/nonexistent/tls.crt"));
         assert_null(h);
         cfg.cert_file = cfg.key_file = NULL;
+        cfg.threads = SE_HTTPD_MAX_THREADS + 1;
+        assert_int_equal(se_httpd_start(&cfg, &h, &d), -EINVAL);
         cfg.threads = 2;
-        assert_int_equal(se_httpd_start(&cfg, &h, &d), -ENOTSUP);
+        cfg.address = "not-an-address";
+        assert_int_equal(se_httpd_start(&cfg, &h, &d), -EINVAL);
+        assert_non_null(strstr(d.text, "not-an-address"));
+        assert_null(h);
         assert_null(se_httpd_stop(NULL));
+}
+
+/* Several loops: many connections at once, each kept alive, every answer
+ * on its own connection. */
+static void test_httpd__threads_many_connections(void **state)
+{
+        (void)state;
+        n_threads = 2;
+        struct se_httpd *h = start(0);
+        enum { N = 8 };
+        int fds[N];
+        for (int i = 0; i < N; i++)
+                fds[i] = dial(se_httpd_port(h));
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        size_t len = 0;
+        for (int round = 0; round < 3; round++) {
+                for (int i = 0; i < N; i++) {
+                        const char *req = i % 2 ? "GET /big HTTP/1.1\r\nHost: x\r\n\r\n" :
+                                                  "GET /x HTTP/1.1\r\nHost: x\r\n\r\n";
+                        send_all(fds[i], req, strlen(req));
+                }
+                for (int i = 0; i < N; i++) {
+                        assert_int_equal(read_response(fds[i], &sb, &len), 200);
+                        assert_int_equal(len, i % 2 ? BIG : 5);
+                }
+        }
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        se_strbuf_release(&sb);
+        se_httpd_stop(h);
+        n_threads = 0;
+}
+
+static int threaded(void **state)
+{
+        (void)state;
+        n_threads = 3;
+        return 0;
+}
+
+static int one_loop(void **state)
+{
+        (void)state;
+        n_threads = 0;
+        return 0;
 }
 
 int main(void)
@@ -270,6 +325,15 @@ int main(void)
                 cmocka_unit_test(test_httpd__body_cap),
                 cmocka_unit_test(test_httpd__stalled_body_times_out),
                 cmocka_unit_test(test_httpd__config_errors),
+                cmocka_unit_test(test_httpd__threads_many_connections),
+                /* the same with our acceptor and three loops */
+                cmocka_unit_test_setup_teardown(test_httpd__get_path_query_and_keep_alive, threaded,
+                                                one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__post_body_and_large_response, threaded,
+                                                one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__body_cap, threaded, one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__stalled_body_times_out, threaded,
+                                                one_loop),
         };
         return cmocka_run_group_tests_name("httpd", tests, NULL, NULL);
 }
