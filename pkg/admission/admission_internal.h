@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include <svcenv/admission.h>
+#include <svcenv/hashmap.h>
 #include <svcenv/strbuf.h>
 
 struct warnings {
@@ -46,9 +47,24 @@ struct nsvars {
         struct rvar *v;
         size_t n;
         char *blob; /* every json and b64 string */
+        struct se_hashmap index; /* name -> index + 1 */
+        size_t exec_total; /* sum of exec_size */
+        /* cached entries only: the whole patch text of containers[0] when it
+         * gets every variable, as one op (RUN_WHOLE, no env yet) or one op per
+         * variable (RUN_OPS), without the leading comma */
+        struct rvar run[2];
+        char *run_blob[2];
         size_t bytes; /* memory held, for the cache cap */
         uint64_t used; /* cache clock at the last use */
 };
+
+enum { RUN_WHOLE, RUN_OPS };
+
+/* Appends the operations that give container idx of field every variable of
+ * nv (whole: one op with the array, else one per variable), the ops joined
+ * by commas; the same text patch_container writes. */
+void render_run(struct se_strbuf *sb, const struct nsvars *nv, const char *field, size_t idx,
+                bool whole);
 
 /* se_envvars_services() rendered; with_b64 also makes the base64 forms.
  * 0 or -ENOMEM. */

@@ -48,11 +48,50 @@ struct nsvars *nsvars_unref(struct nsvars *nv)
         if (!nv || atomic_fetch_sub(&nv->refs, 1) != 1)
                 return NULL;
         se_env_list_release(&nv->list);
+        se_hashmap_release(&nv->index);
+        free(nv->run_blob[0]);
+        free(nv->run_blob[1]);
         free(nv->v);
         free(nv->blob);
         free(nv->key);
         free(nv);
         return NULL;
+}
+
+/* nv->run[mode]: its JSON, then its base64 at the three alignments. */
+static int make_run(struct nsvars *nv, int mode)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        render_run(&sb, nv, "containers", 0, mode == RUN_WHOLE);
+        size_t json_len = sb.len, off[3];
+        se_strbuf_putc(&sb, '\0');
+        for (unsigned h = 0; h < 3; h++) {
+                size_t whole = (json_len - h) / 3 * 3; /* json_len > 2 */
+                off[h] = sb.len;
+                nv->run[mode].b64_len[h] = b64_len(whole);
+                if (se_strbuf_grow(&sb, b64_len(whole) + 1) < 0)
+                        break;
+                se_base64_encode(sb.buf + h, whole, sb.buf + sb.len);
+                sb.len += b64_len(whole) + 1;
+        }
+        if (se_strbuf_failed(&sb)) {
+                int r = se_strbuf_failed(&sb);
+                se_strbuf_release(&sb);
+                return r;
+        }
+        sb.buf[sb.len] = '\0';
+        size_t len = 0;
+        char *blob = se_strbuf_detach(&sb, &len);
+        if (!blob)
+                return -ENOMEM;
+        nv->run_blob[mode] = blob;
+        nv->run[mode].json = blob;
+        nv->run[mode].json_len = json_len;
+        for (unsigned h = 0; h < 3; h++)
+                nv->run[mode].b64[h] = blob + off[h];
+        nv->bytes += len;
+        return 0;
 }
 
 int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, bool with_b64,
@@ -64,6 +103,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                 return -ENOMEM;
         atomic_init(&nv->refs, 1);
         se_env_list_init(&nv->list);
+        nv->index = (struct se_hashmap)SE_HASHMAP_INIT;
         int r = se_envvars_services(in, ns, links, &nv->list);
         if (r < 0) {
                 free(nv);
@@ -79,6 +119,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                 nsvars_unref(nv);
                 return -ENOMEM;
         }
+        int index_err = 0;
         /* offsets first: the buffer moves while it grows */
         for (size_t i = 0; i < nv->n; i++) {
                 const struct se_env_entry *e = &nv->list.items[i];
@@ -86,6 +127,9 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                 v->name = e->name;
                 v->value = e->value;
                 v->exec_size = exec_size(e->name, e->value);
+                nv->exec_total += v->exec_size;
+                if (se_hashmap_put(&nv->index, e->name, (void *)(uintptr_t)(i + 1), NULL) < 0)
+                        index_err = -ENOMEM;
                 off[i * 4] = sb.len;
                 put_var(&sb, e->name, e->value);
                 v->json_len = sb.len - off[i * 4];
@@ -104,7 +148,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                         sb.len += v->b64_len[h] + 1;
                 }
         }
-        r = se_strbuf_failed(&sb);
+        r = index_err ? index_err : se_strbuf_failed(&sb);
         if (r < 0) {
                 se_strbuf_release(&sb);
                 free(off);
@@ -125,7 +169,15 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
         }
         free(off);
         nv->bytes += sizeof(*nv) + nv->n * sizeof(*nv->v) + nv->list.arena.total +
-                     nv->list.alloc * sizeof(*nv->list.items);
+                     nv->list.alloc * sizeof(*nv->list.items) +
+                     nv->n * 2 * sizeof(struct se_hashmap_slot);
+        for (int m = 0; with_b64 && nv->n && m < 2; m++) {
+                r = make_run(nv, m);
+                if (r < 0) {
+                        nsvars_unref(nv);
+                        return r;
+                }
+        }
         *ret = nv;
         return 0;
 }

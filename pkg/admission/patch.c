@@ -199,21 +199,24 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         if (r < 0)
                 return r;
 
-        size_t n_add = 0, add_bytes = 0, own_bytes = 0, clashes = 0;
-        for (size_t i = 0; i < x->svc->n; i++) {
-                const struct rvar *e = &x->svc->v[i];
-                x->add[i] = false;
-                const void *d = se_hashmap_get(&x->defined, e->name);
-                if (d) {
-                        const struct se_env_var *v = d;
-                        if (d != &env_from_key && (v->source != SE_ENV_VALUE ||
-                                                   strcmp(v->value ? v->value : "", e->value) != 0))
-                                clashes++;
+        /* every variable, minus the names the container defines (looked up
+         * in the variables' index: containers define few names) */
+        size_t n_add = x->svc->n, add_bytes = x->svc->exec_total, own_bytes = 0, clashes = 0;
+        memset(x->add, 1, x->svc->n * sizeof(*x->add));
+        const char *name;
+        void *d;
+        for (size_t it = 0; se_hashmap_next(&x->defined, &it, &name, &d);) {
+                uintptr_t k = (uintptr_t)se_hashmap_get(&x->svc->index, name);
+                if (!k)
                         continue;
-                }
-                x->add[i] = true;
-                n_add++;
-                add_bytes += e->exec_size;
+                const struct rvar *e = &x->svc->v[k - 1];
+                const struct se_env_var *v = d;
+                if (d != &env_from_key &&
+                    (v->source != SE_ENV_VALUE || strcmp(v->value ? v->value : "", e->value) != 0))
+                        clashes++;
+                x->add[k - 1] = false;
+                n_add--;
+                add_bytes -= e->exec_size;
         }
         if (n_add == 0)
                 return 0;
@@ -237,7 +240,14 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
 
         const json_t *jenv = json_object_get(jc, "env");
         bool whole = !json_is_array(jenv) || json_array_size(jenv) == 0;
-        if (whole) {
+        const struct rvar *run = &x->svc->run[whole ? RUN_WHOLE : RUN_OPS];
+        if (n_add == x->svc->n && idx == 0 && strcmp(field, "containers") == 0 && run->json) {
+                /* the usual pod: its first container gets everything */
+                op_begin(x);
+                b64w_add(&x->po->b64, x->patch->buf, x->patch->len);
+                se_strbuf_reset(x->patch);
+                b64w_add_var(&x->po->b64, run);
+        } else if (whole) {
                 op_begin(x);
                 put_path(x->patch, field, idx);
                 se_strbuf_puts(x->patch, "\",\"value\":[");
@@ -268,6 +278,32 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         x->st->n_vars += n_add;
         return se_strbuf_failed(x->patch) ? se_strbuf_failed(x->patch) :
                                             se_strbuf_failed(x->po->b64.out);
+}
+
+void render_run(struct se_strbuf *sb, const struct nsvars *nv, const char *field, size_t idx,
+                bool whole)
+{
+        if (whole) {
+                put_path(sb, field, idx);
+                se_strbuf_puts(sb, "\",\"value\":[");
+                for (size_t i = 0; i < nv->n; i++) {
+                        if (i)
+                                se_strbuf_putc(sb, ',');
+                        se_strbuf_add(sb, nv->v[i].json, nv->v[i].json_len);
+                }
+                se_strbuf_puts(sb, "]}");
+                return;
+        }
+        for (size_t i = 0; i < nv->n; i++) {
+                if (i)
+                        se_strbuf_putc(sb, ',');
+                put_path(sb, field, idx);
+                se_strbuf_putc(sb, '/');
+                put_uint(sb, i);
+                se_strbuf_puts(sb, "\",\"value\":");
+                se_strbuf_add(sb, nv->v[i].json, nv->v[i].json_len);
+                se_strbuf_putc(sb, '}');
+        }
 }
 
 static int patch_list(struct ctx *x, const json_t *spec, const char *field,

@@ -9,7 +9,8 @@
  * BENCH_SECONDS (per run, default 3), BENCH_UNCACHED=1 (also the in-process
  * figures without the admission cache). BENCH_ADMISSIONS=N: only N in-process
  * admissions of each review, untimed, then exit (for callgrind:
- * valgrind --tool=callgrind --toggle-collect=se_admission_review_store). */
+ * valgrind --tool=callgrind --toggle-collect=se_admission_review_cached);
+ * BENCH_ONLY=env|plain: only that review in process. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -319,12 +320,15 @@ int main(void)
         long count = getenv("BENCH_ADMISSIONS") ? atol(getenv("BENCH_ADMISSIONS")) : 0;
         bool uncached = getenv("BENCH_UNCACHED") != NULL;
         for (int c = uncached ? 0 : 1; c < 2; c++) {
+                const char *only = getenv("BENCH_ONLY"); /* "env" or "plain" */
                 review = review_env;
                 review_name = "container with env (one op per variable)";
-                in_process(yaml, count, c == 1);
+                if (!only || strcmp(only, "env") == 0)
+                        in_process(yaml, count, c == 1);
                 review = review_plain;
                 review_name = "container without env (one op)";
-                in_process(yaml, count, c == 1);
+                if (!only || strcmp(only, "plain") == 0)
+                        in_process(yaml, count, c == 1);
         }
         if (count > 0) {
                 free(yaml);

@@ -809,6 +809,11 @@ static void test_admission__failure_mode(void **state)
 static const char plain_pod[] =
         "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"a\"},"
         "{\"name\":\"b\",\"env\":[{\"name\":\"X\",\"value\":\"1\"}]}]}}";
+/* containers[0] with env of its own: one op per variable */
+static const char env_pod[] =
+        "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"b\"}},\"spec\":{"
+        "\"initContainers\":[{\"name\":\"i\"}],\"containers\":[{\"name\":\"a\",\"env\":"
+        "[{\"name\":\"X\",\"value\":\"1\"}]},{\"name\":\"b\"}]}}";
 
 /* Puts the Services of yaml into s (adds or replaces, as an informer). */
 static void load(struct se_store *s, const char *yaml)
@@ -828,9 +833,10 @@ static void load(struct se_store *s, const char *yaml)
 
 /* Reviews ns through the cache and without it; returns the (identical)
  * response body. */
-static char *both(struct se_store *s, struct se_admission_cache *c, const char *ns)
+static char *both_pod(struct se_store *s, struct se_admission_cache *c, const char *ns,
+                      const char *pod)
 {
-        char *body = review("admission.k8s.io/v1", ns, "CREATE", plain_pod);
+        char *body = review("admission.k8s.io/v1", ns, "CREATE", pod);
         struct se_admission_result want;
         assert_int_equal(se_admission_review_store(s, NULL, body, strlen(body), &want), 0);
         same_through_cache(c, body, NULL, &want);
@@ -839,6 +845,12 @@ static char *both(struct se_store *s, struct se_admission_cache *c, const char *
         want.body = NULL;
         se_admission_result_release(&want);
         return out;
+}
+
+static char *both(struct se_store *s, struct se_admission_cache *c, const char *ns)
+{
+        free(both_pod(s, c, ns, env_pod));
+        return both_pod(s, c, ns, plain_pod);
 }
 
 static void test_admission__cache_follows_service_changes(void **state)
