@@ -125,7 +125,9 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
                 se_store_rdlock(d->src.store);
                 long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
                 se_store_unlock(d->src.store);
-                resp->body = metrics_render(&resp->len, &st, n, source_synced(&d->src));
+                struct se_admission_cache_stats cs;
+                se_admission_cache_stats(d->cache, &cs);
+                resp->body = metrics_render(&resp->len, &st, &cs, n, source_synced(&d->src));
                 resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
                 if (!resp->body)
                         text(resp, 500, "out of memory\n");

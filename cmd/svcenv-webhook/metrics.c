@@ -59,7 +59,8 @@ static void render_histogram(struct se_strbuf *sb, const char *name, const char 
                          (unsigned long long)atomic_load(&h->count));
 }
 
-char *metrics_render(size_t *ret_len, const struct se_httpd_stats *tls, long services, int ready)
+char *metrics_render(size_t *ret_len, const struct se_httpd_stats *tls,
+                     const struct se_admission_cache_stats *cache, long services, int ready)
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 1 << 20);
@@ -88,6 +89,21 @@ char *metrics_render(size_t *ret_len, const struct se_httpd_stats *tls, long ser
                          "# HELP svcenv_webhook_ready 1 once the Service source has synced.\n"
                          "# TYPE svcenv_webhook_ready gauge\nsvcenv_webhook_ready %d\n",
                          services, ready);
+        se_strbuf_printf(
+                &sb,
+                "# HELP svcenv_webhook_cache_lookups_total Service variables of a "
+                "namespace looked up in the cache, by result.\n"
+                "# TYPE svcenv_webhook_cache_lookups_total counter\n"
+                "svcenv_webhook_cache_lookups_total{result=\"hit\"} %llu\n"
+                "svcenv_webhook_cache_lookups_total{result=\"miss\"} %llu\n"
+                "# HELP svcenv_webhook_cache_invalidations_total Cached namespaces "
+                "dropped (Service changes, size cap).\n"
+                "# TYPE svcenv_webhook_cache_invalidations_total counter\n"
+                "svcenv_webhook_cache_invalidations_total %llu\n"
+                "# HELP svcenv_webhook_cache_bytes Memory held by the cache.\n"
+                "# TYPE svcenv_webhook_cache_bytes gauge\nsvcenv_webhook_cache_bytes %zu\n",
+                (unsigned long long)cache->hits, (unsigned long long)cache->misses,
+                (unsigned long long)cache->invalidations, cache->bytes);
         if (se_strbuf_failed(&sb)) {
                 se_strbuf_release(&sb);
                 return NULL;

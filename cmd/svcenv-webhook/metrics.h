@@ -10,6 +10,7 @@
 
 void metrics_observe(enum se_admission_outcome outcome, double seconds, size_t patch_bytes);
 /* The exposition text (malloc'ed) with the extra gauges given. */
-char *metrics_render(size_t *ret_len, const struct se_httpd_stats *tls, long services, int ready);
+char *metrics_render(size_t *ret_len, const struct se_httpd_stats *tls,
+                     const struct se_admission_cache_stats *cache, long services, int ready);
 
 #endif

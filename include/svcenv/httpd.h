@@ -12,11 +12,18 @@
  * new connections get it; a pair that does not load keeps the old one (and
  * counts a reload error). se_httpd_reload_certs() forces a look (SIGHUP).
  *
- * Threads: one event loop in its own thread (Debian's libwebsockets 4.1 is
- * built with one service thread per context and sets no SO_REUSEPORT, so
- * `threads` > 1 is refused with -ENOTSUP; scale with replicas). The handler
- * runs on the loop thread: it must be thread-safe against the caller's
- * other threads and should be quick (it blocks the loop while it runs).
+ * Threads: `threads` event loops, each in its own thread. One loop: lws
+ * listens. Several: Debian's libwebsockets 4.1 has one service thread per
+ * context and sets no SO_REUSEPORT, so the server listens itself (address:
+ * an IP, or NULL for all interfaces, dual-stack), an acceptor thread
+ * accepts and deals the connections in turn to one lws context per loop
+ * (handed over through lws_cancel_service, adopted on the loop's thread).
+ * A connection stays on its loop. The handler runs on a loop thread, so
+ * with several loops it runs concurrently with itself: it must be
+ * thread-safe, and should be quick (it blocks its loop while it runs).
+ *
+ * Responses: the headers and the body leave in one TLS write (records
+ * coalesced with TCP_CORK), at once when the socket takes them.
  *
  * Ownership: the request and everything in it are borrowed for the call;
  * the handler gives the response body as malloc'ed memory that the server
@@ -59,7 +66,7 @@ struct se_httpd_config {
         const char *key_file;
         size_t max_body; /* 0: 4 MiB */
         unsigned timeout_s; /* 0: 10 s */
-        unsigned threads; /* 0 or 1 (see above) */
+        unsigned threads; /* event loops, 0 or 1: one; at most SE_HTTPD_MAX_THREADS */
         se_httpd_handler handler;
         void *data;
 };

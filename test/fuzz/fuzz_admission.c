@@ -1,6 +1,7 @@
 /* Fuzz target: any request body through the admission decision, against a
  * fixed cluster. Checks that every 200 answer is a well-formed
- * AdmissionReview whose patch (if any) is base64 of a JSON array. */
+ * AdmissionReview whose patch (if any) is base64 of a JSON array, and that
+ * the cached path (the daemon's) gives the same bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ static const char cluster[] =
         "data: {A: b}\n";
 
 static struct se_store *store;
+static struct se_admission_cache *cache;
 
 static void check(const struct se_admission_result *res)
 {
@@ -60,12 +62,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (!store || se_manifest_load_buffer(store, "cluster", cluster, strlen(cluster),
                                                       NULL, NULL, &d) < 0)
                         abort();
+                cache = se_admission_cache_new(store, 0);
+                if (!cache)
+                        abort();
         }
         struct se_admission_options opt = { .max_env_bytes = size % 2 ? 4096 : 0,
                                             .failure_deny = size % 3 == 0 };
         struct se_admission_result res;
         if (se_admission_review_store(store, &opt, (const char *)data, size, &res) == 0) {
                 check(&res);
+                /* the daemon's cached path answers byte for byte the same */
+                struct se_admission_result cached;
+                if (se_admission_review_cached(cache, &opt, (const char *)data, size, &cached) ==
+                    0) {
+                        if (cached.http_status != res.http_status || cached.len != res.len ||
+                            memcmp(cached.body, res.body, res.len) != 0 ||
+                            cached.patch_bytes != res.patch_bytes)
+                                abort();
+                        se_admission_result_release(&cached);
+                }
                 se_admission_result_release(&res);
         }
         return 0;
