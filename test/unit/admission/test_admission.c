@@ -2,6 +2,7 @@
  * to the pod (RFC 6902 `add`, by a small applier here) and the result is
  * checked against what the kubelet would give the original pod. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -938,6 +939,53 @@ static void test_admission__cache_cap(void **state)
         se_store_free(s);
 }
 
+/* Reviewers in several threads while Services change: every answer is one
+ * the uncached path gives for some state of the store (the variable count
+ * is that of the namespace with or without the extra Service). */
+struct racer {
+        struct se_store *s;
+        struct se_admission_cache *c;
+        int bad;
+};
+
+static void *reviewer(void *arg)
+{
+        struct racer *r = arg;
+        char *body = review("admission.k8s.io/v1", "shop", "CREATE", plain_pod);
+        for (int i = 0; i < 300; i++) {
+                struct se_admission_result res;
+                if (se_admission_review_cached(r->c, NULL, body, strlen(body), &res) != 0 ||
+                    res.outcome != SE_ADMIT_PATCHED || (res.n_vars != 62 && res.n_vars != 76))
+                        r->bad++;
+                se_admission_result_release(&res);
+        }
+        free(body);
+        return NULL;
+}
+
+static void test_admission__cache_threads(void **state)
+{
+        (void)state;
+        struct racer r = { .s = se_store_new() };
+        load(r.s, cluster);
+        r.c = se_admission_cache_new(r.s, 0);
+        pthread_t t[3];
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(pthread_create(&t[i], NULL, reviewer, &r), 0);
+        for (int i = 0; i < 50; i++) {
+                load(r.s, "apiVersion: v1\nkind: Service\nmetadata: {name: queue, namespace: "
+                          "shop}\nspec: {clusterIP: 10.0.0.20, ports: [{port: 5672}]}\n");
+                assert_int_equal(se_store_delete(r.s, SE_KIND_SERVICE, "shop", "queue"), 0);
+        }
+        for (int i = 0; i < 3; i++)
+                pthread_join(t[i], NULL);
+        assert_int_equal(r.bad, 0);
+        /* settled: the cache agrees with the store again */
+        free(both(r.s, r.c, "shop"));
+        se_admission_cache_free(r.c);
+        se_store_free(r.s);
+}
+
 static void test_admission__json_pointer_escape(void **state)
 {
         (void)state;
@@ -971,6 +1019,7 @@ int main(void)
                 cmocka_unit_test(test_admission__failure_mode),
                 cmocka_unit_test(test_admission__cache_follows_service_changes),
                 cmocka_unit_test(test_admission__cache_cap),
+                cmocka_unit_test(test_admission__cache_threads),
                 cmocka_unit_test(test_admission__json_pointer_escape),
         };
         return cmocka_run_group_tests_name("admission", tests, setup, teardown);

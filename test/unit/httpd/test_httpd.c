@@ -2,6 +2,7 @@
  * body cap, keep-alive, large responses, configuration errors. (TLS, the
  * certificate reload and TLS >= 1.2 are covered by test/integration.) */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,10 +35,12 @@ struct seen {
 };
 
 static struct seen seen;
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER; /* several loops */
 
 static void handler(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
 {
         (void)data;
+        pthread_mutex_lock(&seen_lock);
         seen.calls++;
         snprintf(seen.method, sizeof(seen.method), "%s", req->method);
         snprintf(seen.path, sizeof(seen.path), "%s", req->path);
@@ -47,6 +50,7 @@ static void handler(void *data, const struct se_httpd_request *req, struct se_ht
         seen.sum = 0;
         for (size_t i = 0; i < req->len; i++)
                 seen.sum += (unsigned char)req->body[i];
+        pthread_mutex_unlock(&seen_lock);
         if (strcmp(req->path, "/big") == 0) {
                 resp->body = malloc(BIG);
                 memset(resp->body, 'x', BIG);
