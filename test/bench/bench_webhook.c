@@ -10,7 +10,8 @@
  * figures without the admission cache). BENCH_ADMISSIONS=N: only N in-process
  * admissions of each review, untimed, then exit (for callgrind:
  * valgrind --tool=callgrind --toggle-collect=se_admission_review_cached);
- * BENCH_ONLY=env|plain: only that review in process. */
+ * BENCH_ONLY=env|plain: only that review in process. BENCH_THREADS=N: the
+ * daemon's --threads (default: its own, one per CPU). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -356,12 +357,14 @@ int main(void)
         srand((unsigned)getpid());
         port = 20000 + rand() % 20000;
         snprintf(portarg, sizeof(portarg), "%d", port);
+        const char *threads = getenv("BENCH_THREADS"); /* the daemon's --threads */
         const char *argv[] = { bin,         "-f",
                                path,        "--address",
                                "127.0.0.1", "--port",
                                portarg,     "--tls-cert-file",
                                cert,        "--tls-private-key-file",
-                               key,         NULL };
+                               key,         threads ? "--threads" : NULL,
+                               threads,     NULL };
         pid_t pid;
         if (posix_spawn(&pid, bin, NULL, NULL, args(argv), environ) != 0) {
                 fprintf(stderr, "bench_webhook: cannot start %s\n", bin);
