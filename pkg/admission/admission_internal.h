@@ -47,7 +47,8 @@ struct nsvars {
         struct rvar *v;
         size_t n;
         char *blob; /* every json and b64 string */
-        struct se_hashmap index; /* name -> index + 1 */
+        struct se_hashmap index; /* name -> index + 1 (cached entries) */
+        bool indexed;
         size_t exec_total; /* sum of exec_size */
         /* cached entries only: the whole patch text of containers[0] when it
          * gets every variable, as one op (RUN_WHOLE, no env yet) or one op per

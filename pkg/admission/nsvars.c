@@ -128,7 +128,9 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                 v->value = e->value;
                 v->exec_size = exec_size(e->name, e->value);
                 nv->exec_total += v->exec_size;
-                if (se_hashmap_put(&nv->index, e->name, (void *)(uintptr_t)(i + 1), NULL) < 0)
+                /* the index pays off only when reused (cached entries) */
+                if (with_b64 &&
+                    se_hashmap_put(&nv->index, e->name, (void *)(uintptr_t)(i + 1), NULL) < 0)
                         index_err = -ENOMEM;
                 off[i * 4] = sb.len;
                 put_var(&sb, e->name, e->value);
@@ -168,6 +170,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                         nv->v[i].b64[h] = nv->blob + off[i * 4 + 1 + h];
         }
         free(off);
+        nv->indexed = with_b64;
         nv->bytes += sizeof(*nv) + nv->n * sizeof(*nv->v) + nv->list.arena.total +
                      nv->list.alloc * sizeof(*nv->list.items) +
                      nv->n * 2 * sizeof(struct se_hashmap_slot);

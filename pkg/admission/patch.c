@@ -190,6 +190,21 @@ static void out_var(struct ctx *x, size_t i)
         b64w_add_var(&x->po->b64, &x->svc->v[i]);
 }
 
+/* Variable i is defined by the container (d: its env entry or an envFrom
+ * key): not added; a different value is a clash to report. */
+static void skip_defined(struct ctx *x, size_t i, const void *d, size_t *n_add, size_t *add_bytes,
+                         size_t *clashes)
+{
+        const struct rvar *e = &x->svc->v[i];
+        const struct se_env_var *v = d;
+        if (d != &env_from_key &&
+            (v->source != SE_ENV_VALUE || strcmp(v->value ? v->value : "", e->value) != 0))
+                (*clashes)++;
+        x->add[i] = false;
+        (*n_add)--;
+        *add_bytes -= e->exec_size;
+}
+
 static int patch_container(struct ctx *x, const char *field, size_t idx,
                            const struct se_container *c, const json_t *jc)
 {
@@ -199,24 +214,21 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         if (r < 0)
                 return r;
 
-        /* every variable, minus the names the container defines (looked up
-         * in the variables' index: containers define few names) */
+        /* every variable, minus the names the container defines */
         size_t n_add = x->svc->n, add_bytes = x->svc->exec_total, own_bytes = 0, clashes = 0;
         memset(x->add, 1, x->svc->n * sizeof(*x->add));
         const char *name;
         void *d;
-        for (size_t it = 0; se_hashmap_next(&x->defined, &it, &name, &d);) {
-                uintptr_t k = (uintptr_t)se_hashmap_get(&x->svc->index, name);
-                if (!k)
-                        continue;
-                const struct rvar *e = &x->svc->v[k - 1];
-                const struct se_env_var *v = d;
-                if (d != &env_from_key &&
-                    (v->source != SE_ENV_VALUE || strcmp(v->value ? v->value : "", e->value) != 0))
-                        clashes++;
-                x->add[k - 1] = false;
-                n_add--;
-                add_bytes -= e->exec_size;
+        if (x->svc->indexed) { /* look up the container's few names */
+                for (size_t it = 0; se_hashmap_next(&x->defined, &it, &name, &d);) {
+                        uintptr_t k = (uintptr_t)se_hashmap_get(&x->svc->index, name);
+                        if (k)
+                                skip_defined(x, k - 1, d, &n_add, &add_bytes, &clashes);
+                }
+        } else {
+                for (size_t i = 0; i < x->svc->n; i++)
+                        if ((d = se_hashmap_get(&x->defined, x->svc->v[i].name)))
+                                skip_defined(x, i, d, &n_add, &add_bytes, &clashes);
         }
         if (n_add == 0)
                 return 0;
