@@ -11,7 +11,8 @@
  * admissions of each review, untimed, then exit (for callgrind:
  * valgrind --tool=callgrind --toggle-collect=se_admission_review_cached);
  * BENCH_ONLY=env|plain: only that review in process. BENCH_THREADS=N: the
- * daemon's --threads (default: its own, one per CPU). */
+ * daemon's --threads (default: its own, one per CPU). BENCH_REVIEW_FILE=F
+ * (with BENCH_ADMISSIONS): that review instead, in process only. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -319,6 +320,29 @@ int main(void)
         char *end = strstr(env, "]}]}}");
         memmove(env, end + 1, strlen(end + 1) + 1);
         long count = getenv("BENCH_ADMISSIONS") ? atol(getenv("BENCH_ADMISSIONS")) : 0;
+        char *file_review = NULL;
+        if (getenv("BENCH_REVIEW_FILE") && count > 0) {
+                /* e.g. a real pod with managedFields, namespace "bench" */
+                FILE *rf = fopen(getenv("BENCH_REVIEW_FILE"), "r");
+                struct se_strbuf rb;
+                se_strbuf_init(&rb, 0);
+                char chunk[4096];
+                size_t got;
+                while (rf && (got = fread(chunk, 1, sizeof(chunk), rf)) > 0)
+                        se_strbuf_add(&rb, chunk, got);
+                if (rf)
+                        fclose(rf);
+                file_review = rb.buf;
+                review = file_review;
+                review_name = getenv("BENCH_REVIEW_FILE");
+                in_process(yaml, count, !getenv("BENCH_UNCACHED"));
+                se_strbuf_release(&rb);
+                free(yaml);
+                free(review_plain);
+                const char *rm[] = { "/bin/rm", "-rf", dir, NULL };
+                run(rm);
+                return 0;
+        }
         bool uncached = getenv("BENCH_UNCACHED") != NULL;
         for (int c = uncached ? 0 : 1; c < 2; c++) {
                 const char *only = getenv("BENCH_ONLY"); /* "env" or "plain" */
