@@ -31,7 +31,9 @@ static const char usage[] =
         "  --masquerade-all\n"
         "  --nodeport-addresses CIDRS|primary\n"
         "  --localhost-nodeports true|false (default true)\n"
-        "  --random-fully auto|on|off, --nfacct auto|on|off\n"
+        "  --random-fully auto|on|off\n"
+        "  --nfacct auto|on|off       nfacct counters in rules (auto: made over netlink if\n"
+        "                             the kernel has nfacct, as kube-proxy; on = auto)\n"
         "  --proxy-name NAME          serve services labelled service-proxy-name=NAME\n"
         "  --sync-period DUR          full resync interval (default 30s)\n"
         "  --min-sync-period DUR      at most one sync per DUR (default 1s)\n"
@@ -326,7 +328,11 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                                    optarg);
                         break;
                 case O_NFACCT:
-                        if (tristate(optarg, false, &d->opt.nfacct) < 0)
+                        if (strcmp(optarg, "auto") == 0 || strcmp(optarg, "on") == 0)
+                                d->nfacct_mode = 1;
+                        else if (strcmp(optarg, "off") == 0)
+                                d->nfacct_mode = 0;
+                        else
                                 return usage_error("--nfacct wants auto, on or off, not \"%s\"",
                                                    optarg);
                         break;
@@ -378,6 +384,7 @@ int main(int argc, char **argv)
         d.opt.random_fully = true;
         d.sync_period_ns = 30000000000LL;
         d.min_sync_period_ns = 1000000000LL;
+        d.nfacct_mode = 1; /* auto: as kube-proxy, when the kernel has nfacct */
         d.healthz_addr = "0.0.0.0:10256";
         d.metrics_addr = "127.0.0.1:10249";
         int r = parse_flags(&d, argc, argv, &kubeconfig, &master, &do_cleanup);
@@ -444,6 +451,14 @@ int main(int argc, char **argv)
                                 goto out;
                 }
         node_facts(&d);
+        if (d.nfacct_mode != 0 && !d.nft) { /* auto or on: the counters first */
+                int r1 = se_proxy_nfacct_ensure("localhost_nps_accepted_pkts");
+                int r2 = se_proxy_nfacct_ensure("ct_state_invalid_dropped_pkts");
+                d.opt.nfacct = r1 == 0 && r2 == 0;
+                if (!d.opt.nfacct)
+                        se_log_warn("nfacct counters unavailable (%s): rules without them",
+                                    strerror(-(r1 ? r1 : r2)));
+        }
         d.n_fams = se_proxy_families(&d.opt, d.fams);
         if (proxyd_serve_start(&d) < 0) {
                 rc = 4;

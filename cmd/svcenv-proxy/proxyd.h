@@ -36,6 +36,7 @@ struct proxyd {
         /* configuration */
         struct se_proxy_options opt;
         bool nft, node_ip_flag;
+        int nfacct_mode; /* 0 off, 1 auto/on */
         const char *hostname;
         int64_t sync_period_ns, min_sync_period_ns;
         const char *healthz_addr, *metrics_addr;

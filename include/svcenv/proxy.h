@@ -202,6 +202,11 @@ int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err
  * into out when non-NULL. Errors as se_proxy_apply. */
 int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize);
 
+/* Makes the nfacct counter `name` in this network namespace (netlink,
+ * NFNL_MSG_ACCT_NEW); an existing one is fine. 0 or a negative errno
+ * (-ENOENT/-EOPNOTSUPP: no nfacct support in the kernel). */
+int se_proxy_nfacct_ensure(const char *name);
+
 /* Whether an iptables chain name (n bytes) is one the proxy makes: its
  * fixed chains, KUBE-PROXY-CANARY and the per-service chains. */
 bool se_proxy_own_chain(const char *name, size_t n);
