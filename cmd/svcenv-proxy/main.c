@@ -37,6 +37,9 @@ static const char usage[] =
         "  --proxy-name NAME          serve services labelled service-proxy-name=NAME\n"
         "  --sync-period DUR          full resync interval (default 30s)\n"
         "  --min-sync-period DUR      at most one sync per DUR (default 1s)\n"
+        "  --partial-sync MODE        minimal (default: top-level chains edited rule by\n"
+        "                             rule, left out when unchanged) or kube-proxy\n"
+        "                             (rewritten on every sync, as kube-proxy)\n"
         "  --healthz-bind-address A   (default 0.0.0.0:10256; \"\" disables)\n"
         "  --metrics-bind-address A   (default 127.0.0.1:10249; \"\" disables)\n"
         "  --cleanup                  remove every rule and chain we made, then exit\n"
@@ -245,6 +248,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_HEALTHZ,
                 O_METRICS,
                 O_CLEANUP,
+                O_PARTIAL,
         };
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -265,6 +269,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "healthz-bind-address", required_argument, NULL, O_HEALTHZ },
                 { "metrics-bind-address", required_argument, NULL, O_METRICS },
                 { "cleanup", no_argument, NULL, O_CLEANUP },
+                { "partial-sync", required_argument, NULL, O_PARTIAL },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -356,6 +361,13 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 case O_CLEANUP:
                         *do_cleanup = true;
                         break;
+                case O_PARTIAL:
+                        if (strcmp(optarg, "minimal") != 0 && strcmp(optarg, "kube-proxy") != 0)
+                                return usage_error("--partial-sync wants minimal or kube-proxy, "
+                                                   "not \"%s\"",
+                                                   optarg);
+                        d->minimal = strcmp(optarg, "minimal") == 0;
+                        break;
                 case 'v':
                         if (se_parse_int(optarg, 0, 10, &v) < 0)
                                 return usage_error("-v wants 0..10, not \"%s\"", optarg);
@@ -384,6 +396,7 @@ int main(int argc, char **argv)
         d.opt.random_fully = true;
         d.sync_period_ns = 30000000000LL;
         d.min_sync_period_ns = 1000000000LL;
+        d.minimal = true;
         d.nfacct_mode = 1; /* auto: as kube-proxy, when the kernel has nfacct */
         d.healthz_addr = "0.0.0.0:10256";
         d.metrics_addr = "127.0.0.1:10249";

@@ -37,6 +37,7 @@ struct proxyd {
         struct se_proxy_options opt;
         bool nft, node_ip_flag;
         int nfacct_mode; /* 0 off, 1 auto/on */
+        bool minimal; /* --partial-sync minimal */
         const char *hostname;
         int64_t sync_period_ns, min_sync_period_ns;
         const char *healthz_addr, *metrics_addr;

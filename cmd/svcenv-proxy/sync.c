@@ -192,7 +192,8 @@ static bool sync_rules(struct proxyd *d, bool full)
                                                                           SE_PROXY_IPTABLES_RESTORE;
                         bytes += sb.len;
                         rules += count_rules(sb.buf, sb.len);
-                        r = se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
+                        /* a minimal partial sync with nothing to change writes nothing */
+                        r = sb.len ? se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err)) : 0;
                 } else {
                         snprintf(err, sizeof(err), "writing the rules: %s", strerror(-r));
                 }
@@ -270,6 +271,8 @@ void proxyd_run(struct proxyd *d)
         for (unsigned i = 0; i < d->n_fams; i++)
                 if (!(d->tr[i] = se_proxy_tracker_new()))
                         return;
+                else
+                        se_proxy_tracker_set_minimal(d->tr[i], !d->nft && d->minimal);
         d->need_full = true;
         for (;;) {
                 int64_t now = (int64_t)se_now_mono_ns();

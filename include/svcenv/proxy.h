@@ -144,6 +144,16 @@ struct se_proxy_tracker *se_proxy_tracker_new(void);
 struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr);
 /* The next sync writes everything (e.g. after the rules were flushed). */
 void se_proxy_tracker_force_full(struct se_proxy_tracker *tr);
+/* svcenv's smaller partial syncs (off by default: kube-proxy's behaviour,
+ * which rewrites the top-level chains every time). On: a partial sync also
+ * leaves out the top-level chains (KUBE-SERVICES, KUBE-NODEPORTS, ... of nat
+ * and filter) whose rules did not change, and edits changed ones rule by
+ * rule (`-D CHAIN rule`, `-I CHAIN pos rule`) to exactly what a full sync
+ * would write, in its order; a chain whose kept rules would change order,
+ * or whose edits outnumber half its rules, is rewritten whole. One
+ * endpoint changing among many services then costs only that service's
+ * chains. Full syncs are unchanged (byte-identical to kube-proxy's). */
+void se_proxy_tracker_set_minimal(struct se_proxy_tracker *tr, bool on);
 /* Like se_proxy_iptables_write, with tracker deciding what to leave out.
  * Call se_proxy_tracker_done() with the outcome of applying the text. */
 int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,

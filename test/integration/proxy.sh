@@ -251,6 +251,18 @@ check "health-check node port: 503 once no endpoint is local" until_ok 5 hc_down
 slice_put web TCP 10.244.1.2@node-a 10.244.2.2@node-b
 check "endpoint back: both answer again" until_ok 10 spread "$A" tcp 10.96.100.10 80 30 b1 b2
 
+bytes() { [ "$(metric svcenv_proxy_restore_bytes)" -gt 0 ] && [ "$(metric svcenv_proxy_restore_bytes)" -lt 4096 ]; }
+check "that endpoint change wrote < 4 KiB of restore input ($(metric svcenv_proxy_restore_bytes) bytes)" bytes
+# services added and removed by partial syncs (single -I/-D rules in KUBE-SERVICES)
+svc aaa 10.96.100.5 TCP 80 && slice_post aaa TCP 10.244.2.2@node-b
+svc zzz 10.96.100.99 TCP 80 ", type: NodePort" ", nodePort: 30099" && slice_post zzz TCP 10.244.1.2@node-a
+check "service added by a partial sync: traffic flows" until_ok 10 spread "$A" tcp 10.96.100.5 80 10 b2
+check "NodePort service added: traffic to the node port flows" until_ok 10 spread "$A" tcp $NA 30099 10 b1
+kapi delete /api/v1/namespaces/px/services/aaa >/dev/null
+kapi delete /apis/discovery.k8s.io/v1/namespaces/px/endpointslices/aaa-1 >/dev/null
+gone() { ! inns "$A" iptables-save -t nat | grep -q 'px/aaa:p'; }
+check "service deleted: its rules go" until_ok 10 gone
+
 # ---- after these partial syncs, the rules equal a fresh full sync (C) ----
 start_proxy "$C" "$tmp/pxc.log"
 pxc=$last_pid
