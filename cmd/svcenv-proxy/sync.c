@@ -2,6 +2,7 @@
  * or our jumps disappeared, and every --sync-period; partial syncs for
  * changes in between, at most once per --min-sync-period. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -113,6 +114,27 @@ static size_t count_rules(const char *s, size_t n)
         return k;
 }
 
+/* kube-proxy logs the input around a failing line: "line N failed". */
+static void log_failed_line(const char *err, const char *text, size_t len)
+{
+        const char *at = strstr(err, "line ");
+        char *end;
+        long n = at ? strtol(at + 5, &end, 10) : 0;
+        if (n <= 0)
+                return;
+        const char *p = text, *stop = text + len;
+        for (long i = 1; i < n - 1 && p < stop; i++) {
+                const char *nl = memchr(p, '\n', (size_t)(stop - p));
+                p = nl ? nl + 1 : stop;
+        }
+        for (long i = n - 1; i <= n + 1 && p < stop; i++) {
+                const char *nl = memchr(p, '\n', (size_t)(stop - p));
+                size_t l = nl ? (size_t)(nl - p) : (size_t)(stop - p);
+                se_log_error("restore input %s%ld: %.*s", i == n ? "> " : "  ", i, (int)l, p);
+                p += l + 1;
+        }
+}
+
 /* Seeds the tracker with the chains iptables has now, so stale ones from
  * an earlier run are deleted (kube-proxy does this on full syncs). */
 static void seed_existing(struct proxyd *d, unsigned i)
@@ -194,6 +216,8 @@ static bool sync_rules(struct proxyd *d, bool full)
                         rules += count_rules(sb.buf, sb.len);
                         /* a minimal partial sync with nothing to change writes nothing */
                         r = sb.len ? se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err)) : 0;
+                        if (r == -EPROTO)
+                                log_failed_line(err, sb.buf, sb.len);
                 } else {
                         snprintf(err, sizeof(err), "writing the rules: %s", strerror(-r));
                 }

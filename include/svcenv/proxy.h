@@ -235,8 +235,9 @@ struct se_proxy_instant {
  * m=+1.500000000"); the zero instant as Go's zero time. out >= 80 bytes. */
 void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size);
 
-/* kube-proxy's ProxyHealthServer for one proxier: healthy while starting
- * up and while no queued change waited longer than timeout (2 x
+/* kube-proxy's ProxyHealthServer for one proxier: healthy until its first
+ * successful sync (upstream only judges proxiers that synced once), then
+ * while no queued change waited longer than timeout (2 x
  * --sync-period upstream) for a successful sync; the Node being deleted
  * makes /healthz fail. Not locked: the caller serialises. */
 struct se_proxy_health {

@@ -30,8 +30,10 @@ void se_proxy_health_updated(struct se_proxy_health *h, const struct se_proxy_in
 
 bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_instant *now)
 {
-        /* healthy while starting up and while no update is overdue */
-        return !h->queued || now->mono_ns - h->oldest_queued.mono_ns < h->timeout_ns;
+        /* healthy while starting up (upstream only looks at proxiers that
+         * synced once) and while no queued update is overdue */
+        return !h->updated || !h->queued ||
+               now->mono_ns - h->oldest_queued.mono_ns < h->timeout_ns;
 }
 
 void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size)

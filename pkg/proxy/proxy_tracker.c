@@ -175,10 +175,15 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
                         if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0)
                                 r = -ENOMEM;
                 }
+        /* a name may be in several entries (the seeded "existing" one and a
+         * service's): each is deleted once, or the restore fails */
         for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);) {
                 const struct entry *e = v;
                 se_strv_foreach(c, &e->chains) {
-                        if (!se_hashmap_get(&now_chains, *c) && se_strv_push(gone, *c) < 0)
+                        if (se_hashmap_get(&now_chains, *c))
+                                continue;
+                        if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0 ||
+                            se_strv_push(gone, *c) < 0)
                                 r = -ENOMEM;
                 }
         }

@@ -197,7 +197,14 @@ start_proxy "$A" "$tmp/pxa.log"
 pxa=$last_pid
 healthz() { inns "$1" curl -s -o "$tmp/healthz.$1" -w '%{http_code}' http://127.0.0.1:10256/healthz; }
 healthy() { [ "$(healthz "$1")" = 200 ]; }
-check "svcenv-proxy: /healthz answers 200 after the first sync" until_ok 30 healthy "$A"
+# synced NS: the first full sync is applied (healthz is 200 before it, as kube-proxy's)
+synced() {
+        local v
+        v=$(inns "$1" curl -s http://127.0.0.1:10249/metrics | awk '$1 == "svcenv_proxy_syncs_total{kind=\"full\"}" { print $2 }')
+        [ "${v:-0}" -ge 1 ]
+}
+check "svcenv-proxy: first full sync applied" until_ok 30 synced "$A"
+check "/healthz answers 200" healthy "$A"
 body_ok() {
         grep -qE '^\{"lastUpdated": "[0-9-]+ [0-9:.]+ \+0000 UTC m=\+[0-9.]+","currentTime": "[^"]+", "nodeEligible": true\}$' "$tmp/healthz.$A"
 }
@@ -266,7 +273,7 @@ check "service deleted: its rules go" until_ok 10 gone
 # ---- after these partial syncs, the rules equal a fresh full sync (C) ----
 start_proxy "$C" "$tmp/pxc.log"
 pxc=$last_pid
-until_ok 30 healthy "$C"
+until_ok 30 synced "$C"
 norm() { # iptables-save of NS, nat and filter, without counters and the canary, sorted
         inns "$1" iptables-save -t "$2" | grep -E '^(:|-A)' | grep -v -e PROXY-CANARY -e SOMEONE-ELSE |
                 sed 's/ \[[0-9]*:[0-9]*\]$//' | sort
@@ -282,6 +289,33 @@ same_as_fresh() {
 }
 check "rules after partial syncs == a fresh full sync's (iptables-save nat+filter)" same_as_fresh
 kill "$pxc" && wait "$pxc" 2>/dev/null
+
+# ---- a failing iptables-restore (injected by a wrapper first on PATH) in C ----
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\n[ -e "%s" ] && { echo "injected failure" >&2; exit 1; }\nexec "%s" "$@"\n' \
+        "$tmp/fail" "$(command -v iptables-restore)" >"$tmp/bin/iptables-restore"
+chmod +x "$tmp/bin/iptables-restore"
+PATH=$tmp/bin:$PATH start_proxy "$C" "$tmp/pxc2.log" --sync-period 2s
+pxc=$last_pid
+until_ok 30 synced "$C"
+until_ok 10 eval 'inns "$C" iptables-save -t nat | grep -q "px/web:p -> 10.244.2.2"'
+touch "$tmp/fail"
+slice_put web TCP 10.244.1.2@node-a
+cmetric() { inns "$C" curl -s http://127.0.0.1:10249/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+unhealthy() { [ "$(healthz "$C")" = 503 ] && grep -q '"nodeEligible": true' "$tmp/healthz.$C"; }
+check "restore failing: /healthz turns 503 once the change is 2 x sync-period late" until_ok 10 unhealthy
+check "... the previous rules stay (the removed endpoint is still programmed)" \
+        eval 'inns "$C" iptables-save -t nat | grep -q "px/web:p -> 10.244.2.2"'
+check "... failures counted in kubeproxy_sync_proxy_rules_iptables_restore_failures_total" \
+        eval '[ "$(cmetric kubeproxy_sync_proxy_rules_iptables_restore_failures_total)" -ge 1 ]'
+full_before=$(cmetric 'svcenv_proxy_syncs_total{kind="full"}')
+rm -f "$tmp/fail"
+recovered() { healthy "$C" && ! inns "$C" iptables-save -t nat | grep -q "px/web:p -> 10.244.2.2"; }
+check "restore working again: a full resync programs the change, /healthz 200" until_ok 10 recovered
+fulls() { [ "$(cmetric 'svcenv_proxy_syncs_total{kind="full"}')" -gt "$full_before" ]; }
+check "... and it was a full sync" fulls
+kill "$pxc" && wait "$pxc" 2>/dev/null
+slice_put web TCP 10.244.1.2@node-a 10.244.2.2@node-b
 
 # ---- nat flushed under us: repaired long before the 30 s sync period ----
 repairs_before=$(metric svcenv_proxy_canary_resyncs_total)
@@ -335,7 +369,7 @@ check "--cleanup leaves exactly what was there before (iptables-save)" same_befo
 # nftables backend: its table made, then removed by --cleanup
 start_proxy "$A" "$tmp/pxn.log" --backend nftables
 pxn=$last_pid
-check "svcenv-proxy --backend nftables syncs" until_ok 30 eval 'healthy "$A" && inns "$A" nft list table ip svcenv >/dev/null 2>&1'
+check "svcenv-proxy --backend nftables syncs" until_ok 30 eval 'synced "$A" && inns "$A" nft list table ip svcenv >/dev/null 2>&1'
 check "nftables: TCP to the ClusterIP reaches both endpoints" until_ok 10 spread "$A" tcp 10.96.100.10 80 30 b1 b2
 kill "$pxn" && wait "$pxn" 2>/dev/null
 inns "$A" "$SVCENV/svcenv-proxy" --cleanup

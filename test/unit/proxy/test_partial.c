@@ -221,6 +221,38 @@ static void test_partial__service_add_remove(void **state)
         se_proxy_tracker_free(tr);
 }
 
+static size_t count(const char *text, const char *frag)
+{
+        size_t n = 0;
+        for (const char *p = text; (p = strstr(p, frag)); p++)
+                n++;
+        return n;
+}
+
+/* after a failed sync the full retry is seeded with the chains iptables has:
+ * a chain known both from the last applied sync and from the seed is
+ * deleted once (twice fails the whole restore) */
+static void test_partial__seeded_retry_deletes_once(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        free(sync_spec(added, tr)); /* applied: b/new's chains are known */
+        char h[17], name[40];
+        assert_int_equal(se_proxy_chain_hash("b/new:p", "tcp", NULL, h), 0);
+        snprintf(name, sizeof(name), "KUBE-SVC-%s", h);
+        struct se_strv seen = SE_STRV_INIT;
+        assert_int_equal(se_strv_push(&seen, name), 0);
+        se_proxy_tracker_force_full(tr); /* as after a failed sync */
+        assert_int_equal(se_proxy_tracker_seed(tr, &seen), 0);
+        char *retry = sync_spec(base, tr);
+        char x[60];
+        snprintf(x, sizeof(x), "-X %s\n", name);
+        assert_int_equal(count(retry, x), 1);
+        free(retry);
+        se_strv_release(&seen);
+        se_proxy_tracker_free(tr);
+}
+
 /* ---- applied in network namespaces (root) ---- */
 
 static int cmp_line_chain(const void *x, const void *y)
@@ -376,6 +408,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_partial__one_endpoint),
                 cmocka_unit_test(test_partial__service_add_remove),
+                cmocka_unit_test(test_partial__seeded_retry_deletes_once),
                 cmocka_unit_test(test_partial__applied_equals_full),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
