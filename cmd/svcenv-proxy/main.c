@@ -162,8 +162,7 @@ static int cleanup(void)
                                                SE_PROXY_IPTABLES_RESTORE,
                                            out.buf, out.len, err, sizeof(err));
                 if (r < 0 && r != -ENOENT) {
-                        se_log_error("cleanup (%s): %s", saves[f][0],
-                                     err[0] ? err : strerror(-r));
+                        se_log_error("cleanup (%s): %s", saves[f][0], err[0] ? err : strerror(-r));
                         rc = 1;
                 }
                 se_strbuf_release(&saved);

@@ -57,8 +57,7 @@ static void metrics(struct proxyd *d, struct se_strbuf *sb)
         render_histogram(sb, "kubeproxy_sync_full_proxy_rules_duration_seconds",
                          "SyncProxyRules latency in seconds for full resyncs", &d->sync_full);
         render_histogram(sb, "kubeproxy_sync_partial_proxy_rules_duration_seconds",
-                         "SyncProxyRules latency in seconds for partial resyncs",
-                         &d->sync_partial);
+                         "SyncProxyRules latency in seconds for partial resyncs", &d->sync_partial);
         render_histogram(sb, "kubeproxy_network_programming_duration_seconds",
                          "In Cluster Network Programming Latency in seconds", &d->netprog);
         gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
@@ -177,8 +176,8 @@ static int start_one(struct proxyd *d, const char *addr, struct se_httpd **ret)
                 se_log_error("bad bind address \"%s\" (want HOST:PORT)", addr);
                 return -EINVAL;
         }
-        cfg.address = host[0] && strcmp(host, "0.0.0.0") != 0 && strcmp(host, "::") != 0 ? host :
-                                                                                          NULL;
+        cfg.address =
+                host[0] && strcmp(host, "0.0.0.0") != 0 && strcmp(host, "::") != 0 ? host : NULL;
         int r = se_httpd_start(&cfg, ret, &diag);
         if (r < 0) {
                 char buf[512];
@@ -250,8 +249,7 @@ void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, un
                         i++;
                         continue;
                 }
-                se_log_info(2, "closing health check port %d of %s/%s", hp->port, hp->ns,
-                            hp->name);
+                se_log_info(2, "closing health check port %d of %s/%s", hp->port, hp->ns, hp->name);
                 se_httpd_stop(hp->httpd);
                 free(hp);
                 d->hc[i] = d->hc[--d->n_hc];
@@ -280,8 +278,7 @@ void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, un
                         free(hp);
                         continue;
                 }
-                se_log_info(2, "opening health check port %d of %s/%s", hp->port, hp->ns,
-                            hp->name);
+                se_log_info(2, "opening health check port %d of %s/%s", hp->port, hp->ns, hp->name);
                 d->hc[d->n_hc++] = hp;
         }
         pthread_mutex_lock(&d->mu);

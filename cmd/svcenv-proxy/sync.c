@@ -51,8 +51,8 @@ void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object
                 d->last_queued_ts = (double)now.real_ns / 1e9;
         }
         if (o->kind == SE_KIND_ENDPOINT_SLICE && new_obj) {
-                const char *t = se_kvlist_get(&new_obj->meta.annotations,
-                                              SE_TRIGGER_TIME_ANNOTATION);
+                const char *t =
+                        se_kvlist_get(&new_obj->meta.annotations, SE_TRIGGER_TIME_ANNOTATION);
                 int64_t ns;
                 if (t && se_time_parse_rfc3339(t, &ns) == 0 && d->n_triggers < MAX_TRIGGERS)
                         d->triggers[d->n_triggers++] = ns;
@@ -209,9 +209,10 @@ static bool sync_rules(struct proxyd *d, bool full)
                 r = d->nft ? se_proxy_nft_sync(t[i], &d->opt, d->tr[i], &sb) :
                              se_proxy_iptables_sync(t[i], &d->opt, d->tr[i], &sb);
                 if (r == 0) {
-                        enum se_proxy_tool tool = d->nft                  ? SE_PROXY_NFT :
-                                                  d->fams[i] == SE_IPV6 ? SE_PROXY_IP6TABLES_RESTORE :
-                                                                          SE_PROXY_IPTABLES_RESTORE;
+                        enum se_proxy_tool tool = d->nft ? SE_PROXY_NFT :
+                                                  d->fams[i] == SE_IPV6 ?
+                                                           SE_PROXY_IP6TABLES_RESTORE :
+                                                           SE_PROXY_IPTABLES_RESTORE;
                         bytes += sb.len;
                         rules += count_rules(sb.buf, sb.len);
                         /* a minimal partial sync with nothing to change writes nothing */

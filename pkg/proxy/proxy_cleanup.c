@@ -7,9 +7,9 @@
 #include <svcenv/strv.h>
 
 static const char *const fixed_chains[] = {
-        "KUBE-SERVICES",      "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS",
-        "KUBE-POSTROUTING",   "KUBE-MARK-MASQ",         "KUBE-FORWARD",
-        "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL",         "KUBE-PROXY-CANARY",
+        "KUBE-SERVICES",       "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS",
+        "KUBE-POSTROUTING",    "KUBE-MARK-MASQ",         "KUBE-FORWARD",
+        "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL",          "KUBE-PROXY-CANARY",
 };
 static const char *const chain_prefixes[] = { "KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-",
                                               "KUBE-SEP-" };
@@ -101,7 +101,7 @@ int se_proxy_cleanup_text(const char *text, size_t len, struct se_strbuf *out)
                 }
                 p += n + 1;
         }
-        int r = se_strbuf_failed(&t.decl) ? se_strbuf_failed(&t.decl) :
+        int r = se_strbuf_failed(&t.decl)  ? se_strbuf_failed(&t.decl) :
                 se_strbuf_failed(&t.rules) ? se_strbuf_failed(&t.rules) :
                                              se_strbuf_failed(&t.dels);
         se_strbuf_release(&t.decl);

@@ -32,8 +32,7 @@ bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_i
 {
         /* healthy while starting up (upstream only looks at proxiers that
          * synced once) and while no queued update is overdue */
-        return !h->updated || !h->queued ||
-               now->mono_ns - h->oldest_queued.mono_ns < h->timeout_ns;
+        return !h->updated || !h->queued || now->mono_ns - h->oldest_queued.mono_ns < h->timeout_ns;
 }
 
 void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size)
@@ -70,7 +69,8 @@ bool se_proxy_healthz(const struct se_proxy_health *h, const struct se_proxy_ins
                 memcpy(last, cur, sizeof(last));
         else
                 se_proxy_go_time(&h->last_updated, last, sizeof(last));
-        se_strbuf_printf(body, "{\"lastUpdated\": \"%s\",\"currentTime\": \"%s\", \"nodeEligible\": %s}",
+        se_strbuf_printf(body,
+                         "{\"lastUpdated\": \"%s\",\"currentTime\": \"%s\", \"nodeEligible\": %s}",
                          last, cur, h->node_eligible ? "true" : "false");
         return ok;
 }
@@ -78,9 +78,10 @@ bool se_proxy_healthz(const struct se_proxy_health *h, const struct se_proxy_ins
 bool se_proxy_hc_body(const char *ns, const char *name, unsigned local_endpoints,
                       bool proxy_healthy, struct se_strbuf *body)
 {
-        se_strbuf_printf(body,
-                         "{\n\t\"service\": {\n\t\t\"namespace\": \"%s\",\n\t\t\"name\": \"%s\"\n\t},\n"
-                         "\t\"localEndpoints\": %u,\n\t\"serviceProxyHealthy\": %s\n}",
-                         ns, name, local_endpoints, proxy_healthy ? "true" : "false");
+        se_strbuf_printf(
+                body,
+                "{\n\t\"service\": {\n\t\t\"namespace\": \"%s\",\n\t\t\"name\": \"%s\"\n\t},\n"
+                "\t\"localEndpoints\": %u,\n\t\"serviceProxyHealthy\": %s\n}",
+                ns, name, local_endpoints, proxy_healthy ? "true" : "false");
         return local_endpoints != 0 && proxy_healthy;
 }

@@ -30,7 +30,8 @@ int se_proxy_nfacct_ensure(const char *name)
         req.attr.nla_type = NFACCT_NAME;
         req.attr.nla_len = (unsigned short)(NLA_HDRLEN + n);
         memcpy(req.name, name, n);
-        req.nh.nlmsg_len = (unsigned)(NLMSG_LENGTH(sizeof(struct nfgenmsg)) + NLA_ALIGN(NLA_HDRLEN + n));
+        req.nh.nlmsg_len =
+                (unsigned)(NLMSG_LENGTH(sizeof(struct nfgenmsg)) + NLA_ALIGN(NLA_HDRLEN + n));
         int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
         if (fd < 0)
                 return -errno;

@@ -351,6 +351,32 @@ static int build_port(struct se_arena *a, const struct se_store *store,
         return 0;
 }
 
+/* The table outlives the store's objects (the daemon keeps the last one
+ * to compare with the next): copy every string borrowed from them. */
+static int own_strings(struct se_arena *a, struct se_proxy_svcport *sp)
+{
+        const char **fields[] = { &sp->ns, &sp->name, &sp->port_name, &sp->cluster_ip };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(fields); i++)
+                if (*fields[i] && !(*fields[i] = se_arena_strdup(a, *fields[i])))
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < sp->n_external_ips; i++)
+                if (!(sp->external_ips[i] = se_arena_strdup(a, sp->external_ips[i])))
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < sp->n_lb_vips; i++)
+                if (!(sp->lb_vips[i] = se_arena_strdup(a, sp->lb_vips[i])))
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < sp->n_eps; i++) {
+                struct se_proxy_endpoint *ep = &sp->eps[i];
+                int r;
+                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
+                        return -ENOMEM;
+                if ((r = copy_strs(a, &ep->zone_hints)) < 0 ||
+                    (r = copy_strs(a, &ep->node_hints)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int se_proxy_table_build(const struct se_store *store, const struct se_proxy_options *opt,
                          enum se_ip_family family, struct se_proxy_table **ret)
 {
@@ -383,6 +409,8 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                 for (uint32_t p = 0; p < svc->n_ports; p++) {
                         struct se_proxy_svcport *sp = &t->ports[t->n_ports];
                         r = build_port(&t->arena, store, svc, slices, ns, cip, family, p, opt, sp);
+                        if (r == 0)
+                                r = own_strings(&t->arena, sp);
                         if (r < 0)
                                 goto fail;
                         t->n_ports++;

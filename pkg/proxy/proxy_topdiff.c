@@ -167,8 +167,13 @@ int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *
         se_strbuf_add(out, del.buf, del.len);
         se_strbuf_add(out, ins.buf, ins.len);
         se_strbuf_add(out, xs.buf, xs.len);
-        r = r ?: se_strbuf_failed(&decl) ?: se_strbuf_failed(&body) ?: se_strbuf_failed(&del) ?:
-                 se_strbuf_failed(&ins) ?: se_strbuf_failed(&xs) ?: se_strbuf_failed(out);
+        r = r                               ?:
+                    se_strbuf_failed(&decl) ?:
+                    se_strbuf_failed(&body) ?:
+                    se_strbuf_failed(&del)  ?:
+                    se_strbuf_failed(&ins)  ?:
+                    se_strbuf_failed(&xs)   ?:
+                                              se_strbuf_failed(out);
         se_strbuf_release(&decl);
         se_strbuf_release(&body);
         se_strbuf_release(&del);

@@ -47,19 +47,20 @@ static char *cluster(const char *spec)
                 snprintf(ip, sizeof(ip), "%s", tip);
                 snprintf(proto, sizeof(proto), "%s", t4 ? t3 : "TCP");
                 snprintf(eps, sizeof(eps), "%s", t4 ? t4 : t3);
-                se_strbuf_printf(&sb,
-                                 "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\n"
-                                 "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]}\n",
-                                 name, ns, ip, proto);
+                se_strbuf_printf(
+                        &sb,
+                        "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\n"
+                        "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]}\n",
+                        name, ns, ip, proto);
                 if (strcmp(eps, "-") == 0)
                         continue;
-                se_strbuf_printf(&sb,
-                                 "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-                                 "metadata: {name: %s-1, namespace: %s, labels: {kubernetes.io/service-name: %s}}\n"
-                                 "addressType: IPv4\nports: [{name: p, port: 8080, protocol: %s}]\nendpoints:\n",
-                                 name, ns, name, proto);
-                for (char *es = NULL, *e = strtok_r(eps, ",", &es); e;
-                     e = strtok_r(NULL, ",", &es))
+                se_strbuf_printf(
+                        &sb,
+                        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                        "metadata: {name: %s-1, namespace: %s, labels: {kubernetes.io/service-name: %s}}\n"
+                        "addressType: IPv4\nports: [{name: p, port: 8080, protocol: %s}]\nendpoints:\n",
+                        name, ns, name, proto);
+                for (char *es = NULL, *e = strtok_r(eps, ",", &es); e; e = strtok_r(NULL, ",", &es))
                         se_strbuf_printf(&sb, "- {addresses: [%s], nodeName: n1}\n", e);
         }
         char *out = se_strbuf_detach(&sb, NULL);
@@ -136,8 +137,8 @@ static char *many(unsigned n, unsigned changed_eps)
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         for (unsigned i = 0; i < n; i++)
-                se_strbuf_printf(&sb, "ns/s%05u 172.30.%u.%u 10.1.%u.1,10.1.%u.2%s\n", i,
-                                 i / 250, i % 250 + 1, i % 250, i % 250,
+                se_strbuf_printf(&sb, "ns/s%05u 172.30.%u.%u 10.1.%u.1,10.1.%u.2%s\n", i, i / 250,
+                                 i % 250 + 1, i % 250, i % 250,
                                  i == n / 2 && changed_eps ? ",10.1.99.9" : "");
         char *out = se_strbuf_detach(&sb, NULL);
         assert_non_null(out);
@@ -203,8 +204,8 @@ static void test_partial__service_add_remove(void **state)
         char want[400];
         const char *jump = strstr(full, "-A KUBE-SERVICES -m comment --comment \"b/new:p");
         assert_non_null(jump);
-        snprintf(want, sizeof(want), "-I KUBE-SERVICES %zu%.*s", pos,
-                 (int)strcspn(jump + 16, "\n"), jump + 16);
+        snprintf(want, sizeof(want), "-I KUBE-SERVICES %zu%.*s", pos, (int)strcspn(jump + 16, "\n"),
+                 jump + 16);
         if (!has_line(add, want))
                 fail_msg("no `%s` in\n%s", want, add);
         assert_null(strstr(add, ":KUBE-SERVICES"));

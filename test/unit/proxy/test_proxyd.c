@@ -48,9 +48,10 @@ static void test_proxyd__healthz(void **state)
         struct se_proxy_instant t0 = { 1764500000 * S, 100 * S, 90 * S };
         se_strbuf_init(&sb, 0);
         assert_true(se_proxy_healthz(&h, &t0, &sb));
-        assert_string_equal(sb.buf, "{\"lastUpdated\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\","
-                                    "\"currentTime\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\", "
-                                    "\"nodeEligible\": true}");
+        assert_string_equal(sb.buf,
+                            "{\"lastUpdated\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\","
+                            "\"currentTime\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\", "
+                            "\"nodeEligible\": true}");
         /* before the first sync a queued update never makes it unhealthy */
         se_proxy_health_queued(&h, &t0);
         struct se_proxy_instant t1 = t0;
@@ -70,9 +71,10 @@ static void test_proxyd__healthz(void **state)
         se_strbuf_reset(&sb);
         assert_false(se_proxy_healthz(&h, &t1, &sb));
         /* unhealthy: lastUpdated is the last successful sync's time */
-        assert_string_equal(sb.buf, "{\"lastUpdated\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\","
-                                    "\"currentTime\": \"2025-11-30 10:54:21 +0000 UTC m=+71.000000000\", "
-                                    "\"nodeEligible\": true}");
+        assert_string_equal(sb.buf,
+                            "{\"lastUpdated\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\","
+                            "\"currentTime\": \"2025-11-30 10:54:21 +0000 UTC m=+71.000000000\", "
+                            "\"nodeEligible\": true}");
         se_proxy_health_updated(&h, &t1);
         assert_true(se_proxy_health_ok(&h, &t1));
         h.node_eligible = false;
@@ -91,9 +93,10 @@ static void test_proxyd__hc_body(void **state)
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         assert_true(se_proxy_hc_body("ns", "lb", 2, true, &sb));
-        assert_string_equal(sb.buf, "{\n\t\"service\": {\n\t\t\"namespace\": \"ns\",\n\t\t\"name\": "
-                                    "\"lb\"\n\t},\n\t\"localEndpoints\": 2,\n\t"
-                                    "\"serviceProxyHealthy\": true\n}");
+        assert_string_equal(sb.buf,
+                            "{\n\t\"service\": {\n\t\t\"namespace\": \"ns\",\n\t\t\"name\": "
+                            "\"lb\"\n\t},\n\t\"localEndpoints\": 2,\n\t"
+                            "\"serviceProxyHealthy\": true\n}");
         se_strbuf_reset(&sb);
         assert_false(se_proxy_hc_body("ns", "lb", 0, true, &sb));
         se_strbuf_reset(&sb);
@@ -145,22 +148,25 @@ static void test_proxyd__cleanup_text(void **state)
 static struct se_proxy_table *table(const char *eps_dns, const char *eps_web)
 {
         char yaml[2048];
-        snprintf(yaml, sizeof(yaml),
-                 "apiVersion: v1\nkind: Service\nmetadata: {name: dns, namespace: ns}\n"
-                 "spec: {type: NodePort, clusterIP: 10.96.0.10, externalIPs: [192.0.2.1], ports: [{name: p, port: 53, protocol: UDP, nodePort: 30053}]}\n"
-                 "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
-                 "spec: {clusterIP: 10.96.0.11, ports: [{name: p, port: 80, protocol: TCP}]}\n"
-                 "%s%s%s%s",
-                 eps_dns ? "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-                           "metadata: {name: dns-1, namespace: ns, labels: {kubernetes.io/service-name: dns}}\n"
-                           "addressType: IPv4\nports: [{name: p, port: 53, protocol: UDP}]\nendpoints: " :
-                           "",
-                 eps_dns ? eps_dns : "",
-                 eps_web ? "\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
-                           "metadata: {name: web-1, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
-                           "addressType: IPv4\nports: [{name: p, port: 80, protocol: TCP}]\nendpoints: " :
-                           "",
-                 eps_web ? eps_web : "");
+        snprintf(
+                yaml, sizeof(yaml),
+                "apiVersion: v1\nkind: Service\nmetadata: {name: dns, namespace: ns}\n"
+                "spec: {type: NodePort, clusterIP: 10.96.0.10, externalIPs: [192.0.2.1], ports: [{name: p, port: 53, protocol: UDP, nodePort: 30053}]}\n"
+                "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                "spec: {clusterIP: 10.96.0.11, ports: [{name: p, port: 80, protocol: TCP}]}\n"
+                "%s%s%s%s",
+                eps_dns ?
+                        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                        "metadata: {name: dns-1, namespace: ns, labels: {kubernetes.io/service-name: dns}}\n"
+                        "addressType: IPv4\nports: [{name: p, port: 53, protocol: UDP}]\nendpoints: " :
+                        "",
+                eps_dns ? eps_dns : "",
+                eps_web ?
+                        "\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                        "metadata: {name: web-1, namespace: ns, labels: {kubernetes.io/service-name: web}}\n"
+                        "addressType: IPv4\nports: [{name: p, port: 80, protocol: TCP}]\nendpoints: " :
+                        "",
+                eps_web ? eps_web : "");
         struct se_store *s = se_store_new();
         struct se_diag d;
         assert_int_equal(se_manifest_load_buffer(s, "t", yaml, strlen(yaml), NULL, NULL, &d), 0);
