@@ -297,7 +297,7 @@ void proxyd_run(struct proxyd *d)
                 if (!(d->tr[i] = se_proxy_tracker_new()))
                         return;
                 else
-                        se_proxy_tracker_set_minimal(d->tr[i], !d->nft && d->minimal);
+                        se_proxy_tracker_set_minimal(d->tr[i], d->minimal);
         d->need_full = true;
         for (;;) {
                 int64_t now = (int64_t)se_now_mono_ns();

@@ -74,6 +74,14 @@ void proxy_top_release(struct proxy_top_table t[2]);
 int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *const *names,
                     size_t n_names, const char *chains, size_t nc, const char *rules, size_t nr,
                     struct se_strbuf *out);
+/* nft: records the elements of verdict map idx (0..PROXY_TOP_MAX-1) from
+ * the writer's element text; on a partial sync whose previous state is
+ * known appends `delete element` lines (elements gone or changed) to del
+ * and `add element` lines to add and returns 1 (the map must not be
+ * rewritten); 0: write the map whole; < 0 on error. */
+int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *family,
+                    const char *table, const char *map, const char *text, size_t len,
+                    struct se_strbuf *del, struct se_strbuf *add);
 /* The tracker's top-chain state; NULL when minimal partial syncs are off. */
 struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 

@@ -181,3 +181,54 @@ int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *
         se_strbuf_release(&xs);
         return r;
 }
+
+/* nft verdict maps: elements one per entry ("key : verdict") from the
+ * writer's "\t\t\tE,\n\t\t\tE" text. */
+static int split_elems(const char *text, size_t len, struct se_strv *out)
+{
+        for (const char *p = text, *end = text + len; p < end;) {
+                while (p < end && (*p == '\t' || *p == '\n' || *p == ','))
+                        p++;
+                const char *e = p;
+                while (e < end && !(*e == ',' && e + 1 < end && e[1] == '\n'))
+                        e++;
+                if (e > p) {
+                        char *s = strndup(p, (size_t)(e - p));
+                        if (!s || se_strv_push_consume(out, s) < 0)
+                                return -ENOMEM;
+                }
+                p = e + 1;
+        }
+        return 0;
+}
+
+int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *family,
+                    const char *table, const char *map, const char *text, size_t len,
+                    struct se_strbuf *del, struct se_strbuf *add)
+{
+        struct se_strv *now = &top->pend[0].rules[idx], *old = &top->cur[0].rules[idx];
+        se_strv_release(now);
+        top->pend[0].declared[idx] = true;
+        int r = split_elems(text, len, now);
+        if (r < 0 || !partial || !top->known || !top->cur[0].declared[idx])
+                return r < 0 ? r : 0;
+        struct se_hashmap seen = SE_HASHMAP_INIT;
+        for (size_t i = 0; i < now->n && r == 0; i++)
+                r = se_hashmap_put(&seen, now->v[i], now->v[i], NULL);
+        for (size_t i = 0; i < old->n && r == 0; i++)
+                if (!se_hashmap_get(&seen, old->v[i])) {
+                        const char *colon = strstr(old->v[i], " : ");
+                        int kl = colon ? (int)(colon - old->v[i]) : (int)strlen(old->v[i]);
+                        se_strbuf_printf(del, "delete element %s %s %s { %.*s }\n", family, table,
+                                         map, kl, old->v[i]);
+                }
+        se_hashmap_release(&seen);
+        for (size_t i = 0; i < old->n && r == 0; i++)
+                r = se_hashmap_put(&seen, old->v[i], old->v[i], NULL);
+        for (size_t i = 0; i < now->n && r == 0; i++)
+                if (!se_hashmap_get(&seen, now->v[i]))
+                        se_strbuf_printf(add, "add element %s %s %s { %s }\n", family, table, map,
+                                         now->v[i]);
+        se_hashmap_release(&seen);
+        return r ?: 1;
+}
