@@ -371,6 +371,10 @@ start_proxy "$A" "$tmp/pxn.log" --backend nftables
 pxn=$last_pid
 check "svcenv-proxy --backend nftables syncs" until_ok 30 eval 'synced "$A" && inns "$A" nft list table ip svcenv >/dev/null 2>&1'
 check "nftables: TCP to the ClusterIP reaches both endpoints" until_ok 10 spread "$A" tcp 10.96.100.10 80 30 b1 b2
+slice_put web TCP 10.244.2.2@node-b
+check "nftables: endpoint removed through the API, traffic to the other only" until_ok 10 spread "$A" tcp 10.96.100.10 80 20 b2
+svc bbb 10.96.100.6 TCP 80 && slice_post bbb TCP 10.244.1.2@node-a
+check "nftables: service added (one map element), traffic flows" until_ok 10 spread "$A" tcp 10.96.100.6 80 10 b1
 kill "$pxn" && wait "$pxn" 2>/dev/null
 inns "$A" "$SVCENV/svcenv-proxy" --cleanup
 check "--cleanup removes the nftables table" eval '! inns "$A" nft list table ip svcenv >/dev/null 2>&1'
