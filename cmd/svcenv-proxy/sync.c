@@ -40,7 +40,9 @@ void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object
         struct proxyd *d = data;
         const struct se_object *o = new_obj ? new_obj : old;
         struct se_proxy_instant now;
-        (void)ev;
+        static const char *const evs[] = { "add", "update", "delete" };
+        se_log_info(4, "%s %s %s/%s", evs[ev], se_kind_name(o->kind),
+                    o->meta.namespace ? o->meta.namespace : "", o->meta.name);
         proxyd_now(d, &now);
         pthread_mutex_lock(&d->mu);
         if (o->kind == SE_KIND_NODE) {
@@ -215,6 +217,8 @@ static bool sync_rules(struct proxyd *d, bool full)
                                                            SE_PROXY_IPTABLES_RESTORE;
                         bytes += sb.len;
                         rules += count_rules(sb.buf, sb.len);
+                        if (se_log_verbosity() >= 5)
+                                se_log_info(5, "restore input:\n%.*s", (int)sb.len, sb.buf);
                         /* a minimal partial sync with nothing to change writes nothing */
                         r = sb.len ? se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err)) : 0;
                         if (r == -EPROTO)
@@ -281,6 +285,25 @@ static bool sync_rules(struct proxyd *d, bool full)
         return ok;
 }
 
+/* Re-reads our Node's zone label; true when it changed. */
+static bool node_zone(struct proxyd *d)
+{
+        const char *zone = NULL;
+        bool changed;
+        se_store_rdlock(d->store);
+        const struct se_object *o = se_store_get(d->store, SE_KIND_NODE, "", d->hostname);
+        if (o)
+                zone = se_kvlist_get(&o->meta.labels, "topology.kubernetes.io/zone");
+        changed =
+                (zone == NULL) != (d->opt.zone == NULL) || (zone && strcmp(zone, d->opt.zone) != 0);
+        if (changed) {
+                free(SE_UNCONST(char, d->opt.zone));
+                d->opt.zone = zone ? strdup(zone) : NULL;
+        }
+        se_store_unlock(d->store);
+        return changed;
+}
+
 static struct timespec deadline_in(int64_t ns)
 {
         struct timespec ts;
@@ -314,10 +337,13 @@ void proxyd_run(struct proxyd *d)
                                         pthread_mutex_unlock(&d->mu);
                                 }
                 }
-                bool full = d->need_full || now - d->last_full_mono >= d->sync_period_ns;
                 pthread_mutex_lock(&d->mu);
-                bool stop = d->stop, dirty = d->dirty;
+                bool stop = d->stop, dirty = d->dirty, node = d->node_changed;
+                d->node_changed = false;
                 pthread_mutex_unlock(&d->mu);
+                if (node && node_zone(d)) /* topology hints depend on it: as kube-proxy */
+                        d->need_full = true;
+                bool full = d->need_full || now - d->last_full_mono >= d->sync_period_ns;
                 if (stop)
                         break;
                 int64_t since = now - d->last_sync_mono;
