@@ -3,7 +3,8 @@
  * partial sync (top-level chains rewritten) and svcenv's minimal one, plus
  * a service added and removed; as root, each applied by iptables-restore
  * after the full ruleset, in a scratch network namespace. Prints figures;
- * asserts nothing. BENCH_SYNC_SERVICES=N changes the size;
+ * asserts nothing. BENCH_SYNC_SERVICES=N changes the size; BENCH_SYNC_ONLY
+ * names one run (kube-proxy, svcenv-min, nftables, nftables-min);
  * BENCH_SYNC_APPLY=N applies only up to N services (default 3000: the
  * 10,000-service full iptables-restore did not finish within 15 minutes on
  * the 2-core test machine); BENCH_NFT_APPLY=0 skips applying nft. */
@@ -154,8 +155,11 @@ int main(void)
                 { "nftables", 1, false, nft_apply, NULL },
                 { "nftables-min", 1, true, nft_apply, NULL },
         };
+        const char *only = getenv("BENCH_SYNC_ONLY"); /* e.g. "nftables-min" */
         for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
                 struct run *r = &runs[k];
+                if (only && strcmp(only, r->what) != 0)
+                        continue;
                 struct se_store *s = se_store_new();
                 for (unsigned i = 0; i < n; i++)
                         put_service(s, i, 10, i * 10);
