@@ -144,6 +144,16 @@ struct se_proxy_tracker *se_proxy_tracker_new(void);
 struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr);
 /* The next sync writes everything (e.g. after the rules were flushed). */
 void se_proxy_tracker_force_full(struct se_proxy_tracker *tr);
+/* svcenv's smaller partial syncs (off by default: kube-proxy's behaviour,
+ * which rewrites the top-level chains every time). On: a partial sync also
+ * leaves out the top-level chains (KUBE-SERVICES, KUBE-NODEPORTS, ... of nat
+ * and filter) whose rules did not change, and edits changed ones rule by
+ * rule (`-D CHAIN rule`, `-I CHAIN pos rule`) to exactly what a full sync
+ * would write, in its order; a chain whose kept rules would change order,
+ * or whose edits outnumber half its rules, is rewritten whole. One
+ * endpoint changing among many services then costs only that service's
+ * chains. Full syncs are unchanged (byte-identical to kube-proxy's). */
+void se_proxy_tracker_set_minimal(struct se_proxy_tracker *tr, bool on);
 /* Like se_proxy_iptables_write, with tracker deciding what to leave out.
  * Call se_proxy_tracker_done() with the outcome of applying the text. */
 int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
@@ -195,5 +205,86 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
 /* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
  * se_proxy_apply. */
 int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);
+
+/* ---- the daemon's helpers (svcenv-proxy) ---- */
+
+/* Runs argv (argv[0] looked up in PATH; no stdin, never a shell); stdout
+ * into out when non-NULL. Errors as se_proxy_apply. */
+int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize);
+
+/* Makes the nfacct counter `name` in this network namespace (netlink,
+ * NFNL_MSG_ACCT_NEW); an existing one is fine. 0 or a negative errno
+ * (-ENOENT/-EOPNOTSUPP: no nfacct support in the kernel). */
+int se_proxy_nfacct_ensure(const char *name);
+
+/* Whether an iptables chain name (n bytes) is one the proxy makes: its
+ * fixed chains, KUBE-PROXY-CANARY and the per-service chains. */
+bool se_proxy_own_chain(const char *name, size_t n);
+/* From whole iptables-save output, appends the iptables-restore --noflush
+ * input that deletes every rule jumping from another chain into ours, then
+ * flushes and deletes our chains (kube-proxy's --cleanup). Empty when there
+ * is nothing of ours. 0, -E2BIG (input over the cap) or the strbuf's error. */
+int se_proxy_cleanup_text(const char *text, size_t len, struct se_strbuf *out);
+
+/* A moment as both clocks see it; start_mono_ns is the process start
+ * (Go prints the monotonic reading relative to it: " m=+1.5"). */
+struct se_proxy_instant {
+        int64_t real_ns, mono_ns, start_mono_ns;
+};
+/* Go's time.Time.String() of t in UTC ("2026-01-02 15:04:05.5 +0000 UTC
+ * m=+1.500000000"); the zero instant as Go's zero time. out >= 80 bytes. */
+void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size);
+
+/* kube-proxy's ProxyHealthServer for one proxier: healthy until its first
+ * successful sync (upstream only judges proxiers that synced once), then
+ * while no queued change waited longer than timeout (2 x
+ * --sync-period upstream) for a successful sync; the Node being deleted
+ * makes /healthz fail. Not locked: the caller serialises. */
+struct se_proxy_health {
+        int64_t timeout_ns;
+        struct se_proxy_instant last_updated, oldest_queued;
+        bool updated, queued, node_eligible;
+};
+void se_proxy_health_init(struct se_proxy_health *h, int64_t timeout_ns);
+/* A change arrived that needs a sync (QueuedUpdate). */
+void se_proxy_health_queued(struct se_proxy_health *h, const struct se_proxy_instant *now);
+/* A sync succeeded (Updated). */
+void se_proxy_health_updated(struct se_proxy_health *h, const struct se_proxy_instant *now);
+/* The proxier's health, ignoring the Node (IsHealthy). */
+bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_instant *now);
+/* /healthz: appends kube-proxy's JSON body; returns whether to answer 200
+ * (else 503). */
+bool se_proxy_healthz(const struct se_proxy_health *h, const struct se_proxy_instant *now,
+                      struct se_strbuf *body);
+/* A health-check node port's answer for Service ns/name: appends
+ * kube-proxy's JSON body; returns whether to answer 200 (some local ready
+ * endpoint and the proxy healthy) or 503. */
+bool se_proxy_hc_body(const char *ns, const char *name, unsigned local_endpoints,
+                      bool proxy_healthy, struct se_strbuf *body);
+
+/* Stale UDP conntrack entries after a sync (kube-proxy deletes them): a
+ * flow matches orig_dst (empty: any) and orig_port_dst (0: any) and, when
+ * dst_nat is set, was DNATed to that endpoint IP. */
+#define SE_PROXY_MAX_CT_FLOWS (1u << 20)
+struct se_proxy_ct_flow {
+        char orig_dst[48];
+        int32_t orig_port_dst;
+        char dst_nat[48];
+};
+struct se_proxy_ct_plan {
+        struct se_proxy_ct_flow *flows;
+        size_t n, cap;
+};
+/* Flows to delete going from table old (NULL: none) to cur: for every UDP
+ * endpoint that went away, its flows to the service port's cluster,
+ * external and load-balancer IPs and node port; for every UDP service port
+ * that gained its first endpoint, all its flows. 0, -ENOMEM or -E2BIG. */
+int se_proxy_ct_plan(const struct se_proxy_table *old, const struct se_proxy_table *cur,
+                     struct se_proxy_ct_plan *ret);
+void se_proxy_ct_plan_release(struct se_proxy_ct_plan *p);
+/* The `conntrack -D` argv for one flow (argv borrows f and port). Returns
+ * the argument count. */
+int se_proxy_ct_argv(const struct se_proxy_ct_flow *f, enum se_ip_family fam, char port[12],
+                     const char *argv[16]);
 
 #endif

@@ -306,3 +306,10 @@ int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err
         int r = run(family == SE_IPV6 ? v6 : v4, NULL, 0, out, err, errsize, &status);
         return r < 0 ? r : se_strbuf_failed(out);
 }
+
+int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize)
+{
+        int status;
+        int r = run(argv, NULL, 0, out, err, errsize, &status);
+        return r < 0 ? r : out ? se_strbuf_failed(out) : 0;
+}

@@ -54,4 +54,35 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr);
 int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,
                             struct se_strbuf *rules);
 
+/* Smaller partial syncs (proxy_topdiff.c): the top-level chains of one
+ * table as the last applied sync left them. */
+#define PROXY_TOP_MAX 8
+struct proxy_top_table {
+        struct se_strv rules[PROXY_TOP_MAX]; /* "-A CHAIN ..." lines, in order */
+        bool declared[PROXY_TOP_MAX];
+};
+struct proxy_top {
+        struct proxy_top_table cur[2], pend[2]; /* [0] filter, [1] nat */
+        bool known; /* cur is what the kernel has (an applied sync recorded it) */
+        bool minimal; /* se_proxy_tracker_set_minimal() */
+};
+void proxy_top_release(struct proxy_top_table t[2]);
+/* Appends the body of one table (chain lines then rules, no header) for
+ * names[] (the table's top-level chains): as built on full syncs, else
+ * with unchanged top chains left out and changed ones edited rule by rule
+ * (see proxy_topdiff.c). Records what the kernel will have in top->pend. */
+int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *const *names,
+                    size_t n_names, const char *chains, size_t nc, const char *rules, size_t nr,
+                    struct se_strbuf *out);
+/* nft: records the elements of verdict map idx (0..PROXY_TOP_MAX-1) from
+ * the writer's element text; on a partial sync whose previous state is
+ * known appends `delete element` lines (elements gone or changed) to del
+ * and `add element` lines to add and returns 1 (the map must not be
+ * rewritten); 0: write the map whole; < 0 on error. */
+int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *family,
+                    const char *table, const char *map, const char *text, size_t len,
+                    struct se_strbuf *del, struct se_strbuf *add);
+/* The tracker's top-chain state; NULL when minimal partial syncs are off. */
+struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
+
 #endif

@@ -444,13 +444,38 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 &w.filter_rules,
                 "-A KUBE-FORWARD -m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n");
 
-        se_strbuf_puts(out, "*filter\n");
-        se_strbuf_add(out, w.filter_chains.buf, w.filter_chains.len);
-        se_strbuf_add(out, w.filter_rules.buf, w.filter_rules.len);
-        se_strbuf_puts(out, "COMMIT\n*nat\n");
-        se_strbuf_add(out, w.nat_chains.buf, w.nat_chains.len);
-        se_strbuf_add(out, w.nat_rules.buf, w.nat_rules.len);
-        se_strbuf_puts(out, "COMMIT\n");
+        struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
+        if (!top) {
+                se_strbuf_puts(out, "*filter\n");
+                se_strbuf_add(out, w.filter_chains.buf, w.filter_chains.len);
+                se_strbuf_add(out, w.filter_rules.buf, w.filter_rules.len);
+                se_strbuf_puts(out, "COMMIT\n*nat\n");
+                se_strbuf_add(out, w.nat_chains.buf, w.nat_chains.len);
+                se_strbuf_add(out, w.nat_rules.buf, w.nat_rules.len);
+                se_strbuf_puts(out, "COMMIT\n");
+        } else {
+                static const char *const ftop[] = { "KUBE-SERVICES",       "KUBE-EXTERNAL-SERVICES",
+                                                    "KUBE-FORWARD",        "KUBE-NODEPORTS",
+                                                    "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL" };
+                struct se_strbuf *bufs[2][2] = { { &w.filter_chains, &w.filter_rules },
+                                                 { &w.nat_chains, &w.nat_rules } };
+                bool partial = !proxy_tracker_full(tracker);
+                for (int k = 0; k < 2 && r == 0; k++) {
+                        size_t at = out->len;
+                        se_strbuf_puts(out, k ? "*nat\n" : "*filter\n");
+                        size_t body = out->len;
+                        r = proxy_top_write(top, partial, k, k ? nat_top : ftop,
+                                            k ? SE_ARRAY_SIZE(nat_top) : SE_ARRAY_SIZE(ftop),
+                                            bufs[k][0]->buf, bufs[k][0]->len, bufs[k][1]->buf,
+                                            bufs[k][1]->len, out);
+                        if (out->len == body) /* nothing for this table */
+                                se_strbuf_truncate(out, at);
+                        else
+                                se_strbuf_puts(out, "COMMIT\n");
+                }
+                if (r < 0)
+                        goto out;
+        }
         r = se_strbuf_failed(&w.filter_chains)        ?:
                     se_strbuf_failed(&w.filter_rules) ?:
                     se_strbuf_failed(&w.nat_chains)   ?:

@@ -305,21 +305,46 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
                 }
                 p += n + 1;
         }
+        /* with minimal syncs on, maps known from the last sync get single
+         * element deletes/adds (after the chains they name exist, before
+         * gone chains are deleted); the others are flushed and rewritten */
+        const struct se_strbuf *elems[] = { &w->service_ips, &w->service_nodeports,
+                                            &w->no_ep_services, &w->no_ep_nodeports,
+                                            &w->firewall_ips };
+        const char *types[] = { key, "inet_proto . inet_service", key, "inet_proto . inet_service",
+                                key };
+        struct proxy_top *top = proxy_tracker_top(w->tracker);
+        struct se_strbuf del, add;
+        bool edited[SE_ARRAY_SIZE(maps)] = { false };
+        int r = 0;
+        se_strbuf_init(&del, 0);
+        se_strbuf_init(&add, 0);
+        for (size_t i = 0; top && i < SE_ARRAY_SIZE(maps) && r >= 0; i++) {
+                r = proxy_top_elems(top, true, (int)i, w->ip, TABLE, maps[i], elems[i]->buf,
+                                    elems[i]->len, &del, &add);
+                edited[i] = r == 1;
+        }
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
-                se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
+                if (!edited[i])
+                        se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
         se_strbuf_printf(out, "table %s " TABLE " {\n", w->ip);
-        vmap(out, "service-ips", key, &w->service_ips);
-        vmap(out, "service-nodeports", "inet_proto . inet_service", &w->service_nodeports);
-        vmap(out, "no-endpoint-services", key, &w->no_ep_services);
-        vmap(out, "no-endpoint-nodeports", "inet_proto . inet_service", &w->no_ep_nodeports);
-        vmap(out, "firewall-ips", key, &w->firewall_ips);
+        for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
+                if (!edited[i])
+                        vmap(out, maps[i], types[i], elems[i]);
         se_strbuf_add(out, w->sets.buf, w->sets.len);
         se_strbuf_add(out, w->chains.buf, w->chains.len);
         se_strbuf_puts(out, "}\n");
+        se_strbuf_add(out, del.buf, del.len);
+        se_strbuf_add(out, add.buf, add.len);
+        r = r < 0 ? r : se_strbuf_failed(&del) ?: se_strbuf_failed(&add);
+        se_strbuf_release(&del);
+        se_strbuf_release(&add);
+        if (r < 0)
+                return r;
         /* gone: empty every chain first (they may jump to each other), then
          * delete chains, then the sets they used */
         struct se_strv gone = SE_STRV_INIT;
-        int r = proxy_tracker_gone(w->tracker, &gone);
+        r = proxy_tracker_gone(w->tracker, &gone);
         for (int pass = 0; pass < 3; pass++)
                 se_strv_foreach(g, &gone) {
                         bool is_chain = strncmp(*g, "chain ", 6) == 0;
@@ -376,6 +401,13 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                 r = partial(&w, key, out);
                 goto check;
         }
+        struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
+        for (int i = 0; top && i < 5 && r >= 0; i++) { /* remembered for the next partial */
+                const struct se_strbuf *e = bufs[i];
+                r = proxy_top_elems(top, false, i, w.ip, TABLE, "", e->buf, e->len, NULL, NULL);
+        }
+        if (r < 0)
+                goto done;
         se_strbuf_printf(out, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip, w.ip);
         se_strbuf_printf(out,
                          "table %s " TABLE

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/endpoints.h>
 #include <svcenv/proxy.h>
 
 #include "proxy_internal.h"
@@ -200,68 +201,69 @@ static int slice_endpoints(struct se_arena *a, const struct se_object *const *sl
         return 0;
 }
 
-/* TEMPORARY (until pkg/endpoints is merged; the lead replaces this with its
- * call): a minimal endpoint selection for a selector service that has no
- * EndpointSlices — non-terminal pods with an IP of the family matching the
- * selector; named target ports resolved from the containers' ports. */
-static int32_t resolve_target_port(const struct se_pod *pod, const struct se_service_port *port)
+/* A selector service without EndpointSlices: the slices the EndpointSlice
+ * controller would write for it (pkg/endpoints, nothing existing yet), read
+ * as kube-proxy reads slices. Pods on nodes the store does not know are left
+ * out as the controller does, unless the store has no Nodes at all. */
+static const struct se_node *node_by_name(void *data, const char *name)
 {
-        if (!port->target_port.is_string)
-                return port->target_port.num ? port->target_port.num : port->port;
-        for (int pass = 0; pass < 2; pass++) {
-                const struct se_container *cs = pass ? pod->init_containers : pod->containers;
-                uint32_t nc = pass ? pod->n_init_containers : pod->n_containers;
-                for (uint32_t c = 0; c < nc; c++)
-                        for (uint32_t k = 0; k < cs[c].n_ports; k++) {
-                                const struct se_container_port *cp = &cs[c].ports[k];
-                                if (cp->name && strcmp(cp->name, port->target_port.str) == 0 &&
-                                    cp->protocol == port->protocol)
-                                        return cp->container_port;
-                        }
-        }
+        const struct se_object *o = se_store_get(data, SE_KIND_NODE, "", name);
+        return o ? (const struct se_node *)o : NULL;
+}
+
+static int copy_strs(struct se_arena *a, struct se_strs *s)
+{
+        if (s->n == 0)
+                return 0;
+        const char **v = se_arena_array(a, s->n, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < s->n; i++)
+                if (!(v[i] = se_arena_strdup(a, s->v[i])))
+                        return -ENOMEM;
+        s->v = v;
         return 0;
 }
 
-static const char *pod_ip_of(const struct se_pod *pod, enum se_ip_family fam)
+static int computed_endpoints(struct se_arena *a, const struct se_store *store,
+                              const struct se_service *svc, enum se_ip_family fam,
+                              const struct se_service_port *port, struct se_proxy_svcport *sp,
+                              const struct se_proxy_options *opt)
 {
-        for (uint32_t i = 0; i < pod->pod_ips.n; i++)
-                if (is_family(pod->pod_ips.v[i], fam))
-                        return pod->pod_ips.v[i];
-        return is_family(pod->pod_ip, fam) ? pod->pod_ip : NULL;
-}
-
-static int pod_endpoints(struct se_arena *a, const struct se_store *store,
-                         const struct se_service *svc, enum se_ip_family fam,
-                         const struct se_service_port *port, struct se_proxy_svcport *sp,
-                         const struct se_proxy_options *opt)
-{
-        if (svc->selector.n == 0)
+        if (!se_endpoints_service_managed(svc))
                 return 0;
         _cleanup_free_ const struct se_object **pods = NULL;
         long n =
                 se_store_select(store, SE_KIND_POD, svc->obj.meta.namespace, &svc->selector, &pods);
         if (n <= 0)
                 return (int)n;
-        if (!(sp->eps = se_arena_array(a, (size_t)n, sizeof(*sp->eps))))
-                return -ENOMEM;
-        for (long i = 0; i < n; i++) {
-                const struct se_pod *pod = (const struct se_pod *)pods[i];
-                const char *ip = pod_ip_of(pod, fam);
-                if (!ip || se_pod_is_terminal(pod))
-                        continue;
-                int32_t tp = resolve_target_port(pod, port);
-                if (tp <= 0)
-                        continue;
-                bool terminating = pod->obj.meta.deletion_timestamp != NULL;
-                bool pod_ready = se_pod_is_ready(pod);
-                bool pub = svc->publish_not_ready_addresses;
-                int r = add_endpoint(a, sp, ip, tp, pub || (pod_ready && !terminating),
-                                     pub || pod_ready, terminating, pod->node_name, NULL, NULL,
-                                     opt);
-                if (r < 0)
-                        return r;
+        bool nodes = se_store_count(store, SE_KIND_NODE, NULL) > 0;
+        struct se_endpoints_input in = {
+                .namespace = svc->obj.meta.namespace,
+                .name = svc->obj.meta.name,
+                .svc = svc,
+                .pods = (const struct se_pod *const *)pods,
+                .n_pods = (size_t)n,
+                .get_node = nodes ? node_by_name : NULL,
+                .node_data = SE_UNCONST(struct se_store, store),
+        };
+        struct se_endpoints_opts eo = { .write = SE_EP_WRITE_SLICES };
+        struct se_slices_plan plan;
+        int r = se_slices_plan(&in, NULL, 0, &eo, &plan);
+        if (r < 0)
+                return r;
+        r = slice_endpoints(a, (const struct se_object *const *)plan.create, plan.n_create, fam,
+                            port, sp, opt);
+        /* the slices go away with the plan: copy what the endpoints borrow */
+        for (uint32_t i = 0; r == 0 && i < sp->n_eps; i++) {
+                struct se_proxy_endpoint *ep = &sp->eps[i];
+                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
+                        r = -ENOMEM;
+                else if ((r = copy_strs(a, &ep->zone_hints)) == 0)
+                        r = copy_strs(a, &ep->node_hints);
         }
-        return 0;
+        se_slices_plan_release(&plan);
+        return r;
 }
 
 static int cmp_ep(const void *x, const void *y)
@@ -342,10 +344,36 @@ static int build_port(struct se_arena *a, const struct se_store *store,
         if (n_slices > 0)
                 r = slice_endpoints(a, slices, n_slices, fam, port, sp, opt);
         else
-                r = pod_endpoints(a, store, svc, fam, port, sp, opt);
+                r = computed_endpoints(a, store, svc, fam, port, sp, opt);
         if (r < 0)
                 return r;
         sort_unique(sp);
+        return 0;
+}
+
+/* The table outlives the store's objects (the daemon keeps the last one
+ * to compare with the next): copy every string borrowed from them. */
+static int own_strings(struct se_arena *a, struct se_proxy_svcport *sp)
+{
+        const char **fields[] = { &sp->ns, &sp->name, &sp->port_name, &sp->cluster_ip };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(fields); i++)
+                if (*fields[i] && !(*fields[i] = se_arena_strdup(a, *fields[i])))
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < sp->n_external_ips; i++)
+                if (!(sp->external_ips[i] = se_arena_strdup(a, sp->external_ips[i])))
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < sp->n_lb_vips; i++)
+                if (!(sp->lb_vips[i] = se_arena_strdup(a, sp->lb_vips[i])))
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < sp->n_eps; i++) {
+                struct se_proxy_endpoint *ep = &sp->eps[i];
+                int r;
+                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
+                        return -ENOMEM;
+                if ((r = copy_strs(a, &ep->zone_hints)) < 0 ||
+                    (r = copy_strs(a, &ep->node_hints)) < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -381,6 +409,8 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                 for (uint32_t p = 0; p < svc->n_ports; p++) {
                         struct se_proxy_svcport *sp = &t->ports[t->n_ports];
                         r = build_port(&t->arena, store, svc, slices, ns, cip, family, p, opt, sp);
+                        if (r == 0)
+                                r = own_strings(&t->arena, sp);
                         if (r < 0)
                                 goto fail;
                         t->n_ports++;

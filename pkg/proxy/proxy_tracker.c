@@ -27,6 +27,7 @@ struct se_proxy_tracker {
         struct state current; /* what the last applied sync wrote */
         struct state pending; /* what the sync being built writes */
         bool full; /* the next (or current) sync is full */
+        struct proxy_top top;
         bool last_partial;
 };
 
@@ -61,6 +62,8 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
         if (tr) {
                 state_release(&tr->current);
                 state_release(&tr->pending);
+                proxy_top_release(tr->top.cur);
+                proxy_top_release(tr->top.pend);
                 free(tr);
         }
         return NULL;
@@ -69,6 +72,17 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
 void se_proxy_tracker_force_full(struct se_proxy_tracker *tr)
 {
         tr->full = true;
+}
+
+void se_proxy_tracker_set_minimal(struct se_proxy_tracker *tr, bool on)
+{
+        tr->top.minimal = on;
+        tr->top.known = false;
+}
+
+struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr)
+{
+        return tr->top.minimal ? &tr->top : NULL;
 }
 
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
@@ -161,10 +175,15 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
                         if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0)
                                 r = -ENOMEM;
                 }
+        /* a name may be in several entries (the seeded "existing" one and a
+         * service's): each is deleted once, or the restore fails */
         for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);) {
                 const struct entry *e = v;
                 se_strv_foreach(c, &e->chains) {
-                        if (!se_hashmap_get(&now_chains, *c) && se_strv_push(gone, *c) < 0)
+                        if (se_hashmap_get(&now_chains, *c))
+                                continue;
+                        if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0 ||
+                            se_strv_push(gone, *c) < 0)
                                 r = -ENOMEM;
                 }
         }
@@ -193,9 +212,15 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
                 state_release(&tr->current);
                 tr->current = tr->pending;
                 tr->full = false;
+                proxy_top_release(tr->top.cur);
+                memcpy(tr->top.cur, tr->top.pend, sizeof(tr->top.cur));
+                memset(tr->top.pend, 0, sizeof(tr->top.pend));
+                tr->top.known = tr->top.minimal;
         } else {
                 state_release(&tr->pending);
                 tr->full = true;
+                proxy_top_release(tr->top.pend);
+                tr->top.known = false;
         }
         memset(&tr->pending, 0, sizeof(tr->pending));
         tr->last_partial = partial;

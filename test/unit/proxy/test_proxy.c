@@ -682,8 +682,9 @@ static void test_proxy__udp_affinity_nodeport_addresses(void **state)
         free(got);
 }
 
-/* a selector Service without slices: endpoints from its pods (temporary
- * selection until pkg/endpoints), named target port from the container */
+/* a selector Service without slices: endpoints computed as the
+ * EndpointSlice controller would (pkg/endpoints), named target port from the
+ * container */
 static void test_proxy__pods_without_slices(void **state)
 {
         (void)state;
@@ -699,6 +700,13 @@ static void test_proxy__pods_without_slices(void **state)
                 "apiVersion: v1\nkind: Pod\nmetadata: {name: c, namespace: ns, labels: {app: web}}\n"
                 "spec: {containers: [{name: c, image: i}]}\n"
                 "status: {phase: Succeeded, podIP: 10.244.0.9}\n";
+        /* with Nodes known, the controller leaves out a ready pod whose node
+         * does not exist (the missing-node rule) */
+        static const char nodes[] =
+                "---\napiVersion: v1\nkind: Node\nmetadata: {name: test-node}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: d, namespace: ns, labels: {app: web}}\n"
+                "spec: {nodeName: gone, containers: [{name: c, image: i, ports: [{name: http, containerPort: 8080}]}]}\n"
+                "status: {phase: Running, podIP: 10.244.0.10, conditions: [{type: Ready, status: 'True'}]}\n";
         struct se_proxy_options o;
         base_options(&o);
         char *got = rules_yaml(yaml, &o);
@@ -706,6 +714,12 @@ static void test_proxy__pods_without_slices(void **state)
                 got,
                 "-A KUBE-SVC-HMALVVKA6APKJPPY -m comment --comment \"ns/web:http -> 10.244.0.7:8080\" -j KUBE-SEP-DG4TFWC6RAOLHAJZ");
         assert_int_equal(count(got, "-j DNAT"), 1);
+        free(got);
+        char both[4096];
+        snprintf(both, sizeof(both), "%s%s", yaml, nodes);
+        got = rules_yaml(both, &o);
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        no_text(got, "10.244.0.10");
         free(got);
 }
 

@@ -1,0 +1,290 @@
+/* HTTP: /healthz and /livez (kube-proxy's answers), /metrics, and one small
+ * server per health-check node port of externalTrafficPolicy: Local
+ * services. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/log.h>
+#include <svcenv/strbuf.h>
+
+#include "proxyd.h"
+
+static void reply(struct se_httpd_response *resp, int status, const char *type,
+                  struct se_strbuf *sb)
+{
+        resp->status = status;
+        resp->content_type = type;
+        if (se_strbuf_failed(sb)) {
+                se_strbuf_release(sb);
+                resp->status = 500;
+                return;
+        }
+        resp->body = se_strbuf_detach(sb, &resp->len);
+}
+
+static void render_histogram(struct se_strbuf *sb, const char *name, const char *help,
+                             const struct histogram *h)
+{
+        se_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+        uint64_t cum = 0;
+        for (size_t i = 0; i <= h->n; i++) {
+                cum += h->buckets[i];
+                if (i < h->n)
+                        se_strbuf_printf(sb, "%s_bucket{le=\"%g\"} %llu\n", name, h->le[i],
+                                         (unsigned long long)cum);
+                else
+                        se_strbuf_printf(sb, "%s_bucket{le=\"+Inf\"} %llu\n", name,
+                                         (unsigned long long)cum);
+        }
+        se_strbuf_printf(sb, "%s_sum %.9g\n%s_count %llu\n", name, h->sum, name,
+                         (unsigned long long)h->count);
+}
+
+static void gauge(struct se_strbuf *sb, const char *type, const char *name, const char *help,
+                  double v)
+{
+        se_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name,
+                         v);
+}
+
+static void metrics(struct proxyd *d, struct se_strbuf *sb)
+{
+        pthread_mutex_lock(&d->mu);
+        render_histogram(sb, "kubeproxy_sync_proxy_rules_duration_seconds",
+                         "SyncProxyRules latency in seconds", &d->sync_all);
+        render_histogram(sb, "kubeproxy_sync_full_proxy_rules_duration_seconds",
+                         "SyncProxyRules latency in seconds for full resyncs", &d->sync_full);
+        render_histogram(sb, "kubeproxy_sync_partial_proxy_rules_duration_seconds",
+                         "SyncProxyRules latency in seconds for partial resyncs", &d->sync_partial);
+        render_histogram(sb, "kubeproxy_network_programming_duration_seconds",
+                         "In Cluster Network Programming Latency in seconds", &d->netprog);
+        gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+              "The last time proxy rules were successfully synced", d->last_sync_ts);
+        gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+              "The last time a sync of proxy rules was queued", d->last_queued_ts);
+        gauge(sb, "counter", "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+              "Cumulative proxy iptables restore failures", (double)d->restore_failures);
+        gauge(sb, "counter", "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
+              "Cumulative proxy iptables partial restore failures",
+              (double)d->partial_restore_failures);
+        se_strbuf_printf(sb,
+                         "# HELP svcenv_proxy_syncs_total Syncs applied, by kind.\n"
+                         "# TYPE svcenv_proxy_syncs_total counter\n"
+                         "svcenv_proxy_syncs_total{kind=\"full\"} %llu\n"
+                         "svcenv_proxy_syncs_total{kind=\"partial\"} %llu\n",
+                         (unsigned long long)d->syncs_full, (unsigned long long)d->syncs_partial);
+        gauge(sb, "gauge", "svcenv_proxy_restore_bytes",
+              "Bytes of restore input (nft script) the last sync wrote", (double)d->bytes_last);
+        gauge(sb, "counter", "svcenv_proxy_restore_bytes_total",
+              "Bytes of restore input written in all", (double)d->bytes_total);
+        gauge(sb, "counter", "svcenv_proxy_rules_written_total",
+              "Rules (-A/-I/-D lines) written in all syncs", (double)d->rules_written_total);
+        gauge(sb, "counter", "svcenv_proxy_canary_resyncs_total",
+              "Full resyncs because our rules were flushed or the canary deleted",
+              (double)d->canary_repairs);
+        gauge(sb, "counter", "svcenv_proxy_conntrack_deletions_total",
+              "conntrack -D runs that deleted stale UDP entries", (double)d->ct_deletes);
+        pthread_mutex_unlock(&d->mu);
+}
+
+static void handle(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
+{
+        struct proxyd *d = data;
+        struct se_strbuf sb;
+        struct se_proxy_instant now;
+        se_strbuf_init(&sb, 16 << 20);
+        proxyd_now(d, &now);
+        if (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/livez") == 0) {
+                pthread_mutex_lock(&d->mu);
+                struct se_proxy_health h = d->health;
+                pthread_mutex_unlock(&d->mu);
+                bool ok;
+                if (strcmp(req->path, "/livez") == 0) {
+                        /* /livez ignores the Node and has no nodeEligible */
+                        h.node_eligible = true;
+                        ok = se_proxy_healthz(&h, &now, &sb);
+                        if (sb.len > 24) /* cut `, "nodeEligible": true}` */
+                                se_strbuf_truncate(&sb, sb.len - 22), se_strbuf_putc(&sb, '}');
+                } else {
+                        ok = se_proxy_healthz(&h, &now, &sb);
+                }
+                return reply(resp, ok ? 200 : 503, "application/json", &sb);
+        }
+        if (strcmp(req->path, "/metrics") == 0) {
+                metrics(d, &sb);
+                return reply(resp, 200, "text/plain; version=0.0.4; charset=utf-8", &sb);
+        }
+        if (strcmp(req->path, "/proxyMode") == 0) {
+                se_strbuf_puts(&sb, d->nft ? "nftables" : "iptables");
+                return reply(resp, 200, "text/plain; charset=utf-8", &sb);
+        }
+        se_strbuf_puts(&sb, "404 page not found\n");
+        reply(resp, 404, "text/plain; charset=utf-8", &sb);
+}
+
+static void hc_handle(void *data, const struct se_httpd_request *req,
+                      struct se_httpd_response *resp)
+{
+        struct hc_port *hp = data;
+        struct proxyd *d = hp->d;
+        struct se_strbuf sb;
+        struct se_proxy_instant now;
+        (void)req;
+        se_strbuf_init(&sb, 4096);
+        proxyd_now(d, &now);
+        pthread_mutex_lock(&d->mu);
+        bool healthy = se_proxy_health_ok(&d->health, &now);
+        unsigned local = hp->local;
+        pthread_mutex_unlock(&d->mu);
+        bool ok = se_proxy_hc_body(hp->ns, hp->name, local, healthy, &sb);
+        reply(resp, ok ? 200 : 503, "application/json", &sb);
+}
+
+/* "host:port", "[v6]:port" or ":port". */
+static int split_addr(const char *s, char *host, size_t hsize, int *port)
+{
+        const char *colon = strrchr(s, ':');
+        if (!colon)
+                return -EINVAL;
+        size_t n = (size_t)(colon - s);
+        if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+                s++;
+                n -= 2;
+        }
+        if (n >= hsize)
+                return -EINVAL;
+        memcpy(host, s, n);
+        host[n] = 0;
+        char *end;
+        long p = strtol(colon + 1, &end, 10);
+        if (*end || p < 0 || p > 65535)
+                return -EINVAL;
+        *port = (int)p;
+        return 0;
+}
+
+static int start_one(struct proxyd *d, const char *addr, struct se_httpd **ret)
+{
+        char host[128];
+        struct se_httpd_config cfg = { .handler = handle, .data = d, .timeout_s = 10 };
+        struct se_diag diag = { 0 };
+        if (!addr || !addr[0])
+                return 0; /* disabled */
+        if (split_addr(addr, host, sizeof(host), &cfg.port) < 0) {
+                se_log_error("bad bind address \"%s\" (want HOST:PORT)", addr);
+                return -EINVAL;
+        }
+        cfg.address =
+                host[0] && strcmp(host, "0.0.0.0") != 0 && strcmp(host, "::") != 0 ? host : NULL;
+        int r = se_httpd_start(&cfg, ret, &diag);
+        if (r < 0) {
+                char buf[512];
+                se_diag_format(&diag, buf, sizeof(buf));
+                se_log_error("cannot serve on %s: %s", addr, buf);
+        }
+        return r;
+}
+
+int proxyd_serve_start(struct proxyd *d)
+{
+        int r = start_one(d, d->healthz_addr, &d->healthz);
+        if (r == 0)
+                r = start_one(d, d->metrics_addr, &d->metrics);
+        return r;
+}
+
+void proxyd_serve_stop(struct proxyd *d)
+{
+        d->healthz = se_httpd_stop(d->healthz);
+        d->metrics = se_httpd_stop(d->metrics);
+        for (unsigned i = 0; i < d->n_hc; i++) {
+                se_httpd_stop(d->hc[i]->httpd);
+                free(d->hc[i]);
+        }
+        d->n_hc = 0;
+}
+
+struct want {
+        int port;
+        const char *ns, *name;
+        unsigned local;
+};
+
+static struct want *find_want(struct want *w, size_t n, int port)
+{
+        for (size_t i = 0; i < n; i++)
+                if (w[i].port == port)
+                        return &w[i];
+        return NULL;
+}
+
+void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, unsigned nt)
+{
+        struct want want[MAX_HC_PORTS];
+        size_t n = 0;
+        for (unsigned f = 0; f < nt; f++)
+                for (uint32_t i = 0; tables[f] && i < tables[f]->n_ports; i++) {
+                        const struct se_proxy_svcport *sp = &tables[f]->ports[i];
+                        if (!sp->health_check_node_port)
+                                continue;
+                        struct want *w = find_want(want, n, sp->health_check_node_port);
+                        if (!w) {
+                                if (n == MAX_HC_PORTS)
+                                        continue;
+                                w = &want[n++];
+                                *w = (struct want){ sp->health_check_node_port, sp->ns, sp->name,
+                                                    0 };
+                        }
+                        /* LocalReadyEndpoints: local ready endpoints summed over ports */
+                        for (uint32_t e = 0; e < sp->n_eps; e++)
+                                w->local += sp->eps[e].local && sp->eps[e].ready;
+                }
+        /* close the ports no longer wanted (outside the lock: a handler may wait on it) */
+        for (unsigned i = 0; i < d->n_hc;) {
+                struct hc_port *hp = d->hc[i];
+                struct want *w = find_want(want, n, hp->port);
+                if (w && strcmp(w->ns, hp->ns) == 0 && strcmp(w->name, hp->name) == 0) {
+                        i++;
+                        continue;
+                }
+                se_log_info(2, "closing health check port %d of %s/%s", hp->port, hp->ns, hp->name);
+                se_httpd_stop(hp->httpd);
+                free(hp);
+                d->hc[i] = d->hc[--d->n_hc];
+        }
+        for (size_t k = 0; k < n; k++) {
+                bool have = false;
+                for (unsigned i = 0; i < d->n_hc; i++)
+                        have |= d->hc[i]->port == want[k].port;
+                if (have)
+                        continue;
+                struct hc_port *hp = calloc(1, sizeof(*hp));
+                if (!hp)
+                        continue;
+                hp->port = want[k].port;
+                hp->d = d;
+                snprintf(hp->ns, sizeof(hp->ns), "%s", want[k].ns);
+                snprintf(hp->name, sizeof(hp->name), "%s", want[k].name);
+                hp->local = want[k].local;
+                struct se_httpd_config cfg = { .port = hp->port, .handler = hc_handle, .data = hp };
+                struct se_diag diag = { 0 };
+                if (se_httpd_start(&cfg, &hp->httpd, &diag) < 0) {
+                        char buf[512];
+                        se_diag_format(&diag, buf, sizeof(buf));
+                        se_log_error("failed to start healthcheck %s/%s on port %d: %s", hp->ns,
+                                     hp->name, hp->port, buf);
+                        free(hp);
+                        continue;
+                }
+                se_log_info(2, "opening health check port %d of %s/%s", hp->port, hp->ns, hp->name);
+                d->hc[d->n_hc++] = hp;
+        }
+        pthread_mutex_lock(&d->mu);
+        for (unsigned i = 0; i < d->n_hc; i++) {
+                struct want *w = find_want(want, n, d->hc[i]->port);
+                d->hc[i]->local = w ? w->local : 0;
+        }
+        pthread_mutex_unlock(&d->mu);
+}
