@@ -52,5 +52,6 @@ int cli_usage_error(const char *sub, const char *fmt, ...) SE_PRINTF(2, 3);
 int cmd_get(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_endpoints(int argc, char **argv);
+int cmd_admit(int argc, char **argv);
 
 #endif

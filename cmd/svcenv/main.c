@@ -21,6 +21,7 @@ static const struct subcommand subcommands[] = {
         { "get", cmd_get, "list the objects of a cluster (manifests)" },
         { "env", cmd_env, "the environment the kubelet gives a container" },
         { "endpoints", cmd_endpoints, "Endpoints or EndpointSlices the controller writes" },
+        { "admit", cmd_admit, "the AdmissionReview response the webhook sends" },
 };
 
 static void print_usage(FILE *f)

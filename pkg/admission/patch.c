@@ -1,0 +1,363 @@
+/* The JSON patch that gives a pod's containers their service variables. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/alloc.h>
+#include <svcenv/decode.h>
+#include <svcenv/hashmap.h>
+#include <svcenv/macro.h>
+#include <svcenv/store.h>
+#include <svcenv/strv.h>
+
+#include "admission_internal.h"
+
+#define MAX_SELECTED 1024 /* services named in svcenv.io/services */
+
+/* Value in the defined-names map for a key of an envFrom source. */
+static const char env_from_key;
+
+static const struct se_object *find(const struct se_envvars_input *in, enum se_kind kind,
+                                    const char *ns, const char *name)
+{
+        if (in->store)
+                return se_store_get(in->store, kind, ns, name);
+        const struct se_object *const *v = NULL;
+        size_t n = 0;
+        if (kind == SE_KIND_SERVICE) {
+                v = (const struct se_object *const *)in->services;
+                n = in->n_services;
+        } else if (kind == SE_KIND_CONFIGMAP) {
+                v = (const struct se_object *const *)in->configmaps;
+                n = in->n_configmaps;
+        } else if (kind == SE_KIND_SECRET) {
+                v = (const struct se_object *const *)in->secrets;
+                n = in->n_secrets;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (v[i] && strcmp(v[i]->meta.namespace, ns) == 0 &&
+                    strcmp(v[i]->meta.name, name) == 0)
+                        return v[i];
+        return NULL;
+}
+
+/* The services named in the annotation (comma-separated, blanks ignored),
+ * as an array input for envvars. `kubernetes` also names default/kubernetes. */
+static int select_services(const struct se_envvars_input *in, const char *ns, const char *list,
+                           const struct se_service ***ret, size_t *ret_n)
+{
+        const struct se_service **v = NULL;
+        size_t n = 0;
+        char name[SE_MAX_NAME_LEN + 1];
+        const char *p = list;
+        while (*p) {
+                const char *end = strchr(p, ',');
+                if (!end)
+                        end = p + strlen(p);
+                while (p < end && (*p == ' ' || *p == '\t'))
+                        p++;
+                const char *q = end;
+                while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+                        q--;
+                if (q > p && (size_t)(q - p) <= SE_MAX_NAME_LEN) {
+                        memcpy(name, p, (size_t)(q - p));
+                        name[q - p] = '\0';
+                        for (int pass = 0; pass < 2; pass++) {
+                                const char *sns = pass == 0 ? ns : "default";
+                                if (pass == 1 && (strcmp(name, "kubernetes") != 0 ||
+                                                  strcmp(ns, "default") == 0))
+                                        break;
+                                const struct se_service *s =
+                                        se_service_of(find(in, SE_KIND_SERVICE, sns, name));
+                                bool dup = false;
+                                for (size_t i = 0; s && i < n; i++)
+                                        dup = dup || v[i] == s;
+                                if (!s || dup || n >= MAX_SELECTED)
+                                        continue;
+                                const struct se_service **nv = realloc(v, (n + 1) * sizeof(*v));
+                                if (!nv) {
+                                        free(v);
+                                        return -ENOMEM;
+                                }
+                                v = nv;
+                                v[n++] = s;
+                        }
+                }
+                p = *end ? end + 1 : end;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static void put_var(struct se_strbuf *sb, const struct se_env_entry *e)
+{
+        se_strbuf_puts(sb, "{\"name\":");
+        json_put_string(sb, e->name);
+        se_strbuf_puts(sb, ",\"value\":");
+        json_put_string(sb, e->value);
+        se_strbuf_putc(sb, '}');
+}
+
+struct ctx {
+        const struct se_envvars_input *in;
+        const struct se_admission_options *opt;
+        const char *ns;
+        const struct se_env_list *svc;
+        struct se_strbuf *patch;
+        struct warnings *w;
+        struct patch_stats *st;
+        bool first; /* no operation written yet */
+        struct se_hashmap defined; /* scratch: names the container sets */
+        struct se_strv owned; /* scratch: envFrom names */
+        bool *add; /* scratch: per service variable, to be added */
+};
+
+static void op_begin(struct ctx *x)
+{
+        if (!x->first)
+                se_strbuf_putc(x->patch, ',');
+        x->first = false;
+}
+
+/* Names the container sets itself: env, and the keys of envFrom sources
+ * the input holds. */
+static int collect_defined(struct ctx *x, const struct se_container *c)
+{
+        for (uint32_t i = 0; i < c->n_env; i++)
+                if (c->env[i].name &&
+                    se_hashmap_put(&x->defined, c->env[i].name, &c->env[i], NULL) < 0)
+                        return -ENOMEM;
+        for (uint32_t i = 0; i < c->n_env_from; i++) {
+                const struct se_env_from *f = &c->env_from[i];
+                const struct se_kvlist *data = NULL;
+                if (f->name) {
+                        const struct se_object *o =
+                                find(x->in, f->secret ? SE_KIND_SECRET : SE_KIND_CONFIGMAP, x->ns,
+                                     f->name);
+                        const struct se_configmap *cm = se_configmap_of(o);
+                        const struct se_secret *sec = se_secret_of(o);
+                        data = cm ? &cm->data : sec ? &sec->data : NULL;
+                }
+                if (!data) {
+                        warnings_add(x->w,
+                                     "svcenv: container %s: envFrom %s %s is not known to the "
+                                     "webhook; its keys lose to injected service variables",
+                                     c->name, f->secret ? "secret" : "configMap",
+                                     f->name ? f->name : "");
+                        continue;
+                }
+                for (uint32_t k = 0; k < data->n; k++) {
+                        char *name = NULL;
+                        if (asprintf(&name, "%s%s", f->prefix ? f->prefix : "",
+                                     data->items[k].key) < 0)
+                                return -ENOMEM;
+                        if (se_strv_push_consume(&x->owned, name) < 0)
+                                return -ENOMEM;
+                        /* env entries win over envFrom keys of the same name */
+                        if (!se_hashmap_get(&x->defined, name) &&
+                            se_hashmap_put(&x->defined, name, SE_UNCONST(char, &env_from_key),
+                                           NULL) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+static size_t exec_size(const char *name, const char *value)
+{
+        return strlen(name) + 1 + (value ? strlen(value) : 0) + 1 + sizeof(char *);
+}
+
+static int patch_container(struct ctx *x, const char *field, size_t idx,
+                           const struct se_container *c, const json_t *jc)
+{
+        se_hashmap_release(&x->defined);
+        se_strv_release(&x->owned);
+        int r = collect_defined(x, c);
+        if (r < 0)
+                return r;
+
+        size_t n_add = 0, add_bytes = 0, own_bytes = 0, clashes = 0;
+        for (size_t i = 0; i < x->svc->n; i++) {
+                const struct se_env_entry *e = &x->svc->items[i];
+                x->add[i] = false;
+                const void *d = se_hashmap_get(&x->defined, e->name);
+                if (d) {
+                        const struct se_env_var *v = d;
+                        if (d != &env_from_key &&
+                            (v->source != SE_ENV_VALUE ||
+                             strcmp(v->value ? v->value : "", e->value) != 0))
+                                clashes++;
+                        continue;
+                }
+                x->add[i] = true;
+                n_add++;
+                add_bytes += exec_size(e->name, e->value);
+        }
+        if (n_add == 0)
+                return 0;
+        for (uint32_t i = 0; i < c->n_env; i++)
+                if (c->env[i].name)
+                        own_bytes += exec_size(c->env[i].name, c->env[i].value);
+        size_t max = x->opt->max_env_bytes ? x->opt->max_env_bytes
+                                           : SE_ADMISSION_DEFAULT_ENV_BYTES;
+        if (add_bytes + own_bytes > max) {
+                warnings_add(x->w,
+                             "svcenv: container %s: %zu service variables (%zu bytes) would pass "
+                             "the %zu-byte env limit; none injected",
+                             c->name, n_add, add_bytes + own_bytes, max);
+                x->st->guarded = true;
+                return 0;
+        }
+        if (clashes)
+                warnings_add(x->w,
+                             "svcenv: container %s: %zu service variables already set by the pod "
+                             "were left unchanged",
+                             c->name, clashes);
+
+        const json_t *jenv = json_object_get(jc, "env");
+        bool whole = !json_is_array(jenv) || json_array_size(jenv) == 0;
+        if (whole) {
+                op_begin(x);
+                se_strbuf_printf(x->patch, "{\"op\":\"add\",\"path\":\"/spec/%s/%zu/env\",\"value\":[",
+                                 field, idx);
+                bool first = true;
+                for (size_t i = 0; i < x->svc->n; i++) {
+                        if (!x->add[i])
+                                continue;
+                        if (!first)
+                                se_strbuf_putc(x->patch, ',');
+                        first = false;
+                        put_var(x->patch, &x->svc->items[i]);
+                }
+                se_strbuf_puts(x->patch, "]}");
+        } else {
+                size_t k = 0;
+                for (size_t i = 0; i < x->svc->n; i++) {
+                        if (!x->add[i])
+                                continue;
+                        op_begin(x);
+                        se_strbuf_printf(x->patch,
+                                         "{\"op\":\"add\",\"path\":\"/spec/%s/%zu/env/%zu\",\"value\":",
+                                         field, idx, k++);
+                        put_var(x->patch, &x->svc->items[i]);
+                        se_strbuf_putc(x->patch, '}');
+                }
+        }
+        x->st->n_vars += n_add;
+        return se_strbuf_failed(x->patch);
+}
+
+static int patch_list(struct ctx *x, const json_t *spec, const char *field,
+                      const struct se_container *cs, uint32_t n)
+{
+        const json_t *arr = json_object_get(spec, field);
+        if (!json_is_array(arr) || json_array_size(arr) != n)
+                return n == 0 ? 0 : -EINVAL;
+        for (uint32_t i = 0; i < n; i++) {
+                int r = patch_container(x, field, i, &cs[i], json_array_get(arr, i));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void mark_injected(struct ctx *x, const json_t *object)
+{
+        const json_t *meta = json_object_get(object, "metadata");
+        if (!json_is_object(meta))
+                return;
+        const json_t *ann = json_object_get(meta, "annotations");
+        if (json_is_object(ann)) {
+                const char *v = json_string_value(json_object_get(ann, SE_ADMISSION_ANN_INJECTED));
+                if (v && strcmp(v, "true") == 0)
+                        return;
+                op_begin(x);
+                se_strbuf_puts(x->patch, "{\"op\":\"add\",\"path\":\"/metadata/annotations/");
+                se_json_pointer_escape(x->patch, SE_ADMISSION_ANN_INJECTED);
+                se_strbuf_puts(x->patch, "\",\"value\":\"true\"}");
+        } else {
+                op_begin(x);
+                se_strbuf_puts(x->patch, "{\"op\":\"add\",\"path\":\"/metadata/annotations\","
+                                         "\"value\":{");
+                json_put_string(x->patch, SE_ADMISSION_ANN_INJECTED);
+                se_strbuf_puts(x->patch, ":\"true\"}}");
+        }
+}
+
+int build_patch(const struct se_envvars_input *in, const struct se_admission_options *opt,
+                const json_t *object, const char *ns, struct se_strbuf *patch,
+                struct warnings *w, struct patch_stats *st, char *msg, size_t msg_size)
+{
+        struct se_object *obj = NULL;
+        struct se_decode_error err = { 0 };
+        int r = se_decode_object_as(object, SE_KIND_POD, ns, &obj, &err);
+        if (r < 0) {
+                if (r != -ENOMEM)
+                        snprintf(msg, msg_size, "pod does not decode: %s%s%s", err.path,
+                                 *err.path ? ": " : "", err.message);
+                return r == -ENOMEM ? r : -EINVAL;
+        }
+        const struct se_pod *pod = se_pod_of(obj);
+        const struct se_kvlist *ann = &pod->obj.meta.annotations;
+        const char *inject = se_kvlist_get(ann, SE_ADMISSION_ANN_INJECT);
+        if ((inject && strcmp(inject, "false") == 0) ||
+            se_kvlist_get(ann, "kubernetes.io/config.mirror")) {
+                se_object_unref(obj);
+                return 1;
+        }
+
+        struct se_envvars_input filtered = *in;
+        const struct se_service **sel = NULL;
+        const char *names = se_kvlist_get(ann, SE_ADMISSION_ANN_SERVICES);
+        if (names) {
+                r = select_services(in, ns, names, &sel, &filtered.n_services);
+                if (r < 0) {
+                        se_object_unref(obj);
+                        return r;
+                }
+                filtered.store = NULL;
+                filtered.services = sel;
+        }
+        struct se_env_list svc = SE_ENV_LIST_INIT;
+        r = se_envvars_services(&filtered, ns, pod->enable_service_links != SE_FALSE, &svc);
+        free(sel);
+        if (r < 0 || svc.n == 0) {
+                se_object_unref(obj);
+                return r;
+        }
+
+        struct ctx x = { .in = in,
+                         .opt = opt,
+                         .ns = ns,
+                         .svc = &svc,
+                         .patch = patch,
+                         .w = w,
+                         .st = st,
+                         .first = true,
+                         .defined = SE_HASHMAP_INIT,
+                         .owned = SE_STRV_INIT };
+        x.add = calloc(svc.n, sizeof(*x.add));
+        if (!x.add)
+                r = -ENOMEM;
+        const json_t *spec = json_object_get(object, "spec");
+        if (r == 0)
+                r = patch_list(&x, spec, "initContainers", pod->init_containers,
+                               pod->n_init_containers);
+        if (r == 0)
+                r = patch_list(&x, spec, "containers", pod->containers, pod->n_containers);
+        if (r == -EINVAL)
+                snprintf(msg, msg_size, "pod containers do not match the decoded pod");
+        if (r == 0 && st->n_vars > 0)
+                mark_injected(&x, object);
+        free(x.add);
+        se_hashmap_release(&x.defined);
+        se_strv_release(&x.owned);
+        se_env_list_release(&svc);
+        se_object_unref(obj);
+        if (r == 0)
+                r = se_strbuf_failed(patch);
+        return r;
+}

@@ -1,0 +1,36 @@
+/* Private pieces of pkg/httpd. */
+#ifndef SVCENV_HTTPD_INTERNAL_H
+#define SVCENV_HTTPD_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <openssl/ssl.h>
+
+#include <svcenv/httpd.h>
+
+struct certs {
+        pthread_mutex_t lock;
+        const char *cert_file;
+        const char *key_file;
+        X509 *cert;
+        STACK_OF(X509) * chain;
+        EVP_PKEY *key;
+        struct stat cert_st, key_st; /* of the pair loaded */
+        int64_t checked_ms; /* monotonic time of the last look */
+        _Atomic uint64_t reloads, errors;
+};
+
+/* Loads the pair (errors in diag). */
+int certs_init(struct certs *c, const char *cert_file, const char *key_file,
+               struct se_diag *diag);
+void certs_release(struct certs *c);
+/* Looks at the files (at most once a second unless force). */
+int certs_check(struct certs *c, bool force, struct se_diag *diag);
+/* TLS >= 1.2 and the per-handshake certificate callback on ctx. */
+int certs_setup_ctx(struct certs *c, SSL_CTX *ctx);
+
+#endif
