@@ -2,8 +2,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/kube.h>
+#include <svcenv/kube_client.h>
 #include <svcenv/manifest.h>
 
 #include "cli.h"
@@ -18,6 +21,12 @@ int cli_source_option(struct cli_source *src, int opt, const char *arg)
                 return 1;
         case 'A':
                 src->all_ns = true;
+                return 1;
+        case 'K':
+                src->kubeconfig = arg;
+                return 1;
+        case 'C':
+                src->context = arg;
                 return 1;
         default:
                 return 0;
@@ -56,11 +65,57 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
         return EXIT_USAGE;
 }
 
+static int put_item(void *data, struct se_object *obj)
+{
+        return se_store_put(data, obj);
+}
+
+/* Lists every modelled kind from the API server into a new store. */
+static int load_online(const struct cli_source *src, struct se_store **ret)
+{
+        struct se_kube_config_opts o = { .kubeconfig = src->kubeconfig, .context = src->context };
+        struct se_kube_config *cfg = NULL;
+        struct se_kube_client *client = NULL;
+        struct se_diag diag;
+        int r = se_kube_config_load(&o, &cfg, &diag);
+        if (r == 0) {
+                struct se_kube_client_opts co = { .qps = 50, .burst = 100 };
+                r = se_kube_client_new(cfg, &co, &client, &diag);
+        }
+        if (r < 0) {
+                se_kube_config_free(cfg);
+                return cli_fail(r == -ENOENT && !src->kubeconfig ? EXIT_USAGE :
+                                r == -EINVAL                     ? EXIT_INVALID :
+                                                                   EXIT_SYSTEM,
+                                "%s", diag.text);
+        }
+        struct se_store *store = se_store_new();
+        const char *ns = src->all_ns ? NULL : src->ns;
+        for (int k = 0; store && r == 0 && k < SE_KIND_COUNT; k++) {
+                bool namespaced = se_kind_namespaced((enum se_kind)k);
+                r = se_kube_list(client, (enum se_kind)k, namespaced ? ns : NULL, NULL, put_item,
+                                 store, NULL, &diag);
+        }
+        se_kube_client_free(client);
+        se_kube_config_free(cfg);
+        if (!store)
+                return cli_fail(EXIT_SYSTEM, "out of memory");
+        if (r < 0) {
+                se_store_free(store);
+                return cli_fail(r == -EINVAL ? EXIT_INVALID : EXIT_SYSTEM, "%s", diag.text);
+        }
+        *ret = store;
+        return EXIT_OK;
+}
+
 int cli_load(const struct cli_source *src, struct se_store **ret)
 {
         *ret = NULL;
+        if (src->files.n == 0 && (src->kubeconfig || src->context || getenv("KUBECONFIG")))
+                return load_online(src, ret);
         if (src->files.n == 0)
-                return cli_fail(EXIT_USAGE, "no cluster given: use -f FILE|DIR|- (repeatable)");
+                return cli_fail(EXIT_USAGE,
+                                "no cluster given: use -f FILE|DIR|- or --kubeconfig FILE");
         struct se_store *store = se_store_new();
         if (!store)
                 return cli_fail(EXIT_SYSTEM, "out of memory");

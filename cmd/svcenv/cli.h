@@ -18,28 +18,34 @@ enum cli_exit {
         EXIT_SYSTEM = 4,
 };
 
-/* Where the cluster comes from: manifests (-f) for now. */
+/* Where the cluster comes from: manifests (-f), or the live API server
+ * (--kubeconfig/--context, $KUBECONFIG, in-cluster) when no -f is given. */
 struct cli_source {
         struct se_strv files;
         const char *ns; /* -n */
         bool all_ns; /* -A */
+        const char *kubeconfig; /* --kubeconfig */
+        const char *context; /* --context */
 };
 
 /* Options shared by the subcommands, for getopt_long tables. */
 #define CLI_SOURCE_LONG_OPTIONS                                                               \
  { "filename", required_argument, NULL, 'f' }, { "namespace", required_argument, NULL, 'n' }, \
+         { "all-namespaces", no_argument, NULL, 'A' },                                        \
+         { "kubeconfig", required_argument, NULL, 'K' },                                      \
  {                                                                                            \
-  "all-namespaces", no_argument, NULL, 'A'                                                    \
+  "context", required_argument, NULL, 'C'                                                     \
  }
 
-/* Handles -f/-n/-A; returns 1 when it took the option, 0 when not, or a
+/* Handles -f/-n/-A/--kubeconfig/--context; returns 1 when it took the option, 0 when not, or a
  * negative errno. */
 int cli_source_option(struct cli_source *src, int opt, const char *arg);
 void cli_source_release(struct cli_source *src);
 /* The namespace for namespaced defaults ("default" when -n is absent). */
 const char *cli_source_namespace(const struct cli_source *src);
 
-/* Loads the cluster into a new store; on failure prints the error and
+/* Loads the cluster into a new store (from the API server: every modelled
+ * kind, paginated, only namespace -n unless -A or no -n); on failure prints the error and
  * returns the exit code (and *ret = NULL). */
 int cli_load(const struct cli_source *src, struct se_store **ret);
 

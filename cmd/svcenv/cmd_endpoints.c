@@ -222,7 +222,7 @@ int cmd_endpoints(int argc, char **argv)
                                               { "managed-by", required_argument, NULL, 'B' },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0 } };
-        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        struct cli_source src = { .files = SE_STRV_INIT };
         struct run r = { 0 };
         const char *output = "json", *managed_by = NULL;
         int c, rc, max = 0;

@@ -11,11 +11,13 @@
 
 static const char usage[] =
         "Usage: svcenv get -f CLUSTER [KIND] [-n NS | -A] [-o table|name|json|yaml] [--no-headers]\n"
+        "       svcenv get --kubeconfig FILE [--context C] [KIND] [-n NS | -A] [-o ...]\n"
         "\n"
         "Lists the objects svcenv models (Services, Pods, Nodes, Namespaces, Endpoints,\n"
         "EndpointSlices, ConfigMaps, Secrets), sorted by kind, namespace and name.\n"
         "KIND is a kind or resource name (service, svc, pods, endpointslices, ...).\n"
-        "Without -n or -A every namespace is listed.\n";
+        "Without -n or -A every namespace is listed.\n"
+        "Without -f the live cluster is read (--kubeconfig, $KUBECONFIG or in-cluster).\n";
 
 static int print_objects(const struct se_object **objs, long n, const char *output, bool headers)
 {
@@ -65,7 +67,7 @@ int cmd_get(int argc, char **argv)
                                               { "no-headers", no_argument, NULL, 'H' },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0 } };
-        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        struct cli_source src = { .files = SE_STRV_INIT };
         const char *output = "table";
         bool headers = true;
         int c, r;

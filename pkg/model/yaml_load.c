@@ -11,6 +11,7 @@
 
 #include <svcenv/alloc.h>
 #include <svcenv/manifest.h>
+#include <svcenv/yaml.h>
 
 #include "yaml_internal.h"
 
@@ -592,4 +593,21 @@ const json_t *json_find_path(const json_t *root, const char *path)
                 p += best_len;
         }
         return cur;
+}
+
+int se_yaml_load(const char *data, size_t len, json_t **ret, struct se_diag *diag)
+{
+        struct yaml_docs docs = { 0 };
+        int r = yaml_parse(data, len, NULL, 0, &docs, diag);
+        if (r < 0)
+                return r;
+        if (docs.n > 1) {
+                se_diag_set(diag, NULL, docs.lines[1], 0, "expected one YAML document, found %zu",
+                            docs.n);
+                yaml_docs_release(&docs);
+                return -EINVAL;
+        }
+        *ret = docs.n ? json_incref(docs.docs[0]) : NULL;
+        yaml_docs_release(&docs);
+        return 0;
 }

@@ -32,5 +32,5 @@ fi
 if $e --help | grep -q '^Usage: svcenv endpoints'; then ok "--help"; else not_ok "--help"; fi
 fails_with "-o must be json or yaml" 2 "svcenv endpoints: -o must be json or yaml, not \"table\" (see 'svcenv endpoints --help')" $e -f $demo -o table
 fails_with "--max-endpoints-per-slice range" 2 "svcenv endpoints: --max-endpoints-per-slice must be 1..1000, not \"0\" (see 'svcenv endpoints --help')" $e -f $demo --slices --max-endpoints-per-slice 0
-fails_with "no -f is a usage error" 2 "svcenv: no cluster given: use -f FILE|DIR|- (repeatable)" $e
+fails_with "no -f is a usage error" 2 "svcenv: no cluster given: use -f FILE|DIR|- or --kubeconfig FILE" $e
 echo "1..$n"

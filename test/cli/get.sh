@@ -12,7 +12,7 @@ if "$SVCENV/svcenv" get -f $demo -o json | "$SVCENV/svcenv" get -f - >/tmp/svcen
 else
         not_ok "get -o json reads back through stdin to the same objects"
 fi
-fails_with "no -f is a usage error" 2 "svcenv: no cluster given: use -f FILE|DIR|- (repeatable)" "$SVCENV/svcenv" get
+fails_with "no -f is a usage error" 2 "svcenv: no cluster given: use -f FILE|DIR|- or --kubeconfig FILE" "$SVCENV/svcenv" get
 fails_with "unknown kind is a usage error" 2 "svcenv get: unknown kind \"widgets\" (see 'svcenv get --help')" "$SVCENV/svcenv" get -f $demo widgets
 fails_with "unknown command" 2 "svcenv: unknown command \"frobnicate\" (see 'svcenv --help')" "$SVCENV/svcenv" frobnicate
 fails_with "missing file is a system error" 4 "svcenv: /nonexistent.yaml: cannot open: No such file or directory" "$SVCENV/svcenv" get -f /nonexistent.yaml
