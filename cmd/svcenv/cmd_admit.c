@@ -83,7 +83,7 @@ int cmd_admit(int argc, char **argv)
                                                { "decode", no_argument, NULL, 'd' },
                                                { "help", no_argument, NULL, 'h' },
                                                { 0 } };
-        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        struct cli_source src = { .files = SE_STRV_INIT };
         struct se_admission_options ao = { 0 };
         bool decode = false;
         int c, r;

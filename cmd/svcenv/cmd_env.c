@@ -376,7 +376,7 @@ static int parse(int argc, char **argv, struct cli_source *src, struct opts *o)
 
 int cmd_env(int argc, char **argv)
 {
-        struct cli_source src = { SE_STRV_INIT, NULL, false };
+        struct cli_source src = { .files = SE_STRV_INIT };
         struct opts o = { .json_first = true };
         int r = parse(argc, argv, &src, &o);
         if (r != EXIT_OK) {
