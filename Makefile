@@ -66,6 +66,10 @@ TEST_BINS := $(TEST_SRCS:test/unit/%.c=$(BUILD)/test/%)
 FUZZ_SRCS := $(sort $(wildcard test/fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/fuzz-replay/%)
 
+# --- integration tests: test/integration/<name>.c -> build/integration/<name> ---
+INTEG_SRCS := $(sort $(wildcard test/integration/*.c))
+INTEG_BINS := $(INTEG_SRCS:test/integration/%.c=$(BUILD)/integration/%)
+
 # --- benchmarks ---
 BENCH_SRCS := $(sort $(wildcard test/bench/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:test/bench/%.c=$(BUILD)/bench/%)
@@ -111,12 +115,17 @@ $(BUILD)/fuzz-replay/%: $(BUILD)/obj/test/fuzz/%.o $(BUILD)/obj/test/fuzz/replay
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
+$(BUILD)/integration/%: $(BUILD)/obj/test/integration/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
 $(BUILD)/bench/%: $(BUILD)/obj/test/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
-unit: deps $(BINS) $(TEST_BINS) $(FUZZ_REPLAY)
+unit: deps $(BINS) $(TEST_BINS) $(FUZZ_REPLAY) $(INTEG_BINS)
 
 # The test command of the README: unit tests, corpus replay, golden and CLI tests,
 # integration tests. Ends with one line `N passed, N failed`.

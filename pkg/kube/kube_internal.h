@@ -27,4 +27,8 @@ int kube_stream(struct se_kube_client *c, const char *path, const atomic_bool *c
 /* Sleeps ns unless c or cancel is cancelled first: 0 or -ECANCELED. */
 int kube_sleep(struct se_kube_client *c, uint64_t ns, const atomic_bool *cancel);
 
+struct se_strbuf;
+/* Appends "?key=value" or "&key=value", value percent-encoded; NULL value:
+ * nothing. Errors are left sticky in q. */
+void kube_query_add(struct se_strbuf *q, const char *key, const char *value);
 #endif

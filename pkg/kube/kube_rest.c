@@ -8,6 +8,8 @@
 #include <svcenv/decode.h>
 #include <svcenv/kube_client.h>
 
+#include "kube_internal.h"
+
 #define PATH_MAX_LEN 2048
 
 static const struct se_kube_resource resources[SE_KIND_COUNT] = {
@@ -348,4 +350,20 @@ int se_kube_delete(struct se_kube_client *c, const struct se_kube_resource *res,
         } else
                 r = se_kube_request(c, "DELETE", path, NULL, NULL, 0, NULL, NULL, NULL, diag);
         return r;
+}
+
+void kube_query_add(struct se_strbuf *q, const char *key, const char *value)
+{
+        if (!value)
+                return;
+        static const char hex[] = "0123456789ABCDEF";
+        se_strbuf_printf(q, "%c%s=", memchr(q->buf, '?', q->len) ? '&' : '?', key);
+        for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+                bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                             (*p >= '0' && *p <= '9') || strchr("-._~", *p);
+                if (plain)
+                        se_strbuf_putc(q, (char)*p);
+                else
+                        se_strbuf_printf(q, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+        }
 }
