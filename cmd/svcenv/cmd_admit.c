@@ -78,11 +78,11 @@ static int print_patch(const char *body, size_t len)
 int cmd_admit(int argc, char **argv)
 {
         static const struct option opts[] = { CLI_SOURCE_LONG_OPTIONS,
-                                               { "failure-mode", required_argument, NULL, 'F' },
-                                               { "max-env-bytes", required_argument, NULL, 'M' },
-                                               { "decode", no_argument, NULL, 'd' },
-                                               { "help", no_argument, NULL, 'h' },
-                                               { 0 } };
+                                              { "failure-mode", required_argument, NULL, 'F' },
+                                              { "max-env-bytes", required_argument, NULL, 'M' },
+                                              { "decode", no_argument, NULL, 'd' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
         struct cli_source src = { .files = SE_STRV_INIT };
         struct se_admission_options ao = { 0 };
         bool decode = false;
@@ -108,8 +108,9 @@ int cmd_admit(int argc, char **argv)
                         int64_t v;
                         if (se_parse_i64(optarg, 1, INT64_MAX, &v) < 0) {
                                 cli_source_release(&src);
-                                return cli_usage_error("admit", "--max-env-bytes: not a positive "
-                                                                "integer: \"%s\"",
+                                return cli_usage_error("admit",
+                                                       "--max-env-bytes: not a positive "
+                                                       "integer: \"%s\"",
                                                        optarg);
                         }
                         ao.max_env_bytes = (size_t)v;
@@ -155,8 +156,7 @@ int cmd_admit(int argc, char **argv)
                 else if (decode)
                         r = print_patch(res.body, res.len);
                 else
-                        r = fwrite(res.body, 1, res.len, stdout) == res.len ? EXIT_OK
-                                                                           : EXIT_SYSTEM;
+                        r = fwrite(res.body, 1, res.len, stdout) == res.len ? EXIT_OK : EXIT_SYSTEM;
                 se_admission_result_release(&res);
         }
         se_strbuf_release(&in);
