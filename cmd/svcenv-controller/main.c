@@ -47,7 +47,8 @@ static const char usage[] =
         "  --kube-api-qps N               client rate limit (default 20)\n"
         "  --kube-api-burst N             default 30\n"
         "  --metrics-bind-address A:P     /metrics, /livez, /readyz over HTTP\n"
-        "                                 (default 0.0.0.0:10258; port 0: off)\n"
+        "                                 (default 0.0.0.0:10258; port 0: any free\n"
+        "                                 port; \"\": off)\n"
         "  --shutdown-timeout S           queue drain on SIGTERM (default 10)\n"
         "  -v N                           log verbosity\n"
         "  --logging-format text|json\n";
@@ -177,6 +178,10 @@ static void *lease_main(void *arg)
                 se_log_error("leader election lost");
                 atomic_store(&app->exit_code, 1);
                 pthread_kill(app->main_thread, SIGTERM);
+        } else if (r < 0) {
+                se_log_warn("releasing the lease failed: %s", se_ctl_lease_error(app->lease));
+        } else {
+                se_log_info(1, "lease released");
         }
         return NULL;
 }
@@ -323,13 +328,16 @@ int main(int argc, char **argv)
         char host[256];
         int port = 0;
         const char *colon = strrchr(metrics_addr, ':');
-        if (!colon || (size_t)(colon - metrics_addr) >= sizeof(host) ||
-            se_parse_int(colon + 1, 0, 65535, &port) < 0) {
+        bool serve = *metrics_addr != '\0';
+        if (serve && (!colon || (size_t)(colon - metrics_addr) >= sizeof(host) ||
+                      se_parse_int(colon + 1, 0, 65535, &port) < 0)) {
                 fprintf(stderr, "svcenv-controller: --metrics-bind-address: want HOST:PORT\n");
                 return 2;
         }
-        memcpy(host, metrics_addr, (size_t)(colon - metrics_addr));
-        host[colon - metrics_addr] = '\0';
+        if (serve) {
+                memcpy(host, metrics_addr, (size_t)(colon - metrics_addr));
+                host[colon - metrics_addr] = '\0';
+        }
 
         /* signals go to sigwait below, in every thread made from here on */
         sigset_t sigs;
@@ -361,7 +369,7 @@ int main(int argc, char **argv)
         }
 
         struct se_httpd *httpd = NULL;
-        if (port) {
+        if (serve) {
                 struct se_httpd_config hc = { .address = host[0] ? host : NULL,
                                               .port = port,
                                               .handler = handler,

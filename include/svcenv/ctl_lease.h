@@ -42,11 +42,14 @@ struct se_ctl_lease *se_ctl_lease_free(struct se_ctl_lease *l);
 
 /* Campaigns until leader (calls started), renews until stop is set or the
  * lease is lost (then calls stopped). Blocks. Returns 0 after a clean stop
- * (the lease released when held), -ENOLCK when the lease was lost. */
+ * (the lease released when held), -ENOLCK when the lease was lost, or the
+ * error of the release (se_ctl_lease_error() says why). */
 int se_ctl_lease_run(struct se_ctl_lease *l, const atomic_bool *stop, se_ctl_lease_fn started,
                      se_ctl_lease_fn stopped, void *data);
 bool se_ctl_lease_is_leader(const struct se_ctl_lease *l);
 /* Counters for metrics: transitions to leader, failed renews. */
 unsigned se_ctl_lease_acquired(const struct se_ctl_lease *l);
+/* Why the last release failed ("" when it did not). Borrowed. */
+const char *se_ctl_lease_error(const struct se_ctl_lease *l);
 
 #endif

@@ -57,7 +57,7 @@ void se_ctl_queue_done(struct se_ctl_queue *q, const char *key);
 void se_ctl_queue_shutdown(struct se_ctl_queue *q, bool drain);
 /* Keys ready in the queue (not delayed, not processing). */
 size_t se_ctl_queue_len(struct se_ctl_queue *q);
-/* Keys being processed or queued or delayed. */
+/* Keys queued or being processed (delayed ones not counted). */
 size_t se_ctl_queue_pending(struct se_ctl_queue *q);
 
 /* Appends the workqueue_* metrics in Prometheus text. */

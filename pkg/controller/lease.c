@@ -1,5 +1,6 @@
 /* Lease leader election (see ctl_lease.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,7 @@ struct se_ctl_lease {
         uint64_t observed_ns;
         atomic_bool leader;
         atomic_uint acquired;
+        char error[512]; /* why the release failed */
 };
 
 bool se_ctl_lease_can_acquire(const char *holder, const char *identity, uint64_t observed_ns,
@@ -140,12 +142,12 @@ static int try_acquire(struct se_ctl_lease *l)
         return r;
 }
 
-static void release(struct se_ctl_lease *l)
+static int release_once(struct se_ctl_lease *l, struct se_diag *diag)
 {
-        struct se_diag diag = { 0 };
         json_t *cur = NULL;
-        if (se_kube_get_json(l->c, &se_kube_leases, l->ns, l->name, &cur, &diag) < 0)
-                return;
+        int r = se_kube_get_json(l->c, &se_kube_leases, l->ns, l->name, &cur, diag);
+        if (r < 0)
+                return r;
         const json_t *spec = json_object_get(cur, "spec");
         const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
         if (holder && strcmp(holder, l->identity) == 0) {
@@ -154,11 +156,31 @@ static void release(struct se_ctl_lease *l)
                         json_string_value(json_object_get(json_object_get(cur, "metadata"),
                                                           "resourceVersion")),
                         "", 1, NULL, json_integer_value(json_object_get(spec, "leaseTransitions")));
-                if (body)
-                        (void)se_kube_update(l->c, &se_kube_leases, l->ns, body, NULL, &diag);
+                r = body ? se_kube_update(l->c, &se_kube_leases, l->ns, body, NULL, diag) : -ENOMEM;
                 json_decref(body);
         }
         json_decref(cur);
+        return r;
+}
+
+/* Gives the lease up (a few tries: the server may just have restarted). */
+static int release(struct se_ctl_lease *l)
+{
+        struct se_diag diag = { 0 };
+        int r = 0;
+        for (int i = 0; i < 3; i++) {
+                if ((r = release_once(l, &diag)) == 0)
+                        return 0;
+                struct timespec ts = { 0, 200 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+        snprintf(l->error, sizeof(l->error), "%s", diag.text[0] ? diag.text : strerror(-r));
+        return r;
+}
+
+const char *se_ctl_lease_error(const struct se_ctl_lease *l)
+{
+        return l->error;
 }
 
 /* Sleeps up to ns, waking early (every 50 ms) when stop is set. */
@@ -206,6 +228,6 @@ int se_ctl_lease_run(struct se_ctl_lease *l, const atomic_bool *stop, se_ctl_lea
         if (stopped)
                 stopped(data);
         if (ret == 0)
-                release(l);
+                ret = release(l);
         return ret;
 }

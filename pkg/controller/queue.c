@@ -375,7 +375,7 @@ size_t se_ctl_queue_len(struct se_ctl_queue *q)
 size_t se_ctl_queue_pending(struct se_ctl_queue *q)
 {
         pthread_mutex_lock(&q->lock);
-        size_t n = q->len + q->n_delayed + q->n_processing;
+        size_t n = q->len + q->n_processing;
         pthread_mutex_unlock(&q->lock);
         return n;
 }

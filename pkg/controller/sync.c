@@ -221,6 +221,11 @@ static int run_op(struct se_controller *ctl, const char *ns, struct op *op, bool
         }
         if (r == 0 && out)
                 remember(ctl, op->res, ns, out);
+        else if (r == 0 && op->op == CTL_OP_DELETE)
+                (void)se_store_delete(ctl->store,
+                                      op->res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS :
+                                                                     SE_KIND_ENDPOINT_SLICE,
+                                      ns, op->name);
         json_decref(out);
         enum ctl_result result = r == 0                       ? CTL_OK :
                                  r == -ESTALE || r == -EEXIST ? CTL_CONFLICT :
