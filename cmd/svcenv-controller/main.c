@@ -44,8 +44,9 @@ static const char usage[] =
         "  --leader-elect-lease-duration S   default 15\n"
         "  --leader-elect-renew-deadline S   default 10\n"
         "  --leader-elect-retry-period S     default 2\n"
-        "  --kube-api-qps N               client rate limit (default 20)\n"
-        "  --kube-api-burst N             default 30\n"
+        "  --kube-api-qps N               client rate limit (default 40: upstream's two\n"
+        "                                 controllers have 20 each)\n"
+        "  --kube-api-burst N             default 60\n"
         "  --metrics-bind-address A:P     /metrics, /livez, /readyz over HTTP\n"
         "                                 (default 0.0.0.0:10258; port 0: any free\n"
         "                                 port; \"\": off)\n"
@@ -223,7 +224,8 @@ int main(int argc, char **argv)
         struct se_controller_opts copts = { 0 };
         struct se_kube_config_opts kopts = { 0 };
         struct se_ctl_lease_opts lopts = { .ns = "kube-system", .name = "svcenv-controller" };
-        struct se_kube_client_opts client_opts = { .qps = 20, .burst = 30 };
+        /* upstream's two controllers have a client each, 20 qps / burst 30 apiece */
+        struct se_kube_client_opts client_opts = { .qps = 40, .burst = 60 };
         struct app app = { .leader_elect = true, .drain_ns = 10000000000ull };
         const char *metrics_addr = "0.0.0.0:10258";
         int c, v;
