@@ -4,6 +4,7 @@
  * pkg/controller (controller.h). */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -340,6 +341,9 @@ int main(int argc, char **argv)
                 memcpy(host, metrics_addr, (size_t)(colon - metrics_addr));
                 host[colon - metrics_addr] = '\0';
         }
+
+        /* a few threads, small objects: two malloc arenas keep RSS down */
+        mallopt(M_ARENA_MAX, 2);
 
         /* signals go to sigwait below, in every thread made from here on */
         sigset_t sigs;

@@ -1,6 +1,7 @@
 /* The controller: informers → store events → keys → workers (see
  * controller.h). The sync of one key lives in sync.c. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,8 @@ static void queue_startup_keys(struct se_controller *ctl)
 int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
 {
         uint64_t t0 = se_now_mono_ns();
+        /* one informer lists at a time: a page of 500 objects is a large
+         * JSON tree, and five at once would set the peak memory */
         for (size_t i = 0; i < CTL_N_INFORMERS; i++) {
                 ctl->informers[i] = se_kube_informer_new(ctl->client, informer_kinds[i], ctl->store,
                                                          NULL, informer_error, ctl);
@@ -247,21 +250,18 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
                 int r = se_kube_informer_start(ctl->informers[i]);
                 if (r < 0)
                         return r;
-        }
-        for (;;) {
-                bool all = true;
-                for (size_t i = 0; i < CTL_N_INFORMERS; i++)
-                        all = all && se_kube_informer_has_synced(ctl->informers[i]);
-                if (all)
-                        break;
-                if (atomic_load(&ctl->stopping))
-                        return -ECANCELED;
-                if (timeout_ms && se_now_mono_ns() - t0 > (uint64_t)timeout_ms * 1000000ull)
-                        return -ETIMEDOUT;
-                struct timespec ts = { 0, 20 * 1000 * 1000 };
-                nanosleep(&ts, NULL);
+                while (!se_kube_informer_has_synced(ctl->informers[i])) {
+                        if (atomic_load(&ctl->stopping))
+                                return -ECANCELED;
+                        if (timeout_ms && se_now_mono_ns() - t0 > (uint64_t)timeout_ms * 1000000ull)
+                                return -ETIMEDOUT;
+                        struct timespec ts = { 0, 5 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
         }
         ctl->synced_ns = se_now_mono_ns() - t0;
+        /* the lists' JSON trees are gone: hand their pages back */
+        malloc_trim(0);
         atomic_store(&ctl->synced, true);
         ctl_log(ctl, SE_CTL_LOG_INFO, 0, "caches synced in %.3f s; starting %u workers",
                 (double)ctl->synced_ns / 1e9, ctl->opts.workers);

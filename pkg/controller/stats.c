@@ -128,6 +128,28 @@ void se_controller_metrics(struct se_controller *ctl, struct se_strbuf *out)
                          (unsigned long long)atomic_load(&ctl->drops),
                          (unsigned long long)atomic_load(&ctl->pod_events),
                          atomic_load(&ctl->synced) ? 1 : 0, (double)ctl->synced_ns / 1e9);
+        /* what the cache holds: objects and the bytes of their arenas */
+        static const enum se_kind kinds[] = { SE_KIND_SERVICE, SE_KIND_POD, SE_KIND_NODE,
+                                              SE_KIND_ENDPOINTS, SE_KIND_ENDPOINT_SLICE };
+        se_strbuf_puts(out, "# HELP svcenv_controller_cache_objects Objects in the informer "
+                            "cache.\n# TYPE svcenv_controller_cache_objects gauge\n"
+                            "# HELP svcenv_controller_cache_bytes Bytes the cached objects "
+                            "take.\n# TYPE svcenv_controller_cache_bytes gauge\n");
+        se_store_rdlock(ctl->store);
+        for (size_t k = 0; k < SE_ARRAY_SIZE(kinds); k++) {
+                const struct se_object **objs = NULL;
+                long n = se_store_list(ctl->store, kinds[k], NULL, &objs);
+                size_t bytes = 0;
+                for (long i = 0; i < n; i++)
+                        bytes += se_object_memory(objs[i]);
+                free(objs);
+                se_strbuf_printf(out,
+                                 "svcenv_controller_cache_objects{kind=\"%s\"} %ld\n"
+                                 "svcenv_controller_cache_bytes{kind=\"%s\"} %zu\n",
+                                 se_kind_name(kinds[k]), n > 0 ? n : 0, se_kind_name(kinds[k]),
+                                 bytes);
+        }
+        se_store_unlock(ctl->store);
         se_histogram_render(&ctl->sync_duration, out, "svcenv_controller_sync_duration_seconds",
                             NULL, "Time of one sync of a service key, planning and writes.");
         se_histogram_render(&ctl->change_to_write, out,
