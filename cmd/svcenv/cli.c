@@ -92,6 +92,8 @@ static int load_online(const struct cli_source *src, struct se_store **ret)
         struct se_store *store = se_store_new();
         const char *ns = src->all_ns ? NULL : src->ns;
         for (int k = 0; store && r == 0 && k < SE_KIND_COUNT; k++) {
+                if (src->kinds && !(src->kinds & (1u << k)))
+                        continue;
                 bool namespaced = se_kind_namespaced((enum se_kind)k);
                 r = se_kube_list(client, (enum se_kind)k, namespaced ? ns : NULL, NULL, put_item,
                                  store, NULL, &diag);

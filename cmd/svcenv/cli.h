@@ -26,6 +26,7 @@ struct cli_source {
         bool all_ns; /* -A */
         const char *kubeconfig; /* --kubeconfig */
         const char *context; /* --context */
+        unsigned kinds; /* online: bit (1u << kind) per kind to list; 0: every kind */
 };
 
 /* Options shared by the subcommands, for getopt_long tables. */

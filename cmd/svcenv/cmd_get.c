@@ -114,6 +114,8 @@ int cmd_get(int argc, char **argv)
                 cli_source_release(&src);
                 return r;
         }
+        if (kind >= 0)
+                src.kinds = 1u << kind; /* online: list only what is asked for */
         struct se_store *store;
         if ((r = cli_load(&src, &store)) != EXIT_OK) {
                 cli_source_release(&src);

@@ -149,10 +149,10 @@ typedef int (*se_kube_item_fn)(void *data, struct se_object *obj);
 /* Called for each raw item (borrowed; valid during the call). */
 typedef int (*se_kube_json_item_fn)(void *data, const json_t *item);
 
-/* Lists a resource page by page (limit/continue): only one page is held at a
- * time. Calls fn for every item. *ret_rv (may be NULL; >= 32 bytes... use
- * SE_KUBE_RV_MAX) receives the list's resourceVersion. A continue token that
- * expired gives -ESTALE. */
+/* Lists a resource page by page (limit/continue): only one page's JSON tree
+ * is held at a time. Calls fn for every item. ret_rv (may be NULL) receives
+ * the list's resourceVersion (for a watch to start from). A continue token
+ * that expired gives -ESTALE. */
 #define SE_KUBE_RV_MAX 64
 int se_kube_list_json(struct se_kube_client *c, const struct se_kube_resource *res, const char *ns,
                       const struct se_kube_list_opts *opts, se_kube_json_item_fn fn, void *data,

@@ -90,7 +90,10 @@ struct se_kube_informer_opts {
 typedef void (*se_kube_informer_error_fn)(void *data, int err, const char *message);
 
 /* An informer keeping the objects of kind in store (se_store_put/delete)
- * equal to the API server's. opts may be NULL. c and store are borrowed
+ * equal to the API server's. Consumers learn of changes through the store's
+ * own callbacks (se_store_subscribe), typically to add a key to a work
+ * queue; after a relist, objects that vanished meanwhile are deleted from
+ * the store (so subscribers see a DELETE for them). opts may be NULL. c and store are borrowed
  * and must outlive it. NULL on -ENOMEM. */
 struct se_kube_informer *se_kube_informer_new(struct se_kube_client *c, enum se_kind kind,
                                               struct se_store *store,

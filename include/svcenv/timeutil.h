@@ -14,7 +14,8 @@ int64_t se_now_real_ns(void);
  * fractional digits (0 = metav1.Time's `2006-01-02T15:04:05Z`, 9 = RFC3339Nano
  * with trailing zeros trimmed as Go does). buf >= 40 bytes. */
 void se_time_format_rfc3339(int64_t t_ns, int frac_digits, char *buf, size_t size);
-/* Parses RFC 3339 (`Z` or ±hh:mm offset, optional fraction). 0 or -EINVAL. */
+/* Parses RFC 3339 (`Z` or ±hh:mm offset, optional fraction). 0, -EINVAL, or
+ * -ERANGE outside the years 1678..2262 (int64 nanoseconds). */
 int se_time_parse_rfc3339(const char *s, int64_t *ret_ns);
 
 #endif

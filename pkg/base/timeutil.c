@@ -1,5 +1,6 @@
 /* Clocks and RFC 3339 (see timeutil.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -91,6 +92,10 @@ int se_time_parse_rfc3339(const char *s, int64_t *ret_ns)
                          .tm_min = mi,
                          .tm_sec = se };
         time_t t = timegm(&tm);
-        *ret_ns = ((int64_t)t - offset) * 1000000000ll + nsec;
+        int64_t secs = (int64_t)t - offset;
+        /* nanoseconds in int64 reach only the years 1678..2262 */
+        if (secs > INT64_MAX / 1000000000ll - 1 || secs < INT64_MIN / 1000000000ll + 1)
+                return -ERANGE;
+        *ret_ns = secs * 1000000000ll + nsec;
         return 0;
 }

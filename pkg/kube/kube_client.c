@@ -24,6 +24,8 @@ struct se_kube_client {
         struct se_kube_config *cfg; /* a copy the client owns */
         struct se_kube_client_opts opts;
         char *user_agent;
+        char *base_url; /* server, with tls-server-name as its host when set */
+        struct curl_slist *connect_to; /* tls-server-name:port -> real host:port */
         atomic_bool cancelled;
 
         pthread_mutex_t lock; /* pool, bucket, credentials */
@@ -129,6 +131,48 @@ static int load_file_field(struct se_kube_config *cfg, char **file, char **data,
         return 0;
 }
 
+/* With tls-server-name the URL names that host (so TLS checks it and SNI
+ * carries it) and CURLOPT_CONNECT_TO sends the connection to the real one. */
+static int setup_server_name(struct se_kube_client *c, struct se_diag *diag)
+{
+        const struct se_kube_config *k = c->cfg;
+        if (!k->tls_server_name) {
+                c->base_url = se_strdup(k->server);
+                return c->base_url ? 0 : -ENOMEM;
+        }
+        const char *scheme_end = strstr(k->server, "://");
+        const char *host = scheme_end ? scheme_end + 3 : NULL;
+        const char *host_end = host && *host == '[' ? strchr(host, ']') : host;
+        if (host_end && *host == '[')
+                host_end++;
+        else if (host_end)
+                host_end = host + strcspn(host, ":/");
+        if (!host || !host_end || host_end == host) {
+                se_diag_set(diag, NULL, 0, 0, "%s: server: cannot find the host in %s", k->origin,
+                            k->server);
+                return -EINVAL;
+        }
+        const char *port = *host_end == ':' ? host_end + 1 : NULL;
+        size_t port_len = port ? strcspn(port, "/") : 0;
+        const char *rest = port ? port + port_len : host_end;
+        const char *dflt = strncmp(k->server, "https", 5) == 0 ? "443" : "80";
+        char *map;
+        if (asprintf(&c->base_url, "%.*s%s%s%.*s%s", (int)(host - k->server), k->server,
+                     k->tls_server_name, port ? ":" : "", (int)port_len, port ? port : "",
+                     rest) < 0) {
+                c->base_url = NULL;
+                return -ENOMEM;
+        }
+        if (asprintf(&map, "%s:%.*s:%.*s:%.*s", k->tls_server_name,
+                     (int)(port ? port_len : strlen(dflt)), port ? port : dflt,
+                     (int)(host_end - host), host, (int)(port ? port_len : strlen(dflt)),
+                     port ? port : dflt) < 0)
+                return -ENOMEM;
+        c->connect_to = curl_slist_append(NULL, map);
+        free(map);
+        return c->connect_to ? 0 : -ENOMEM;
+}
+
 int se_kube_client_new(const struct se_kube_config *cfg, const struct se_kube_client_opts *opts,
                        struct se_kube_client **ret, struct se_diag *diag)
 {
@@ -169,6 +213,8 @@ int se_kube_client_new(const struct se_kube_config *cfg, const struct se_kube_cl
                 r = load_file_field(k, &k->key_file, &k->key_data, &k->key_len, "client-key", diag);
         if (r == 0 && k->token && !(c->token = se_strdup(k->token)))
                 r = -ENOMEM;
+        if (r == 0)
+                r = setup_server_name(c, diag);
         if (r < 0) {
                 se_kube_client_free(c);
                 return r;
@@ -186,6 +232,8 @@ struct se_kube_client *se_kube_client_free(struct se_kube_client *c)
         pthread_mutex_destroy(&c->lock);
         se_kube_config_free(c->cfg);
         free(c->user_agent);
+        free(c->base_url);
+        curl_slist_free_all(c->connect_to);
         free(c->token);
         free(c->cert_pem);
         free(c->key_pem);
@@ -388,8 +436,10 @@ static int setup(struct se_kube_client *c, CURL *h, const struct req *rq, struct
 {
         const struct se_kube_config *k = c->cfg;
         char *url;
-        if (asprintf(&url, "%s%s", k->server, rq->path) < 0)
+        if (asprintf(&url, "%s%s", c->base_url, rq->path) < 0)
                 return -ENOMEM;
+        if (c->connect_to)
+                curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
         curl_easy_setopt(h, CURLOPT_URL, url);
         free(url);
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
@@ -419,7 +469,6 @@ static int setup(struct se_kube_client *c, CURL *h, const struct req *rq, struct
                 struct curl_blob b = { k->ca_data, k->ca_len, CURL_BLOB_COPY };
                 curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
         }
-        /* NEEDSWORK: tls-server-name needs CURLOPT_CONNECT_TO-style SNI override */
         struct curl_slist *l = NULL;
         char hdr[256];
         snprintf(hdr, sizeof(hdr), "Content-Type: %s",

@@ -74,8 +74,14 @@ int se_kube_exec_parse(const char *data, size_t len, const char *api_version,
                                "clientKeyData must be given together");
         else if (!(tok && *json_string_value(tok)) && !cert)
                 r = fail(diag, "plugin output: status: neither token nor client certificate");
-        else if (exp && se_time_parse_rfc3339(json_string_value(exp), &c.expiry_ns) < 0)
-                r = fail(diag, "plugin output: status.expirationTimestamp: not an RFC 3339 time");
+        else if (exp) {
+                int tr = se_time_parse_rfc3339(json_string_value(exp), &c.expiry_ns);
+                if (tr == -ERANGE)
+                        c.expiry_ns = 0; /* beyond int64 nanoseconds: treat as never */
+                else if (tr < 0)
+                        r = fail(diag, "plugin output: status.expirationTimestamp: not an RFC "
+                                       "3339 time");
+        }
         if (r == 0 && tok && *json_string_value(tok) &&
             !(c.token = se_strdup(json_string_value(tok))))
                 r = -ENOMEM;

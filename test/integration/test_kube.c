@@ -3,8 +3,10 @@
  * server restart and a forced 410. Prints TAP. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include <svcenv/hash.h>
 #include <svcenv/kube.h>
 #include <svcenv/kube_client.h>
+#include <svcenv/kube_lease.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/store.h>
 #include <svcenv/timeutil.h>
@@ -102,6 +105,39 @@ static int controlplane(const char *verb, const char *extra)
         waitpid(pid, &st, 0);
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+/* Starts args (stdio to /dev/null); *ret_pid. 0 or -1. */
+static int spawn_quiet(const char *const *args, pid_t *ret_pid)
+{
+        char *argv[32];
+        size_t n = 0;
+        for (; args[n] && n < 31; n++)
+                argv[n] = strdup(args[n]);
+        argv[n] = NULL;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        int r = posix_spawnp(ret_pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        for (size_t i = 0; i < n; i++)
+                free(argv[i]);
+        return r == 0 ? 0 : -1;
+}
+
+/* Runs args to completion: exit status or -1. */
+static int run_quiet(const char *const *args)
+{
+        pid_t pid;
+        if (spawn_quiet(args, &pid) < 0)
+                return -1;
+        int st;
+        waitpid(pid, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void sleep_ms(unsigned ms);
 
 static json_t *configmap(const char *name, const char *value)
 {
@@ -355,6 +391,22 @@ static void test_auth_modes(const char *tmp)
                  head, server, admin_token);
         r = try_kubeconfig(tmp, "kc-noca", text, &d);
         ok(r == -EIO, "no CA: the self-signed server is refused (%s)", d.text);
+        /* tls-server-name: the certificate is checked against that name */
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: '%s', certificate-authority: '%s', "
+                 "tls-server-name: kubernetes.default.svc}}]\n"
+                 "users: [{name: u, user: {token: %s}}]\n",
+                 head, server, ca_file, admin_token);
+        r = try_kubeconfig(tmp, "kc-sni", text, &d);
+        ok(r == 0, "tls-server-name in the certificate is accepted (%s)", r ? d.text : "");
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: '%s', certificate-authority: '%s', "
+                 "tls-server-name: not-the-server.example}}]\n"
+                 "users: [{name: u, user: {token: %s}}]\n",
+                 head, server, ca_file, admin_token);
+        r = try_kubeconfig(tmp, "kc-sni-bad", text, &d);
+        ok(r == -EIO && strstr(d.text, "not-the-server.example"),
+           "a tls-server-name the certificate lacks is refused (%s)", d.text);
         /* exec plugin: a script printing an ExecCredential; env and args pass */
         snprintf(path, sizeof(path), "%s/plugin.sh", tmp);
         snprintf(text, sizeof(text),
@@ -380,6 +432,135 @@ static void test_auth_modes(const char *tmp)
         r = try_kubeconfig(tmp, "kc-exec-fail", text, &d);
         ok(r == -EIO && strstr(d.text, "users[0].user.exec: ") && strstr(d.text, "status 7"),
            "failing exec plugin: one-line error naming the field (%s)", d.text);
+}
+
+/* Client certificates: the test API server has no client CA, so an
+ * `openssl s_server` that requires a certificate signed by the test CA
+ * stands in for it. */
+static void test_client_certs(const char *tmp)
+{
+        char key[600], csr[600], crt[600], srl[600], cakey[600];
+        snprintf(key, sizeof(key), "%s/client.key", tmp);
+        snprintf(csr, sizeof(csr), "%s/client.csr", tmp);
+        snprintf(crt, sizeof(crt), "%s/client.crt", tmp);
+        snprintf(srl, sizeof(srl), "%s/ca.srl", tmp);
+        snprintf(cakey, sizeof(cakey), "%s/pki/ca.key", kube_dir);
+        const char *req[] = { "openssl", "req",   "-newkey",    "rsa:2048", "-nodes", "-keyout",
+                              key,       "-subj", "/CN=tester", "-out",     csr,      NULL };
+        const char *sign[] = { "openssl", "x509",   "-req", "-in",       csr, "-CA",
+                               ca_file,   "-CAkey", cakey,  "-CAserial", srl, "-CAcreateserial",
+                               "-days",   "1",      "-out", crt,         NULL };
+        int r = run_quiet(req) == 0 && run_quiet(sign) == 0 ? 0 : -1;
+        ok(r == 0, "client certificate made with openssl");
+        char srv_crt[600], srv_key[600], accept[32];
+        snprintf(srv_crt, sizeof(srv_crt), "%s/pki/apiserver.crt", kube_dir);
+        snprintf(srv_key, sizeof(srv_key), "%s/pki/apiserver.key", kube_dir);
+        int port = 20000 + (int)(se_now_mono_ns() / 1000 % 20000);
+        snprintf(accept, sizeof(accept), "127.0.0.1:%d", port);
+        const char *srv[] = { "openssl",
+                              "s_server",
+                              "-accept",
+                              accept,
+                              "-cert",
+                              srv_crt,
+                              "-key",
+                              srv_key,
+                              "-CAfile",
+                              ca_file,
+                              "-Verify",
+                              "1",
+                              "-verify_return_error",
+                              "-www",
+                              "-quiet",
+                              NULL };
+        pid_t pid = 0;
+        if (spawn_quiet(srv, &pid) < 0)
+                pid = 0;
+        char kc[600], text[8192];
+        snprintf(kc, sizeof(kc), "%s/kc-cert", tmp);
+        static const char head[] = "current-context: c\n"
+                                   "contexts: [{name: c, context: {cluster: k, user: u}}]\n";
+        struct se_diag d;
+        /* files, relative to the kubeconfig */
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: 'https://127.0.0.1:%d', "
+                 "certificate-authority: '%s'}}]\n"
+                 "users: [{name: u, user: {client-certificate: client.crt, client-key: "
+                 "client.key}}]\n",
+                 head, port, ca_file);
+        write_file(kc, text, 0600);
+        struct se_kube_client *c = client_from(kc, 0, &d);
+        r = -1;
+        for (int i = 0; c && i < 40 && r != 0; i++) {
+                r = se_kube_request(c, "GET", "/", NULL, NULL, 0, NULL, NULL, NULL, &d);
+                if (r != 0)
+                        sleep_ms(100); /* s_server still starting */
+        }
+        ok(r == 0, "client-certificate/client-key files are presented (%s)", r ? d.text : "");
+        se_kube_client_free(c);
+        /* inline data */
+        char *pems[2] = { NULL, NULL }, *b64[2] = { NULL, NULL };
+        const char *files[2] = { crt, key };
+        for (int i = 0; i < 2; i++) {
+                FILE *f = fopen(files[i], "r");
+                pems[i] = calloc(1, 16384);
+                size_t n = f ? fread(pems[i], 1, 16383, f) : 0;
+                if (f)
+                        fclose(f);
+                b64[i] = calloc(1, n * 2 + 8);
+                se_base64_encode(pems[i], n, b64[i]);
+        }
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: 'https://127.0.0.1:%d', "
+                 "certificate-authority: '%s'}}]\n"
+                 "users: [{name: u, user: {client-certificate-data: %s, client-key-data: %s}}]\n",
+                 head, port, ca_file, b64[0], b64[1]);
+        write_file(kc, text, 0600);
+        c = client_from(kc, 0, &d);
+        r = c ? se_kube_request(c, "GET", "/", NULL, NULL, 0, NULL, NULL, NULL, &d) : -1;
+        ok(r == 0, "client-certificate-data/client-key-data are presented (%s)", r ? d.text : "");
+        se_kube_client_free(c);
+        /* from an exec plugin */
+        char cred[600], plugin[600];
+        snprintf(cred, sizeof(cred), "%s/cred.json", tmp);
+        snprintf(plugin, sizeof(plugin), "%s/cert-plugin.sh", tmp);
+        json_t *ec =
+                json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "client.authentication.k8s.io/v1",
+                          "kind", "ExecCredential", "status", "clientCertificateData", pems[0],
+                          "clientKeyData", pems[1]);
+        json_dump_file(ec, cred, 0);
+        json_decref(ec);
+        snprintf(text, sizeof(text), "#!/bin/sh\nexec cat '%s'\n", cred);
+        write_file(plugin, text, 0700);
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: 'https://127.0.0.1:%d', "
+                 "certificate-authority: '%s'}}]\n"
+                 "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                 "command: '%s'}}}]\n",
+                 head, port, ca_file, plugin);
+        write_file(kc, text, 0600);
+        c = client_from(kc, 0, &d);
+        r = c ? se_kube_request(c, "GET", "/", NULL, NULL, 0, NULL, NULL, NULL, &d) : -1;
+        ok(r == 0, "exec plugin client certificate is presented (%s)", r ? d.text : "");
+        se_kube_client_free(c);
+        /* and without one the server refuses the handshake */
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: 'https://127.0.0.1:%d', "
+                 "certificate-authority: '%s'}}]\nusers: [{name: u, user: {}}]\n",
+                 head, port, ca_file);
+        write_file(kc, text, 0600);
+        c = client_from(kc, 0, &d);
+        r = c ? se_kube_request(c, "GET", "/", NULL, NULL, 0, NULL, NULL, NULL, &d) : -1;
+        ok(r == -EIO, "no client certificate: the TLS server refuses (%s)", d.text);
+        se_kube_client_free(c);
+        for (int i = 0; i < 2; i++) {
+                free(pems[i]);
+                free(b64[i]);
+        }
+        if (pid > 0) {
+                kill(pid, SIGTERM);
+                waitpid(pid, NULL, 0);
+        }
 }
 
 static void test_incluster(const char *tmp)
@@ -570,6 +751,85 @@ static void test_watch(struct se_kube_client *c)
         se_store_free(s);
 }
 
+struct who {
+        atomic_int started, stopped;
+};
+
+static void on_started(void *data)
+{
+        atomic_fetch_add(&((struct who *)data)->started, 1);
+}
+
+static void on_stopped(void *data)
+{
+        atomic_fetch_add(&((struct who *)data)->stopped, 1);
+}
+
+static struct se_kube_leader *candidate(struct se_kube_client *c, const char *id, struct who *w)
+{
+        struct se_kube_leader_opts o = { .ns = "crud",
+                                         .name = "svcenv-test-leader",
+                                         .identity = id,
+                                         .lease_ms = 3000,
+                                         .renew_deadline_ms = 2000,
+                                         .retry_ms = 300,
+                                         .on_started = on_started,
+                                         .on_stopped = on_stopped,
+                                         .data = w };
+        struct se_kube_leader *l = NULL;
+        struct se_diag d;
+        if (se_kube_leader_new(c, &o, &l, &d) < 0 || se_kube_leader_start(l) < 0)
+                note(&d);
+        return l;
+}
+
+static int lease_holder(struct se_kube_client *c, char *buf, size_t size, int *transitions)
+{
+        json_t *j = NULL;
+        struct se_kube_lease_record rec;
+        buf[0] = '\0';
+        if (se_kube_get_json(c, &se_kube_leases, "crud", "svcenv-test-leader", &j, NULL) < 0 ||
+            se_kube_lease_record_decode(j, &rec) < 0) {
+                json_decref(j);
+                return -1;
+        }
+        snprintf(buf, size, "%s", rec.holder ? rec.holder : "");
+        *transitions = rec.transitions;
+        se_kube_lease_record_release(&rec);
+        json_decref(j);
+        return 0;
+}
+
+static void test_leader(struct se_kube_client *c)
+{
+        struct who wa = { 0 }, wb = { 0 };
+        struct se_kube_leader *a = candidate(c, "cand-a", &wa);
+        for (int i = 0; i < 100 && !se_kube_leader_is_leader(a); i++)
+                sleep_ms(50);
+        struct se_kube_leader *b = candidate(c, "cand-b", &wb);
+        sleep_ms(1500); /* several retry periods of b */
+        char holder[64];
+        int tr0 = -1, tr1 = -1;
+        lease_holder(c, holder, sizeof(holder), &tr0);
+        ok(se_kube_leader_is_leader(a) && !se_kube_leader_is_leader(b) &&
+                   strcmp(holder, "cand-a") == 0 && atomic_load(&wa.started) == 1,
+           "first candidate leads, second waits (holder %s)", holder);
+        uint64_t t0 = se_now_mono_ns();
+        a = se_kube_leader_free(a); /* releases the lease */
+        ok(atomic_load(&wa.stopped) == 1, "shutdown calls on_stopped");
+        while (!se_kube_leader_is_leader(b) && se_now_mono_ns() - t0 < 5000000000ull)
+                sleep_ms(20);
+        double took = (double)(se_now_mono_ns() - t0) / 1e9;
+        lease_holder(c, holder, sizeof(holder), &tr1);
+        ok(se_kube_leader_is_leader(b) && strcmp(holder, "cand-b") == 0 && tr1 == tr0 + 1,
+           "after release the other takes over in %.2f s (< lease 3 s), transitions %d -> %d", took,
+           tr0, tr1);
+        ok(took < 2.5, "takeover did not wait for the lease to expire");
+        b = se_kube_leader_free(b);
+        lease_holder(c, holder, sizeof(holder), &tr1);
+        ok(holder[0] == '\0', "released lease has no holder");
+}
+
 int main(void)
 {
         kube_dir = getenv("KUBE_DIR");
@@ -594,8 +854,10 @@ int main(void)
         test_rbac();
         test_auth_modes(tmp);
         test_incluster(tmp);
+        test_client_certs(tmp);
         test_pagination(c);
         test_watch(c);
+        test_leader(c);
         se_kube_client_free(c);
         char rm0[] = "rm", rm1[] = "-rf";
         char *rm[] = { rm0, rm1, tmp, NULL };
