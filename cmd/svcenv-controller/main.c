@@ -39,8 +39,9 @@ static const char usage[] =
         "  --endpoints-managed-by VALUE   endpoints.kubernetes.io/managed-by of our\n"
         "                                 Endpoints (default endpoint-controller)\n"
         "  --max-endpoints-per-slice N    default 100, 1..1000\n"
-        "  --leader-elect BOOL            default true\n"
-        "  --leader-elect-namespace NS    namespace of the Lease (default kube-system)\n"
+        "  --leader-elect[=BOOL]          default true\n"
+        "  --leader-elect-namespace NS    namespace of the Lease (default kube-system;\n"
+        "                                 also --leader-elect-resource-namespace)\n"
         "  --leader-elect-resource-name N Lease name (default svcenv-controller)\n"
         "  --leader-elect-lease-duration S   default 15\n"
         "  --leader-elect-renew-deadline S   default 10\n"
@@ -207,8 +208,10 @@ int main(int argc, char **argv)
                 { "managed-by", required_argument, NULL, O_MANAGED_BY },
                 { "endpoints-managed-by", required_argument, NULL, O_EP_MANAGED_BY },
                 { "max-endpoints-per-slice", required_argument, NULL, O_MAX_EPS },
-                { "leader-elect", required_argument, NULL, O_LE },
+                { "leader-elect", optional_argument, NULL, O_LE },
                 { "leader-elect-namespace", required_argument, NULL, O_LE_NS },
+                /* kube-controller-manager's spelling */
+                { "leader-elect-resource-namespace", required_argument, NULL, O_LE_NS },
                 { "leader-elect-resource-name", required_argument, NULL, O_LE_NAME },
                 { "leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE },
                 { "leader-elect-renew-deadline", required_argument, NULL, O_LE_RENEW },
@@ -265,7 +268,8 @@ int main(int argc, char **argv)
                         copts.ep.max_endpoints_per_slice = (uint32_t)v;
                         break;
                 case O_LE:
-                        if (se_parse_bool(optarg, &app.leader_elect) < 0)
+                        app.leader_elect = true;
+                        if (optarg && se_parse_bool(optarg, &app.leader_elect) < 0)
                                 goto bad;
                         break;
                 case O_LE_NS:

@@ -3,11 +3,11 @@
  * the HTTPS server, signals. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,8 +27,9 @@ static const char usage[] =
         "variables the kubelet would give them (Kubernetes v1.36), written into env.\n"
         "\n"
         "  -f, --filename PATH       read Services from manifests (repeatable)\n"
-        "  --kubeconfig FILE         API server credentials (not in this build)\n"
-        "  --master URL              API server address (not in this build)\n"
+        "  --kubeconfig FILE         API server credentials (default: kubectl's rules,\n"
+        "                            then the in-cluster config)\n"
+        "  --master URL              API server address (overrides the kubeconfig's)\n"
         "  --address IP              listen address (default: all)\n"
         "  --port N                  HTTPS port (default 8443)\n"
         "  --tls-cert-file FILE      serving certificate (PEM, re-read on change)\n"
@@ -64,7 +65,7 @@ static void text(struct se_httpd_response *resp, int status, const char *msg)
         resp->len = resp->body ? strlen(resp->body) : 0;
 }
 
-static bool json_type(const char *ct)
+static bool is_json_content_type(const char *ct)
 {
         size_t n = strlen("application/json");
         return strncmp(ct, "application/json", n) == 0 && (ct[n] == '\0' || ct[n] == ';');
@@ -75,7 +76,7 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
 {
         if (strcmp(req->method, "POST") != 0)
                 return text(resp, 405, "POST an AdmissionReview\n");
-        if (!json_type(req->content_type))
+        if (!is_json_content_type(req->content_type))
                 return text(resp, 415, "Content-Type must be application/json\n");
         double t0 = now_s();
         struct se_admission_result res;
@@ -91,11 +92,11 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
                 se_log_info(2, "malformed review: %s", res.body);
         else
                 se_log_info(4, "admission: %s, %zu variables, %zu patch bytes, %.3f ms",
-                            se_admission_outcome_name(res.outcome), res.n_vars,
-                            res.patch_bytes, dt * 1e3);
+                            se_admission_outcome_name(res.outcome), res.n_vars, res.patch_bytes,
+                            dt * 1e3);
         resp->status = res.http_status;
-        resp->content_type = res.http_status == 200 ? "application/json"
-                                                    : "text/plain; charset=utf-8";
+        resp->content_type =
+                res.http_status == 200 ? "application/json" : "text/plain; charset=utf-8";
         resp->body = res.body;
         resp->len = res.len;
         res.body = NULL;
@@ -110,8 +111,8 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
         if (strcmp(req->path, "/readyz") == 0) {
                 if (!get)
                         return text(resp, 405, "GET only\n");
-                return atomic_load(&d->src.synced) ? text(resp, 200, "ok\n")
-                                                   : text(resp, 503, "services not synced\n");
+                return source_synced(&d->src) ? text(resp, 200, "ok\n") :
+                                                text(resp, 503, "services not synced\n");
         }
         if (strcmp(req->path, "/metrics") == 0) {
                 if (!get)
@@ -121,7 +122,7 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
                 se_store_rdlock(d->src.store);
                 long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
                 se_store_unlock(d->src.store);
-                resp->body = metrics_render(&resp->len, &st, n, atomic_load(&d->src.synced));
+                resp->body = metrics_render(&resp->len, &st, n, source_synced(&d->src));
                 resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
                 if (!resp->body)
                         text(resp, 500, "out of memory\n");
@@ -141,8 +142,19 @@ static int number(const char *flag, const char *arg, int64_t min, int64_t max, i
 
 int main(int argc, char **argv)
 {
-        enum { O_KUBECONFIG = 256, O_MASTER, O_ADDRESS, O_PORT, O_CERT, O_KEY, O_FAILURE,
-               O_MAXENV, O_MAXBODY, O_TIMEOUT, O_THREADS };
+        enum {
+                O_KUBECONFIG = 256,
+                O_MASTER,
+                O_ADDRESS,
+                O_PORT,
+                O_CERT,
+                O_KEY,
+                O_FAILURE,
+                O_MAXENV,
+                O_MAXBODY,
+                O_TIMEOUT,
+                O_THREADS
+        };
         static const struct option opts[] = {
                 { "filename", required_argument, NULL, 'f' },
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -204,8 +216,8 @@ int main(int argc, char **argv)
                         d.ao.max_env_bytes = (size_t)v;
                         break;
                 case O_MAXBODY:
-                        if (number("--max-body-bytes", optarg, 1024,
-                                   (int64_t)SE_ADMISSION_MAX_BODY, &v) < 0)
+                        if (number("--max-body-bytes", optarg, 1024, (int64_t)SE_ADMISSION_MAX_BODY,
+                                   &v) < 0)
                                 return 2;
                         cfg.max_body = (size_t)v;
                         break;
@@ -234,8 +246,8 @@ int main(int argc, char **argv)
         }
         if (optind < argc || !cfg.cert_file || !cfg.key_file) {
                 fprintf(stderr, "svcenv-webhook: %s\n",
-                        optind < argc ? "unexpected argument"
-                                      : "--tls-cert-file and --tls-private-key-file are required");
+                        optind < argc ? "unexpected argument" :
+                                        "--tls-cert-file and --tls-private-key-file are required");
                 return 2;
         }
 
@@ -252,7 +264,7 @@ int main(int argc, char **argv)
         if (r < 0) {
                 source_stop(&d.src);
                 se_strv_release(&d.src.files);
-                return r == -ENOTSUP ? 2 : 3;
+                return d.src.files.n ? 3 : 4;
         }
         struct se_diag diag = { 0 };
         r = se_httpd_start(&cfg, &d.httpd, &diag);

@@ -8,8 +8,8 @@
 
 #include "metrics.h"
 
-static const double latency_le[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                     0.025,  0.05,  0.1,    0.25,  0.5,  1 };
+static const double latency_le[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                     0.05,   0.1,   0.25,   0.5,   1 };
 static const double bytes_le[] = { 1024, 4096, 16384, 65536, 262144, 1048576, 4194304 };
 
 struct histogram {

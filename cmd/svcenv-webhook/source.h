@@ -1,13 +1,16 @@
-/* Where the webhook's Services come from: the seam between the daemon and
- * its feeders. `-f` manifests load once and are synced at once; the API
- * source (a Service informer from pkg/kube feeding the same store, synced
- * after its first list) plugs in here with the same three calls. */
+/* Where the webhook's Services come from: `-f` manifests (loaded once,
+ * synced at once) or the API server (a Service informer from pkg/kube
+ * feeding the same store, synced after its first list). The admission code
+ * reads the store the same way in both cases. */
 #ifndef SVCENV_WEBHOOK_SOURCE_H
 #define SVCENV_WEBHOOK_SOURCE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include <svcenv/kube.h>
+#include <svcenv/kube_client.h>
+#include <svcenv/kube_watch.h>
 #include <svcenv/store.h>
 #include <svcenv/strv.h>
 
@@ -16,12 +19,16 @@ struct source {
         const char *kubeconfig;
         const char *master;
         struct se_store *store;
-        atomic_bool synced;
+        atomic_bool file_synced;
+        struct se_kube_client *client;
+        struct se_kube_informer *informer;
 };
 
-/* Fills the store (manifests) or starts the informers. 0, or a negative
+/* Fills the store (manifests) or starts the informer. 0, or a negative
  * errno after logging why. */
 int source_start(struct source *s);
+/* True once the Services are in the store. */
+bool source_synced(const struct source *s);
 void source_stop(struct source *s);
 
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include <svcenv/admission.h>
 #include <svcenv/hash.h>
 #include <svcenv/parse.h>
@@ -69,9 +71,24 @@ static int print_patch(const char *body, size_t len)
                 free(out);
                 return cli_fail(EXIT_SYSTEM, "malformed patch");
         }
-        fwrite(out, 1, out_len, stdout);
-        putchar('\n');
+        /* one operation per line, for reading and diffing */
+        json_error_t je;
+        json_t *ops = json_loadb(out, out_len, 0, &je);
         free(out);
+        if (!json_is_array(ops)) {
+                json_decref(ops);
+                return cli_fail(EXIT_SYSTEM, "malformed patch");
+        }
+        size_t i;
+        json_t *op;
+        puts("[");
+        json_array_foreach(ops, i, op) {
+                char *line = json_dumps(op, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                printf("  %s%s\n", line ? line : "null", i + 1 < json_array_size(ops) ? "," : "");
+                free(line);
+        }
+        puts("]");
+        json_decref(ops);
         return EXIT_OK;
 }
 

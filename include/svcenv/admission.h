@@ -52,9 +52,9 @@
 
 #include <svcenv/envvars.h>
 
-#define SE_ADMISSION_MAX_BODY         ((size_t)4 << 20) /* over it: 400 (413 from httpd) */
+#define SE_ADMISSION_MAX_BODY          ((size_t)4 << 20) /* over it: 400 (413 from httpd) */
 #define SE_ADMISSION_DEFAULT_ENV_BYTES SE_ENVVARS_WARN_TOTAL /* 1 MiB */
-#define SE_ADMISSION_MAX_WARNINGS     16
+#define SE_ADMISSION_MAX_WARNINGS      16
 
 #define SE_ADMISSION_ANN_INJECT   "svcenv.io/inject"
 #define SE_ADMISSION_ANN_SERVICES "svcenv.io/services"
@@ -95,9 +95,8 @@ void se_admission_result_release(struct se_admission_result *res);
 
 /* se_admission_review() against a store, under its read lock: the one entry
  * point the webhook daemon and `svcenv admit` share. */
-int se_admission_review_store(const struct se_store *store,
-                              const struct se_admission_options *opt, const char *body,
-                              size_t len, struct se_admission_result *res);
+int se_admission_review_store(const struct se_store *store, const struct se_admission_options *opt,
+                              const char *body, size_t len, struct se_admission_result *res);
 
 /* Appends s escaped as one RFC 6901 JSON-pointer token (`~` → `~0`, then
  * `/` → `~1`). Returns the strbuf's sticky error. */

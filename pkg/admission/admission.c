@@ -22,7 +22,8 @@ const char *se_admission_outcome_name(enum se_admission_outcome o)
 
 void warnings_add(struct warnings *w, const char *fmt, ...)
 {
-        if (w->n >= SE_ADMISSION_MAX_WARNINGS) {
+        /* the last slot is kept for "N more warnings" */
+        if (w->n >= SE_ADMISSION_MAX_WARNINGS - 1) {
                 w->dropped++;
                 return;
         }
@@ -173,6 +174,7 @@ static int write_response(const struct response *r, struct se_admission_result *
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
+        se_strbuf_grow(&sb, (r->patch_len + 2) / 3 * 4 + 1024);
         se_strbuf_puts(&sb, "{\"apiVersion\":");
         json_put_string(&sb, r->api_version);
         se_strbuf_puts(&sb, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
@@ -250,6 +252,8 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
         se_strbuf_init(&patch, 0);
         struct patch_stats st = { 0 };
         char msg[512] = "";
+        /* one growth instead of a dozen for the usual sizes */
+        se_strbuf_grow(&patch, 128 * 1024);
         se_strbuf_putc(&patch, '[');
         int err = build_patch(in, opt, object, ns, &patch, &w, &st, msg, sizeof(msg));
         se_strbuf_putc(&patch, ']');
@@ -263,12 +267,12 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
                 res->outcome = SE_ADMIT_SKIPPED;
         } else if (err < 0 || se_strbuf_failed(&patch)) {
                 if (!*msg)
-                        snprintf(msg, sizeof(msg), "%s", strerror(-(err ? err : se_strbuf_failed(&patch))));
+                        snprintf(msg, sizeof(msg), "%s",
+                                 strerror(-(err ? err : se_strbuf_failed(&patch))));
                 res->outcome = SE_ADMIT_ERROR;
                 warnings_release(&w);
                 if (opt->failure_deny) {
                         r.allowed = false;
-                        r.deny_message = msg;
                         char full[600];
                         snprintf(full, sizeof(full), "svcenv: service variables not injected: %s",
                                  msg);
@@ -281,8 +285,8 @@ static int decide(const struct se_envvars_input *in, const struct se_admission_o
         } else if (st.guarded) {
                 res->outcome = SE_ADMIT_GUARDED;
         }
-        if (w.dropped)
-                warnings_add(&w, "svcenv: %zu more warnings", w.dropped);
+        if (w.dropped && asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
+                w.n++;
         r.w = &w;
         err = write_response(&r, res);
         warnings_release(&w);
@@ -304,15 +308,14 @@ int se_admission_review(const struct se_envvars_input *in, const struct se_admis
         json_t *root = json_loadb(body, len, 0, &je);
         if (!root)
                 return invalid(res, "request body is not JSON: line %d: %s", je.line, je.text);
-        int r = json_is_object(root) ? decide(in, opt, root, res)
-                                     : invalid(res, "request body is not a JSON object");
+        int r = json_is_object(root) ? decide(in, opt, root, res) :
+                                       invalid(res, "request body is not a JSON object");
         json_decref(root);
         return r;
 }
 
-int se_admission_review_store(const struct se_store *store,
-                              const struct se_admission_options *opt, const char *body,
-                              size_t len, struct se_admission_result *res)
+int se_admission_review_store(const struct se_store *store, const struct se_admission_options *opt,
+                              const char *body, size_t len, struct se_admission_result *res)
 {
         struct se_envvars_input in = { .store = store };
         se_store_rdlock(store);

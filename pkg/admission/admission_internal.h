@@ -31,7 +31,7 @@ struct patch_stats {
  * tracks whether a comma is needed. 0, -ENOMEM or the decode failure
  * (-EINVAL with msg filled). */
 int build_patch(const struct se_envvars_input *in, const struct se_admission_options *opt,
-                const json_t *object, const char *ns, struct se_strbuf *patch,
-                struct warnings *w, struct patch_stats *st, char *msg, size_t msg_size);
+                const json_t *object, const char *ns, struct se_strbuf *patch, struct warnings *w,
+                struct patch_stats *st, char *msg, size_t msg_size);
 
 #endif

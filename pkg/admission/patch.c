@@ -65,8 +65,8 @@ static int select_services(const struct se_envvars_input *in, const char *ns, co
                         name[q - p] = '\0';
                         for (int pass = 0; pass < 2; pass++) {
                                 const char *sns = pass == 0 ? ns : "default";
-                                if (pass == 1 && (strcmp(name, "kubernetes") != 0 ||
-                                                  strcmp(ns, "default") == 0))
+                                if (pass == 1 &&
+                                    (strcmp(name, "kubernetes") != 0 || strcmp(ns, "default") == 0))
                                         break;
                                 const struct se_service *s =
                                         se_service_of(find(in, SE_KIND_SERVICE, sns, name));
@@ -98,6 +98,26 @@ static void put_var(struct se_strbuf *sb, const struct se_env_entry *e)
         se_strbuf_puts(sb, ",\"value\":");
         json_put_string(sb, e->value);
         se_strbuf_putc(sb, '}');
+}
+
+static void put_uint(struct se_strbuf *sb, size_t v)
+{
+        char buf[24], *p = buf + sizeof(buf);
+        do {
+                *--p = (char)('0' + v % 10);
+                v /= 10;
+        } while (v);
+        se_strbuf_add(sb, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* `{"op":"add","path":"/spec/FIELD/IDX/env` (printf was the hot spot) */
+static void put_path(struct se_strbuf *sb, const char *field, size_t idx)
+{
+        se_strbuf_puts(sb, "{\"op\":\"add\",\"path\":\"/spec/");
+        se_strbuf_puts(sb, field);
+        se_strbuf_putc(sb, '/');
+        put_uint(sb, idx);
+        se_strbuf_puts(sb, "/env");
 }
 
 struct ctx {
@@ -186,9 +206,8 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                 const void *d = se_hashmap_get(&x->defined, e->name);
                 if (d) {
                         const struct se_env_var *v = d;
-                        if (d != &env_from_key &&
-                            (v->source != SE_ENV_VALUE ||
-                             strcmp(v->value ? v->value : "", e->value) != 0))
+                        if (d != &env_from_key && (v->source != SE_ENV_VALUE ||
+                                                   strcmp(v->value ? v->value : "", e->value) != 0))
                                 clashes++;
                         continue;
                 }
@@ -201,13 +220,12 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         for (uint32_t i = 0; i < c->n_env; i++)
                 if (c->env[i].name)
                         own_bytes += exec_size(c->env[i].name, c->env[i].value);
-        size_t max = x->opt->max_env_bytes ? x->opt->max_env_bytes
-                                           : SE_ADMISSION_DEFAULT_ENV_BYTES;
+        size_t max = x->opt->max_env_bytes ? x->opt->max_env_bytes : SE_ADMISSION_DEFAULT_ENV_BYTES;
         if (add_bytes + own_bytes > max) {
                 warnings_add(x->w,
-                             "svcenv: container %s: %zu service variables (%zu bytes) would pass "
-                             "the %zu-byte env limit; none injected",
-                             c->name, n_add, add_bytes + own_bytes, max);
+                             "svcenv: container %s: env of %zu bytes (%zu service variables) "
+                             "passes the %zu-byte limit; none injected",
+                             c->name, add_bytes + own_bytes, n_add, max);
                 x->st->guarded = true;
                 return 0;
         }
@@ -221,8 +239,8 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         bool whole = !json_is_array(jenv) || json_array_size(jenv) == 0;
         if (whole) {
                 op_begin(x);
-                se_strbuf_printf(x->patch, "{\"op\":\"add\",\"path\":\"/spec/%s/%zu/env\",\"value\":[",
-                                 field, idx);
+                put_path(x->patch, field, idx);
+                se_strbuf_puts(x->patch, "\",\"value\":[");
                 bool first = true;
                 for (size_t i = 0; i < x->svc->n; i++) {
                         if (!x->add[i])
@@ -239,9 +257,10 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                         if (!x->add[i])
                                 continue;
                         op_begin(x);
-                        se_strbuf_printf(x->patch,
-                                         "{\"op\":\"add\",\"path\":\"/spec/%s/%zu/env/%zu\",\"value\":",
-                                         field, idx, k++);
+                        put_path(x->patch, field, idx);
+                        se_strbuf_putc(x->patch, '/');
+                        put_uint(x->patch, k++);
+                        se_strbuf_puts(x->patch, "\",\"value\":");
                         put_var(x->patch, &x->svc->items[i]);
                         se_strbuf_putc(x->patch, '}');
                 }
@@ -288,8 +307,8 @@ static void mark_injected(struct ctx *x, const json_t *object)
 }
 
 int build_patch(const struct se_envvars_input *in, const struct se_admission_options *opt,
-                const json_t *object, const char *ns, struct se_strbuf *patch,
-                struct warnings *w, struct patch_stats *st, char *msg, size_t msg_size)
+                const json_t *object, const char *ns, struct se_strbuf *patch, struct warnings *w,
+                struct patch_stats *st, char *msg, size_t msg_size)
 {
         struct se_object *obj = NULL;
         struct se_decode_error err = { 0 };

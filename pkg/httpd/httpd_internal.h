@@ -25,8 +25,7 @@ struct certs {
 };
 
 /* Loads the pair (errors in diag). */
-int certs_init(struct certs *c, const char *cert_file, const char *key_file,
-               struct se_diag *diag);
+int certs_init(struct certs *c, const char *cert_file, const char *key_file, struct se_diag *diag);
 void certs_release(struct certs *c);
 /* Looks at the files (at most once a second unless force). */
 int certs_check(struct certs *c, bool force, struct se_diag *diag);

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <libwebsockets.h>
 
 #include <svcenv/parse.h>
@@ -12,7 +16,7 @@
 #include "httpd_internal.h"
 
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
-#define CHUNK            (64 * 1024)
+#define CHUNK            (256 * 1024)
 #define KEEPALIVE_S      60
 
 struct loop {
@@ -146,8 +150,15 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
                 n = CHUNK;
         memcpy(buf + LWS_PRE, ps->resp + ps->resp_off, n);
         bool last = ps->resp_off + n == ps->resp_len;
-        if (lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) !=
-            (int)n)
+        /* TLS writes one 16 KiB record per write(): cork the socket so a
+         * response leaves in full segments and wakes the reader once */
+        int fd = lws_get_socket_fd(wsi), on = 1, off = 0;
+        if (fd >= 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+        int w = lws_write(wsi, buf + LWS_PRE, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP);
+        if (fd >= 0)
+                setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+        if (w != (int)n)
                 return -1;
         ps->resp_off += n;
         if (!last) {
@@ -225,8 +236,7 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
         info.keepalive_timeout = KEEPALIVE_S;
         info.alpn = "http/1.1";
         info.options = LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE |
-                       LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
-                       LWS_SERVER_OPTION_DISABLE_IPV6;
+                       LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_DISABLE_IPV6;
         if (!h->cfg.address || strchr(h->cfg.address, ':'))
                 info.options &= ~(uint64_t)LWS_SERVER_OPTION_DISABLE_IPV6;
         if (h->tls)
@@ -252,8 +262,9 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
 {
         *ret = NULL;
         if (!cfg->handler || (!cfg->cert_file) != (!cfg->key_file)) {
-                se_diag_set(diag, NULL, 0, 0, "need a handler, and both or neither of cert "
-                                              "and key");
+                se_diag_set(diag, NULL, 0, 0,
+                            "need a handler, and both or neither of cert "
+                            "and key");
                 return -EINVAL;
         }
         struct se_httpd *h = calloc(1, sizeof(*h));
@@ -274,8 +285,9 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
         if (n > 1) {
                 /* Debian's libwebsockets 4.1 has one service thread per context
                  * and does not set SO_REUSEPORT, so loops cannot share a port. */
-                se_diag_set(diag, NULL, 0, 0, "one event loop only with this libwebsockets "
-                                              "build; run more replicas instead");
+                se_diag_set(diag, NULL, 0, 0,
+                            "one event loop only with this libwebsockets "
+                            "build; run more replicas instead");
                 free(h);
                 return -ENOTSUP;
         }

@@ -238,6 +238,16 @@ static void test_hash__base64(void **state)
         assert_int_equal(se_base64_decode("aG==aGVs", 8, out, &n), -EINVAL);
         se_base64_encode("hello", 5, out);
         assert_string_equal(out, "aGVsbG8=");
+        /* RFC 4648 section 10: every tail length */
+        static const char *const want[] = { "",         "Zg==",     "Zm8=",    "Zm9v",
+                                            "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
+        for (size_t i = 0; i < 7; i++) {
+                se_base64_encode("foobar", i, out);
+                assert_string_equal(out, want[i]);
+        }
+        static const unsigned char high[] = { 0xfb, 0xff, 0xbf };
+        se_base64_encode(high, 3, out);
+        assert_string_equal(out, "+/+/");
 }
 
 static void test_time__rfc3339(void **state)
