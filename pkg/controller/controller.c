@@ -136,17 +136,90 @@ static void on_endpoints(void *data, enum se_store_event ev, const struct se_obj
                 queue_key(data, old->meta.namespace, old->meta.name);
 }
 
+struct written {
+        char *key;
+        int64_t generation;
+};
+
+void ctl_slice_written(struct se_controller *ctl, const char *ns, const char *name,
+                       int64_t generation)
+{
+        char key[512];
+        if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+                return;
+        pthread_mutex_lock(&ctl->slices_lock);
+        struct written *w = se_hashmap_get(&ctl->slices_written, key);
+        if (!w && (w = calloc(1, sizeof(*w))) != NULL) {
+                w->key = strdup(key);
+                if (!w->key || se_hashmap_put(&ctl->slices_written, w->key, w, NULL) < 0) {
+                        free(w->key);
+                        free(w);
+                        w = NULL;
+                }
+        }
+        if (w)
+                w->generation = generation;
+        pthread_mutex_unlock(&ctl->slices_lock);
+}
+
+/* Did we cause this event? A change at or below the generation we wrote,
+ * or the delete we made. A delete forgets the slice either way. */
+static bool slice_event_ours(struct se_controller *ctl, enum se_store_event ev,
+                             const struct se_object *o)
+{
+        char key[512];
+        if ((size_t)snprintf(key, sizeof(key), "%s/%s", o->meta.namespace, o->meta.name) >=
+            sizeof(key))
+                return false;
+        bool ours = false;
+        pthread_mutex_lock(&ctl->slices_lock);
+        struct written *w = se_hashmap_get(&ctl->slices_written, key);
+        if (w && ev == SE_STORE_DELETE) {
+                ours = w->generation < 0;
+                se_hashmap_remove(&ctl->slices_written, key);
+                free(w->key);
+                free(w);
+        } else if (w) {
+                ours = w->generation >= 0 && o->meta.generation <= w->generation;
+        }
+        pthread_mutex_unlock(&ctl->slices_lock);
+        return ours;
+}
+
+static const char *slice_service(const struct se_controller *ctl, const struct se_object *o)
+{
+        const char *mb = o ? se_kvlist_get(&o->meta.labels, SE_SLICE_MANAGED_BY_LABEL) : NULL;
+        if (!mb || strcmp(mb, ctl->slices_managed_by) != 0)
+                return NULL;
+        return se_kvlist_get(&o->meta.labels, SE_SLICE_SERVICE_NAME_LABEL);
+}
+
+/* Upstream: a managed slice changed by someone else (newer generation than
+ * we wrote, or unknown), relabelled, or deleted unexpectedly re-syncs its
+ * service after a second. */
 static void on_slice(void *data, enum se_store_event ev, const struct se_object *old,
                      const struct se_object *new_obj)
 {
         struct se_controller *ctl = data;
-        (void)new_obj;
-        if (ev != SE_STORE_DELETE)
+        const struct se_object *o = new_obj ? new_obj : old;
+        const char *svc_new = slice_service(ctl, new_obj), *svc_old = slice_service(ctl, old);
+        if (!svc_new && !svc_old)
                 return;
-        const char *mb = se_kvlist_get(&old->meta.labels, SE_SLICE_MANAGED_BY_LABEL);
-        const char *svc = se_kvlist_get(&old->meta.labels, SE_SLICE_SERVICE_NAME_LABEL);
-        if (mb && svc && strcmp(mb, ctl->slices_managed_by) == 0)
-                queue_key(ctl, old->meta.namespace, svc);
+        bool relabelled = old && new_obj && !(svc_new && svc_old && strcmp(svc_new, svc_old) == 0);
+        if (slice_event_ours(ctl, ev, o) && !relabelled)
+                return;
+        if (ev == SE_STORE_DELETE) {
+                queue_key(ctl, o->meta.namespace, svc_old);
+                return;
+        }
+        char key[512];
+        const char *names[2] = { svc_new, relabelled ? svc_old : NULL };
+        for (int i = 0; i < 2; i++) {
+                if (!names[i] || (size_t)snprintf(key, sizeof(key), "%s/%s", o->meta.namespace,
+                                                  names[i]) >= sizeof(key))
+                        continue;
+                (void)se_ctl_queue_add_after(ctl->queue, key, 1000000000ull);
+        }
 }
 
 /* ---- life cycle ---- */
@@ -168,6 +241,7 @@ struct se_controller *se_controller_new(struct se_kube_client *c,
                                                                   SE_SLICES_DEFAULT_MANAGED_BY;
         pthread_mutex_init(&ctl->pending_lock, NULL);
         pthread_mutex_init(&ctl->gauge_lock, NULL);
+        pthread_mutex_init(&ctl->slices_lock, NULL);
         struct se_ctl_queue_opts qo = { .name = "endpoint" };
         ctl->store = se_store_new();
         ctl->queue = se_ctl_queue_new(&qo);
@@ -311,6 +385,13 @@ struct se_controller *se_controller_free(struct se_controller *ctl)
                 free(p);
         }
         se_hashmap_release(&ctl->pending);
+        for (size_t i = 0; se_hashmap_next(&ctl->slices_written, &i, &k, &v);) {
+                struct written *w = v;
+                free(w->key);
+                free(w);
+        }
+        se_hashmap_release(&ctl->slices_written);
+        pthread_mutex_destroy(&ctl->slices_lock);
         ctl_gauges_release(ctl);
         pthread_mutex_destroy(&ctl->pending_lock);
         pthread_mutex_destroy(&ctl->gauge_lock);

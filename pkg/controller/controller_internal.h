@@ -35,6 +35,11 @@ struct se_controller {
         /* keys with a pod change not yet written: key -> first change time */
         pthread_mutex_t pending_lock;
         struct se_hashmap pending;
+        /* generation of every slice we wrote (-1: we deleted it), so that
+         * only changes made by others re-sync a service (upstream's
+         * EndpointSliceTracker) */
+        pthread_mutex_t slices_lock;
+        struct se_hashmap slices_written; /* "ns/name" -> struct ctl_written */
         /* metrics */
         _Atomic uint64_t writes[CTL_RES_COUNT][CTL_OP_COUNT][CTL_RESULT_COUNT];
         _Atomic uint64_t syncs[CTL_SYNC_RESULT_COUNT];
@@ -52,6 +57,10 @@ void ctl_log(struct se_controller *ctl, enum se_controller_log sev, int v, const
 int ctl_sync(struct se_controller *ctl, const char *key);
 /* The time of the oldest unwritten pod change of key (0: none), forgotten. */
 uint64_t ctl_take_pod_change(struct se_controller *ctl, const char *key);
+
+/* Records that we wrote (generation >= 0) or deleted (-1) slice ns/name. */
+void ctl_slice_written(struct se_controller *ctl, const char *ns, const char *name,
+                       int64_t generation);
 
 void ctl_metrics_init(struct se_controller *ctl);
 /* Records the desired endpoint and slice counts of key (removes with -1). */

@@ -189,14 +189,18 @@ done:
 }
 
 /* Puts what the server returned into the store, so the next sync plans
- * against it even before the watch delivers it. */
+ * against it even before the watch delivers it; a slice's generation is
+ * recorded first, so its events are known as ours. */
 static void remember(struct se_controller *ctl, enum ctl_res res, const char *ns, json_t *obj)
 {
         struct se_object *o = NULL;
         struct se_decode_error err;
         enum se_kind kind = res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS : SE_KIND_ENDPOINT_SLICE;
-        if (obj && se_decode_object_as(obj, kind, ns, &o, &err) == 0 && o)
-                (void)se_store_put(ctl->store, o);
+        if (!obj || se_decode_object_as(obj, kind, ns, &o, &err) != 0 || !o)
+                return;
+        if (kind == SE_KIND_ENDPOINT_SLICE)
+                ctl_slice_written(ctl, ns, o->meta.name, o->meta.generation);
+        (void)se_store_put(ctl->store, o);
 }
 
 static int run_op(struct se_controller *ctl, const char *ns, struct op *op, bool *ret_drop)
@@ -221,7 +225,9 @@ static int run_op(struct se_controller *ctl, const char *ns, struct op *op, bool
         }
         if (r == 0 && out)
                 remember(ctl, op->res, ns, out);
-        else if (r == 0 && op->op == CTL_OP_DELETE)
+        if (r == 0 && op->op == CTL_OP_DELETE && op->res == CTL_RES_SLICES)
+                ctl_slice_written(ctl, ns, op->name, -1);
+        if (r == 0 && !out && op->op == CTL_OP_DELETE)
                 (void)se_store_delete(ctl->store,
                                       op->res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS :
                                                                      SE_KIND_ENDPOINT_SLICE,

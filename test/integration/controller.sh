@@ -138,8 +138,17 @@ mkpod $ns db-x '{"app":"db"}' 10.1.2.2 True ',"hostname":"db-x","subdomain":"oth
 hostnames() { kapi get /api/v1/namespaces/$ns/endpoints/db | jq -r '[.subsets[]?.addresses[]? | "\(.ip)=\(.hostname // "")"] | sort | join(",")'; }
 check "headless: hostname only where subdomain is the service" until_ok 20 eq "10.1.2.1=db-0,10.1.2.2=" hostnames
 check "headless label on the Endpoints" test "$(kapi get /api/v1/namespaces/$ns/endpoints/db | jq -r '.metadata.labels["service.kubernetes.io/headless"]')" = ""
-slice_hosts=$(kapi get "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices?labelSelector=kubernetes.io/service-name=db" | jq -r '[.items[].endpoints[]? | "\(.addresses[0])=\(.hostname // "")"] | sort | join(",")')
-check "headless: slice hostnames" test "$slice_hosts" = "10.1.2.1=db-0,10.1.2.2="
+slice_hosts() { kapi get "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices?labelSelector=kubernetes.io/service-name=db" | jq -r '[.items[].endpoints[]? | "\(.addresses[0])=\(.hostname // "")"] | sort | join(",")'; }
+check "headless: slice hostnames" until_ok 20 eq "10.1.2.1=db-0,10.1.2.2=" slice_hosts
+
+# --- objects changed or deleted by someone else are put right ---
+db_slice=$(kapi get "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices?labelSelector=kubernetes.io/service-name=db" | jq -r '.items[0].metadata.name')
+kapi patch /apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices/$db_slice '{"endpoints":[]}' >/dev/null
+check "a slice emptied by someone else is written again" until_ok 20 eq "10.1.2.1=db-0,10.1.2.2=" slice_hosts
+kapi delete /apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices/$db_slice >/dev/null
+check "a slice deleted by someone else is made again" until_ok 20 eq "10.1.2.1=db-0,10.1.2.2=" slice_hosts
+kapi delete /api/v1/namespaces/$ns/endpoints/db >/dev/null
+check "Endpoints deleted by someone else are made again" until_ok 20 eq "10.1.2.1=db-0,10.1.2.2=" hostnames
 
 # --- a Service goes: its Endpoints go ---
 mksvc $ns gone '{"selector":{"app":"web"},"ports":[{"port":80}]}'
