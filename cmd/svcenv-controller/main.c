@@ -166,10 +166,12 @@ static void stop_controller(void *data)
         struct app *app = data;
         se_log_info(0, "stopping the controllers (draining the queue for up to %.0f s)",
                     (double)app->drain_ns / 1e9);
-        se_controller_stop(app->ctl, se_now_mono_ns() + app->drain_ns);
+        /* the start-up must be over before the parts it starts are stopped */
+        se_controller_cancel(app->ctl);
         if (app->run_started)
                 pthread_join(app->run_thread, NULL);
         app->run_started = false;
+        se_controller_stop(app->ctl, se_now_mono_ns() + app->drain_ns);
         atomic_store(&app->leading, false);
 }
 

@@ -64,6 +64,9 @@ struct se_controller *se_controller_free(struct se_controller *ctl);
 int se_controller_run(struct se_controller *ctl, unsigned timeout_ms);
 /* True once every informer listed. */
 bool se_controller_synced(const struct se_controller *ctl);
+/* Makes a se_controller_run() that still waits for the caches return
+ * -ECANCELED soon. Safe from any thread. */
+void se_controller_cancel(struct se_controller *ctl);
 /* Stops: no new keys; the workers finish the queued keys until deadline_ns
  * (monotonic, 0: no drain), then stop; informers stop. Idempotent. */
 void se_controller_stop(struct se_controller *ctl, uint64_t deadline_ns);

@@ -350,6 +350,11 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
         return 0;
 }
 
+void se_controller_cancel(struct se_controller *ctl)
+{
+        atomic_store(&ctl->stopping, true);
+}
+
 void se_controller_stop(struct se_controller *ctl, uint64_t deadline_ns)
 {
         atomic_store(&ctl->stopping, true);
