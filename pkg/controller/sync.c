@@ -1,0 +1,297 @@
+/* One sync of a service key: plan under the store's read lock, write
+ * without it (see controller.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <svcenv/decode.h>
+#include <svcenv/encode.h>
+#include <svcenv/timeutil.h>
+
+#include "controller_internal.h"
+
+/* One API call the plan asks for. */
+struct op {
+        enum ctl_res res;
+        enum ctl_op op;
+        json_t *body; /* create/update */
+        char *name; /* delete */
+};
+
+struct ops {
+        struct op *v;
+        size_t n, cap;
+};
+
+static int ops_push(struct ops *o, enum ctl_res res, enum ctl_op op, json_t *body, const char *name)
+{
+        if (op != CTL_OP_DELETE && !body)
+                return -ENOMEM;
+        if (o->n == o->cap) {
+                size_t cap = o->cap ? o->cap * 2 : 8;
+                struct op *v = realloc(o->v, cap * sizeof(*v));
+                if (!v) {
+                        json_decref(body);
+                        return -ENOMEM;
+                }
+                o->v = v;
+                o->cap = cap;
+        }
+        char *n = name ? strdup(name) : NULL;
+        if (name && !n) {
+                json_decref(body);
+                return -ENOMEM;
+        }
+        o->v[o->n++] = (struct op){ res, op, body, n };
+        return 0;
+}
+
+static void ops_release(struct ops *o)
+{
+        for (size_t i = 0; i < o->n; i++) {
+                json_decref(o->v[i].body);
+                free(o->v[i].name);
+        }
+        free(o->v);
+}
+
+/* A create's body must not carry a resourceVersion. */
+static json_t *encode_for(const struct se_object *obj, enum ctl_op op)
+{
+        json_t *j = se_encode_object(obj);
+        if (j && op == CTL_OP_CREATE)
+                json_object_del(json_object_get(j, "metadata"), "resourceVersion");
+        return j;
+}
+
+static const struct se_node *node_of(void *data, const char *name)
+{
+        return se_node_of(se_store_get(data, SE_KIND_NODE, "", name));
+}
+
+static long slice_endpoints(struct se_endpoint_slice *const *v, uint32_t n)
+{
+        long t = 0;
+        for (uint32_t i = 0; i < n; i++)
+                t += v[i]->n_endpoints;
+        return t;
+}
+
+static long slice_endpoints_c(const struct se_endpoint_slice *const *v, uint32_t n)
+{
+        long t = 0;
+        for (uint32_t i = 0; i < n; i++)
+                t += v[i]->n_endpoints;
+        return t;
+}
+
+/* Builds the API calls of one key under the read lock. *ret_missing_node
+ * tells upstream's "pods on unknown nodes: retry" rule. */
+static int plan_key(struct se_controller *ctl, const char *ns, const char *name, struct ops *ops,
+                    bool *ret_missing_node)
+{
+        const struct se_service *svc =
+                se_service_of(se_store_get(ctl->store, SE_KIND_SERVICE, ns, name));
+        const struct se_endpoints *ep =
+                se_endpoints_of(se_store_get(ctl->store, SE_KIND_ENDPOINTS, ns, name));
+        unsigned w = ctl->opts.ep.write ? ctl->opts.ep.write :
+                                          SE_EP_WRITE_ENDPOINTS | SE_EP_WRITE_SLICES;
+        const struct se_object **pods = NULL, **slices = NULL;
+        long n_pods = 0, n_slices = 0;
+        int r = 0;
+        int64_t trigger = 0;
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", ns, name);
+
+        if (svc && se_endpoints_service_managed(svc)) {
+                n_pods = se_store_select(ctl->store, SE_KIND_POD, ns, &svc->selector, &pods);
+                if (n_pods < 0)
+                        return (int)n_pods;
+                r = se_trigger_tracker_compute(ctl->tracker, svc,
+                                               (const struct se_pod *const *)pods, (size_t)n_pods,
+                                               &trigger);
+        } else if (!svc) {
+                se_trigger_tracker_forget(ctl->tracker, ns, name);
+                /* upstream deletes the Endpoints of a Service that is gone,
+                 * whoever wrote them (leader-election records aside) */
+                if ((w & SE_EP_WRITE_ENDPOINTS) && ep &&
+                    !se_kvlist_get(&ep->obj.meta.annotations, SE_LEADER_ANNOTATION))
+                        r = ops_push(ops, CTL_RES_ENDPOINTS, CTL_OP_DELETE, NULL, name);
+                ep = NULL; /* handled here */
+        }
+        if (r == 0 && (w & SE_EP_WRITE_SLICES)) {
+                struct se_kv kv = { SE_SLICE_SERVICE_NAME_LABEL, name };
+                struct se_kvlist sel = { &kv, 1 };
+                n_slices = se_store_select(ctl->store, SE_KIND_ENDPOINT_SLICE, ns, &sel, &slices);
+                if (n_slices < 0)
+                        r = (int)n_slices;
+        }
+        struct se_service_plan plan = { 0 };
+        if (r == 0) {
+                struct se_endpoints_input in = {
+                        .namespace = ns,
+                        .name = name,
+                        .svc = svc,
+                        .pods = (const struct se_pod *const *)pods,
+                        .n_pods = (size_t)(n_pods > 0 ? n_pods : 0),
+                        .get_node = node_of,
+                        .node_data = ctl->store,
+                        .trigger_time_ns = trigger,
+                };
+                struct se_endpoints_opts eo = ctl->opts.ep;
+                eo.write = w;
+                /* with the Service gone the Endpoints were handled above */
+                if (!svc)
+                        eo.write = w & ~(unsigned)SE_EP_WRITE_ENDPOINTS;
+                if (!eo.write)
+                        goto done;
+                r = se_service_plan(&in, ep, (const struct se_endpoint_slice *const *)slices,
+                                    (size_t)(n_slices > 0 ? n_slices : 0), &eo, &plan);
+        }
+        if (r < 0)
+                goto done;
+        const struct se_endpoints_plan *pe = &plan.endpoints;
+        if (pe->action == SE_EP_CREATE || pe->action == SE_EP_UPDATE) {
+                enum ctl_op op = pe->action == SE_EP_CREATE ? CTL_OP_CREATE : CTL_OP_UPDATE;
+                r = ops_push(ops, CTL_RES_ENDPOINTS, op, encode_for(&pe->obj->obj, op), NULL);
+        } else if (pe->action == SE_EP_DELETE) {
+                r = ops_push(ops, CTL_RES_ENDPOINTS, CTL_OP_DELETE, NULL, name);
+        }
+        const struct se_slices_plan *ps = &plan.slices;
+        /* upstream's order: creates, updates, deletes; no creates while the
+         * Service is being deleted */
+        bool deleting = svc && svc->obj.meta.deletion_timestamp;
+        for (uint32_t i = 0; r == 0 && !deleting && i < ps->n_create; i++)
+                r = ops_push(ops, CTL_RES_SLICES, CTL_OP_CREATE,
+                             encode_for(&ps->create[i]->obj, CTL_OP_CREATE), NULL);
+        for (uint32_t i = 0; r == 0 && i < ps->n_update; i++)
+                r = ops_push(ops, CTL_RES_SLICES, CTL_OP_UPDATE,
+                             encode_for(&ps->update[i]->obj, CTL_OP_UPDATE), NULL);
+        for (uint32_t i = 0; r == 0 && i < ps->n_remove; i++)
+                r = ops_push(ops, CTL_RES_SLICES, CTL_OP_DELETE, NULL,
+                             ps->remove[i]->obj.meta.name);
+        *ret_missing_node = ps->pods_missing_node > 0;
+        if (r == 0 && svc && se_endpoints_service_managed(svc) && (w & SE_EP_WRITE_SLICES))
+                ctl_gauges_set(ctl, key,
+                               slice_endpoints(ps->create, ps->n_create) +
+                                       slice_endpoints(ps->update, ps->n_update) +
+                                       slice_endpoints_c(ps->unchanged, ps->n_unchanged),
+                               (long)(ps->n_create + ps->n_update + ps->n_unchanged));
+        else if (r == 0 && !svc)
+                ctl_gauges_set(ctl, key, -1, -1);
+done:
+        se_service_plan_release(&plan);
+        free(pods);
+        free(slices);
+        return r;
+}
+
+/* Puts what the server returned into the store, so the next sync plans
+ * against it even before the watch delivers it; a slice's generation is
+ * recorded first, so its events are known as ours. */
+static void remember(struct se_controller *ctl, enum ctl_res res, const char *ns, json_t *obj)
+{
+        struct se_object *o = NULL;
+        struct se_decode_error err;
+        enum se_kind kind = res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS : SE_KIND_ENDPOINT_SLICE;
+        if (!obj || se_decode_object_as(obj, kind, ns, &o, &err) != 0 || !o)
+                return;
+        if (kind == SE_KIND_ENDPOINT_SLICE)
+                ctl_slice_written(ctl, ns, o->meta.name, o->meta.generation);
+        (void)se_store_put(ctl->store, o);
+}
+
+static int run_op(struct se_controller *ctl, const char *ns, struct op *op, bool *ret_drop)
+{
+        const struct se_kube_resource *res = se_kube_resource_of(
+                op->res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS : SE_KIND_ENDPOINT_SLICE);
+        struct se_diag diag = { 0 };
+        json_t *out = NULL;
+        int r;
+        switch (op->op) {
+        case CTL_OP_CREATE:
+                r = se_kube_create(ctl->client, res, ns, op->body, &out, &diag);
+                break;
+        case CTL_OP_UPDATE:
+                r = se_kube_update(ctl->client, res, ns, op->body, &out, &diag);
+                break;
+        default:
+                r = se_kube_delete(ctl->client, res, ns, op->name, NULL, &diag);
+                if (r == -ENOENT)
+                        r = 0;
+                break;
+        }
+        if (r == 0 && out)
+                remember(ctl, op->res, ns, out);
+        if (r == 0 && op->op == CTL_OP_DELETE && op->res == CTL_RES_SLICES)
+                ctl_slice_written(ctl, ns, op->name, -1);
+        if (r == 0 && !out && op->op == CTL_OP_DELETE)
+                (void)se_store_delete(ctl->store,
+                                      op->res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS :
+                                                                     SE_KIND_ENDPOINT_SLICE,
+                                      ns, op->name);
+        json_decref(out);
+        enum ctl_result result = r == 0                       ? CTL_OK :
+                                 r == -ESTALE || r == -EEXIST ? CTL_CONFLICT :
+                                                                CTL_ERROR;
+        atomic_fetch_add(&ctl->writes[op->res][op->op][result], 1);
+        if (r < 0) {
+                const char *what = op->res == CTL_RES_ENDPOINTS ? "Endpoints" : "EndpointSlice";
+                const char *name = op->name ?
+                                           op->name :
+                                           json_string_value(json_object_get(
+                                                   json_object_get(op->body, "metadata"), "name"));
+                if (op->op == CTL_OP_CREATE && se_controller_namespace_terminating(r, diag.text)) {
+                        *ret_drop = true;
+                        ctl_log(ctl, SE_CTL_LOG_INFO, 2,
+                                "namespace %s is terminating: not creating %s %s", ns, what,
+                                name ? name : "");
+                        return 0;
+                }
+                ctl_log(ctl, result == CTL_CONFLICT ? SE_CTL_LOG_INFO : SE_CTL_LOG_WARN,
+                        result == CTL_CONFLICT ? 2 : 0, "%s %s %s/%s: %s",
+                        op->op == CTL_OP_CREATE ? "creating" :
+                        op->op == CTL_OP_UPDATE ? "updating" :
+                                                  "deleting",
+                        what, ns, name ? name : "", diag.text[0] ? diag.text : strerror(-r));
+        }
+        return r;
+}
+
+int ctl_sync(struct se_controller *ctl, const char *key)
+{
+        uint64_t t0 = se_now_mono_ns();
+        char buf[512];
+        const char *ns, *name;
+        if (se_controller_split_key(key, buf, sizeof(buf), &ns, &name) < 0)
+                return 0; /* not a key of ours: nothing to retry */
+        struct ops ops = { 0 };
+        bool missing_node = false;
+        se_store_rdlock(ctl->store);
+        int r = plan_key(ctl, ns, name, &ops, &missing_node);
+        se_store_unlock(ctl->store);
+        bool drop = false;
+        for (size_t i = 0; r == 0 && i < ops.n; i++) {
+                r = run_op(ctl, ns, &ops.v[i], &drop);
+                if (drop)
+                        break;
+        }
+        if (r == 0 && ops.n) {
+                uint64_t since = ctl_take_pod_change(ctl, key);
+                if (since)
+                        se_histogram_observe_ns(&ctl->change_to_write, se_now_mono_ns() - since);
+        } else if (r == 0) {
+                atomic_fetch_add(&ctl->skipped_writes, 1);
+                (void)ctl_take_pod_change(ctl, key);
+        }
+        ctl_log(ctl, SE_CTL_LOG_INFO, 4, "synced %s: %zu writes (%s)", key, ops.n,
+                r == 0 ? "ok" : strerror(-r));
+        ops_release(&ops);
+        if (r == 0 && missing_node && !drop)
+                r = -EAGAIN; /* upstream: slices written, then retried */
+        atomic_fetch_add(&ctl->syncs[r == 0 ? CTL_SYNC_SUCCESS : CTL_SYNC_ERROR], 1);
+        se_histogram_observe_ns(&ctl->sync_duration, se_now_mono_ns() - t0);
+        return r;
+}
