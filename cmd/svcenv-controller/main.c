@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <svcenv/controller.h>
-#include <svcenv/ctl_lease.h>
 #include <svcenv/httpd.h>
 #include <svcenv/kube.h>
+#include <svcenv/kube_lease.h>
 #include <svcenv/log.h>
 #include <svcenv/parse.h>
 #include <svcenv/timeutil.h>
@@ -79,9 +79,11 @@ enum {
 
 struct app {
         struct se_controller *ctl;
-        struct se_ctl_lease *lease;
+        struct se_kube_leader *lease;
         atomic_bool stop;
         atomic_bool leading;
+        atomic_bool lost; /* the lease was lost: exit 1 without draining */
+        pthread_mutex_t life_lock; /* start_controller vs stop_controller */
         bool leader_elect;
         pthread_t main_thread;
         pthread_t run_thread;
@@ -155,48 +157,62 @@ static void *run_main(void *arg)
 static void start_controller(void *data)
 {
         struct app *app = data;
-        atomic_store(&app->leading, true);
-        se_log_info(0, "became the leader: starting the controllers");
-        if (pthread_create(&app->run_thread, NULL, run_main, app) == 0)
-                app->run_started = true;
+        pthread_mutex_lock(&app->life_lock);
+        /* once lost or shutting down, never again (upstream exits) */
+        if (!atomic_load(&app->lost) && !atomic_load(&app->stop) && !app->run_started) {
+                atomic_store(&app->leading, true);
+                se_log_info(0, "became the leader: starting the controllers");
+                if (pthread_create(&app->run_thread, NULL, run_main, app) == 0)
+                        app->run_started = true;
+        }
+        pthread_mutex_unlock(&app->life_lock);
 }
 
 static void stop_controller(void *data)
 {
         struct app *app = data;
-        se_log_info(0, "stopping the controllers (draining the queue for up to %.0f s)",
-                    (double)app->drain_ns / 1e9);
+        pthread_mutex_lock(&app->life_lock);
+        uint64_t drain = atomic_load(&app->lost) ? 0 : app->drain_ns;
+        if (atomic_load(&app->leading))
+                se_log_info(0, "stopping the controllers (draining the queue for up to %.0f s)",
+                            (double)drain / 1e9);
         /* the start-up must be over before the parts it starts are stopped */
         se_controller_cancel(app->ctl);
         if (app->run_started)
                 pthread_join(app->run_thread, NULL);
         app->run_started = false;
-        se_controller_stop(app->ctl, se_now_mono_ns() + app->drain_ns);
+        se_controller_stop(app->ctl, drain ? se_now_mono_ns() + drain : 0);
         atomic_store(&app->leading, false);
+        pthread_mutex_unlock(&app->life_lock);
 }
 
-static void *lease_main(void *arg)
+/* The elector stopped leading. On shutdown main() stops the controller
+ * itself (draining) before the lease is released; a lost lease ends the
+ * process with 1 at once, as upstream's OnStoppedLeading does. */
+static void lease_stopped(void *data)
 {
-        struct app *app = arg;
-        int r = se_ctl_lease_run(app->lease, &app->stop, start_controller, stop_controller, app);
-        if (r == -ENOLCK) {
-                se_log_error("leader election lost");
-                atomic_store(&app->exit_code, 1);
-                pthread_kill(app->main_thread, SIGTERM);
-        } else if (r < 0) {
-                se_log_warn("releasing the lease failed: %s", se_ctl_lease_error(app->lease));
-        } else {
-                se_log_info(1, "lease released");
-        }
-        return NULL;
+        struct app *app = data;
+        if (atomic_load(&app->stop))
+                return;
+        se_log_error("leader election lost");
+        atomic_store(&app->lost, true);
+        atomic_store(&app->exit_code, 1);
+        pthread_kill(app->main_thread, SIGTERM);
 }
 
-static int parse_seconds(const char *s, uint64_t *ret)
+static void lease_new_leader(void *data, const char *identity)
+{
+        (void)data;
+        if (*identity)
+                se_log_info(0, "new leader elected: %s", identity);
+}
+
+static int parse_seconds(const char *s, unsigned *ret)
 {
         int v;
         if (se_parse_int(s, 1, 3600, &v) < 0)
                 return -EINVAL;
-        *ret = (uint64_t)v * 1000000000ull;
+        *ret = (unsigned)v * 1000u;
         return 0;
 }
 
@@ -229,10 +245,16 @@ int main(int argc, char **argv)
         };
         struct se_controller_opts copts = { 0 };
         struct se_kube_config_opts kopts = { 0 };
-        struct se_ctl_lease_opts lopts = { .ns = "kube-system", .name = "svcenv-controller" };
+        struct se_kube_leader_opts lopts = { .ns = "kube-system",
+                                             .name = "svcenv-controller",
+                                             .on_started = start_controller,
+                                             .on_stopped = lease_stopped,
+                                             .on_new_leader = lease_new_leader };
         /* upstream's two controllers have a client each, 20 qps / burst 30 apiece */
         struct se_kube_client_opts client_opts = { .qps = 40, .burst = 60 };
-        struct app app = { .leader_elect = true, .drain_ns = 10000000000ull };
+        struct app app = { .leader_elect = true,
+                           .drain_ns = 10000000000ull,
+                           .life_lock = PTHREAD_MUTEX_INITIALIZER };
         const char *metrics_addr = "0.0.0.0:10258";
         int c, v;
         while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
@@ -281,15 +303,15 @@ int main(int argc, char **argv)
                         lopts.name = optarg;
                         break;
                 case O_LE_LEASE:
-                        if (parse_seconds(optarg, &lopts.lease_ns) < 0)
+                        if (parse_seconds(optarg, &lopts.lease_ms) < 0)
                                 goto bad;
                         break;
                 case O_LE_RENEW:
-                        if (parse_seconds(optarg, &lopts.renew_deadline_ns) < 0)
+                        if (parse_seconds(optarg, &lopts.renew_deadline_ms) < 0)
                                 goto bad;
                         break;
                 case O_LE_RETRY:
-                        if (parse_seconds(optarg, &lopts.retry_ns) < 0)
+                        if (parse_seconds(optarg, &lopts.retry_ms) < 0)
                                 goto bad;
                         break;
                 case O_QPS:
@@ -397,7 +419,6 @@ int main(int argc, char **argv)
         }
 
         char identity[300];
-        pthread_t lease_thread;
         bool lease_running = false;
         if (app.leader_elect) {
                 char hostname[200] = "unknown";
@@ -411,8 +432,13 @@ int main(int argc, char **argv)
                 snprintf(identity, sizeof(identity), "%s_%02x%02x%02x%02x%02x%02x%02x%02x",
                          hostname, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
                 lopts.identity = identity;
-                app.lease = se_ctl_lease_new(client, &lopts);
-                if (!app.lease || pthread_create(&lease_thread, NULL, lease_main, &app) != 0) {
+                lopts.data = &app;
+                r = se_kube_leader_new(client, &lopts, &app.lease, &diag);
+                if (r == -EINVAL) {
+                        fprintf(stderr, "svcenv-controller: %s\n", diag.text);
+                        return 2;
+                }
+                if (r < 0 || se_kube_leader_start(app.lease) < 0) {
                         se_log_error("cannot start leader election");
                         return 4;
                 }
@@ -427,12 +453,12 @@ int main(int argc, char **argv)
         sigwait(&sigs, &sig);
         se_log_info(0, "received signal %d, shutting down", sig);
         atomic_store(&app.stop, true);
+        /* drain while still holding the lease, then release it */
+        stop_controller(&app);
         if (lease_running)
-                pthread_join(lease_thread, NULL); /* drains, then releases the lease */
-        else
-                stop_controller(&app);
+                se_log_info(1, "releasing the lease");
+        app.lease = se_kube_leader_free(app.lease);
         se_httpd_stop(httpd);
-        se_ctl_lease_free(app.lease);
         se_controller_free(app.ctl);
         se_kube_client_free(client);
         return atomic_load(&app.exit_code);

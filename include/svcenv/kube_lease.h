@@ -38,6 +38,13 @@ int se_kube_lease_record_decode(const json_t *lease, struct se_kube_lease_record
 int se_kube_lease_record_encode(const struct se_kube_lease_record *rec, json_t *lease);
 void se_kube_lease_record_release(struct se_kube_lease_record *rec);
 
+/* Pure rule of client-go's tryAcquireOrRenew: may identity take a Lease
+ * held by holder (NULL/"": released or never held), whose record last
+ * changed at observed_ns by the candidate's own monotonic clock, lasting
+ * duration_ns, at now_ns? Its own lease it may always renew. */
+bool se_kube_lease_can_acquire(const char *holder, const char *identity, uint64_t observed_ns,
+                               uint64_t duration_ns, uint64_t now_ns);
+
 typedef void (*se_kube_leader_fn)(void *data);
 typedef void (*se_kube_new_leader_fn)(void *data, const char *identity);
 
@@ -50,7 +57,8 @@ struct se_kube_leader_opts {
         unsigned retry_ms; /* 0: 2 s */
         bool no_release; /* keep the lease on shutdown */
         se_kube_leader_fn on_started; /* became leader (elector's thread) */
-        se_kube_leader_fn on_stopped; /* stopped leading (lost or shutdown) */
+        se_kube_leader_fn on_stopped; /* stopped leading: lost (elector's thread)
+                                       * or shutdown (in se_kube_leader_free) */
         se_kube_new_leader_fn on_new_leader; /* observed holder changed; may be NULL */
         void *data;
 };

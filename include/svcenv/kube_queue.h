@@ -10,7 +10,8 @@
  *    (5 ms doubling to 1000 s per key; 10 qps, burst 100 overall);
  *  - after shutdown, get() hands out what is still queued, then fails.
  * Thread-safe. Keys are copied; get() returns a borrowed key valid until
- * done() for it. */
+ * done() for it. Counters and optional timing hooks feed client-go's
+ * workqueue_* metrics (the caller renders them). */
 #ifndef SVCENV_KUBE_QUEUE_H
 #define SVCENV_KUBE_QUEUE_H
 
@@ -21,11 +22,33 @@
 
 struct se_kube_queue;
 
+/* What a timing hook measures: how long a key waited in the FIFO before a
+ * get() (workqueue_queue_duration_seconds), or from get() to done()
+ * (workqueue_work_duration_seconds). */
+enum se_kube_queue_phase { SE_KUBE_QUEUE_WAITED, SE_KUBE_QUEUE_WORKED };
+
+/* Called with the queue's lock held: must be quick and must not call into
+ * the queue. */
+typedef void (*se_kube_queue_observe_fn)(void *data, enum se_kube_queue_phase phase, uint64_t ns);
+
 struct se_kube_queue_opts {
         uint64_t base_delay_ns; /* 0: 5 ms */
         uint64_t max_delay_ns; /* 0: 1000 s */
         double qps; /* overall limit of rate-limited adds; 0: 10; < 0: none */
         unsigned burst; /* 0: 100 */
+        se_kube_queue_observe_fn observe; /* may be NULL */
+        void *observe_data;
+};
+
+/* A snapshot for metrics. */
+struct se_kube_queue_stats {
+        size_t depth; /* keys ready in the FIFO (workqueue_depth) */
+        size_t processing; /* keys between get() and done() */
+        size_t delayed; /* keys waiting for their time */
+        uint64_t adds; /* keys put into the FIFO (workqueue_adds_total) */
+        uint64_t retries; /* add_rate_limited calls (workqueue_retries_total) */
+        uint64_t unfinished_ns; /* summed time of the keys being processed */
+        uint64_t longest_ns; /* the longest of them */
 };
 
 /* opts may be NULL. NULL on -ENOMEM. */
@@ -55,8 +78,13 @@ int se_kube_queue_get(struct se_kube_queue *q, unsigned timeout_ms, const char *
 void se_kube_queue_done(struct se_kube_queue *q, const char *key);
 /* Keys ready now (not counting delayed ones). */
 size_t se_kube_queue_len(struct se_kube_queue *q);
+/* Counters and gauges now. */
+void se_kube_queue_stats(struct se_kube_queue *q, struct se_kube_queue_stats *ret);
 /* Stops accepting keys and wakes every get(). Delayed keys are dropped. */
 void se_kube_queue_shutdown(struct se_kube_queue *q);
+/* Shutdown that also drops the queued keys: get() fails at once; keys
+ * being processed are not queued again by done(). */
+void se_kube_queue_shutdown_now(struct se_kube_queue *q);
 /* Shutdown, then waits up to timeout_ms for keys being processed to be
  * done. 0 or -ETIMEDOUT. */
 int se_kube_queue_shutdown_drain(struct se_kube_queue *q, unsigned timeout_ms);

@@ -95,8 +95,9 @@ static void queue_key(struct se_controller *ctl, const char *ns, const char *nam
         char key[512];
         if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
                 return;
-        if (se_ctl_queue_add(ctl->queue, key) < 0)
-                ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "out of memory queueing %s", key);
+        int r = se_kube_queue_add(ctl->queue, key);
+        if (r < 0 && r != -ESHUTDOWN)
+                ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "cannot queue %s: %s", key, strerror(-r));
 }
 
 static void on_service(void *data, enum se_store_event ev, const struct se_object *old,
@@ -121,8 +122,10 @@ static void on_pod(void *data, enum se_store_event ev, const struct se_object *o
         for (size_t i = 0; i < keys.n; i++) {
                 if (atomic_load(&ctl->started))
                         note_pod_change(ctl, keys.v[i], now);
-                if (se_ctl_queue_add(ctl->queue, keys.v[i]) < 0)
-                        ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "out of memory queueing %s", keys.v[i]);
+                int r = se_kube_queue_add(ctl->queue, keys.v[i]);
+                if (r < 0 && r != -ESHUTDOWN)
+                        ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "cannot queue %s: %s", keys.v[i],
+                                strerror(-r));
         }
         se_strv_release(&keys);
 }
@@ -218,7 +221,7 @@ static void on_slice(void *data, enum se_store_event ev, const struct se_object 
                 if (!names[i] || (size_t)snprintf(key, sizeof(key), "%s/%s", o->meta.namespace,
                                                   names[i]) >= sizeof(key))
                         continue;
-                (void)se_ctl_queue_add_after(ctl->queue, key, 1000000000ull);
+                (void)se_kube_queue_add_after(ctl->queue, key, 1000000000ull);
         }
 }
 
@@ -242,13 +245,13 @@ struct se_controller *se_controller_new(struct se_kube_client *c,
         pthread_mutex_init(&ctl->pending_lock, NULL);
         pthread_mutex_init(&ctl->gauge_lock, NULL);
         pthread_mutex_init(&ctl->slices_lock, NULL);
-        struct se_ctl_queue_opts qo = { .name = "endpoint" };
+        ctl_metrics_init(ctl);
+        struct se_kube_queue_opts qo = { .observe = ctl_queue_observe, .observe_data = ctl };
         ctl->store = se_store_new();
-        ctl->queue = se_ctl_queue_new(&qo);
+        ctl->queue = se_kube_queue_new(&qo);
         ctl->tracker = se_trigger_tracker_new();
         if (!ctl->store || !ctl->queue || !ctl->tracker)
                 return se_controller_free(ctl);
-        ctl_metrics_init(ctl);
         if (se_store_subscribe(ctl->store, SE_KIND_SERVICE, on_service, ctl) < 0 ||
             se_store_subscribe(ctl->store, SE_KIND_POD, on_pod, ctl) < 0 ||
             se_store_subscribe(ctl->store, SE_KIND_ENDPOINTS, on_endpoints, ctl) < 0 ||
@@ -271,24 +274,23 @@ bool se_controller_synced(const struct se_controller *ctl)
 static void *worker_main(void *arg)
 {
         struct se_controller *ctl = arg;
-        char *key;
-        while ((key = se_ctl_queue_get(ctl->queue)) != NULL) {
+        const char *key; /* the queue's, valid until done() */
+        while (se_kube_queue_get(ctl->queue, 0, &key) == 0) {
                 int r = ctl_sync(ctl, key);
                 if (r == 0) {
-                        se_ctl_queue_forget(ctl->queue, key);
-                } else if (se_ctl_queue_num_requeues(ctl->queue, key) < SE_CONTROLLER_MAX_RETRIES) {
+                        se_kube_queue_forget(ctl->queue, key);
+                } else if (se_kube_queue_requeues(ctl->queue, key) < SE_CONTROLLER_MAX_RETRIES) {
                         ctl_log(ctl, SE_CTL_LOG_INFO, 2, "sync of %s failed, retrying: %s", key,
                                 strerror(-r));
-                        se_ctl_queue_add_rate_limited(ctl->queue, key);
+                        (void)se_kube_queue_add_rate_limited(ctl->queue, key);
                 } else {
                         ctl_log(ctl, SE_CTL_LOG_WARN, 0,
                                 "dropping service %s out of the queue after %d retries: %s", key,
                                 SE_CONTROLLER_MAX_RETRIES, strerror(-r));
                         atomic_fetch_add(&ctl->drops, 1);
-                        se_ctl_queue_forget(ctl->queue, key);
+                        se_kube_queue_forget(ctl->queue, key);
                 }
-                se_ctl_queue_done(ctl->queue, key);
-                free(key);
+                se_kube_queue_done(ctl->queue, key);
         }
         return NULL;
 }
@@ -362,12 +364,17 @@ void se_controller_stop(struct se_controller *ctl, uint64_t deadline_ns)
         for (size_t i = 0; i < CTL_N_INFORMERS; i++)
                 ctl->informers[i] = se_kube_informer_free(ctl->informers[i]);
         if (deadline_ns && ctl->n_workers) {
-                while (se_ctl_queue_pending(ctl->queue) && se_now_mono_ns() < deadline_ns) {
+                struct se_kube_queue_stats st;
+                for (;;) {
+                        se_kube_queue_stats(ctl->queue, &st);
+                        if (!(st.depth + st.processing) || se_now_mono_ns() >= deadline_ns)
+                                break;
                         struct timespec ts = { 0, 10 * 1000 * 1000 };
                         nanosleep(&ts, NULL);
                 }
         }
-        se_ctl_queue_shutdown(ctl->queue, false);
+        /* what is still queued is not synced: the next leader lists anew */
+        se_kube_queue_shutdown_now(ctl->queue);
         for (unsigned i = 0; i < ctl->n_workers; i++)
                 pthread_join(ctl->workers[i], NULL);
         ctl->n_workers = 0;
@@ -380,7 +387,7 @@ struct se_controller *se_controller_free(struct se_controller *ctl)
         se_controller_stop(ctl, 0);
         /* informers are gone: no more callbacks into the queue */
         ctl->store = se_store_free(ctl->store);
-        ctl->queue = se_ctl_queue_free(ctl->queue);
+        ctl->queue = se_kube_queue_free(ctl->queue);
         ctl->tracker = se_trigger_tracker_free(ctl->tracker);
         const char *k;
         void *v;

@@ -7,9 +7,9 @@
 
 #include <svcenv/controller.h>
 #include <svcenv/ctl_metrics.h>
-#include <svcenv/ctl_queue.h>
 #include <svcenv/endpoints_sync.h>
 #include <svcenv/hashmap.h>
+#include <svcenv/kube_queue.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/macro.h>
 
@@ -25,7 +25,7 @@ struct se_controller {
         const char *slices_managed_by;
         struct se_kube_client *client;
         struct se_store *store;
-        struct se_ctl_queue *queue;
+        struct se_kube_queue *queue;
         struct se_trigger_tracker *tracker;
         struct se_kube_informer *informers[CTL_N_INFORMERS];
         pthread_t workers[SE_CONTROLLER_MAX_WORKERS];
@@ -45,6 +45,7 @@ struct se_controller {
         _Atomic uint64_t syncs[CTL_SYNC_RESULT_COUNT];
         _Atomic uint64_t drops, pod_events, skipped_writes;
         struct se_histogram sync_duration, change_to_write;
+        struct se_histogram queue_latency, work_duration; /* workqueue_* */
         /* per-service desired endpoints and slices (gauges are their sums) */
         pthread_mutex_t gauge_lock;
         struct se_hashmap gauges; /* key -> struct ctl_gauge */
@@ -63,6 +64,8 @@ void ctl_slice_written(struct se_controller *ctl, const char *ns, const char *na
                        int64_t generation);
 
 void ctl_metrics_init(struct se_controller *ctl);
+/* The queue's timing hook: feeds queue_latency and work_duration. */
+void ctl_queue_observe(void *data, enum se_kube_queue_phase phase, uint64_t ns);
 /* Records the desired endpoint and slice counts of key (removes with -1). */
 void ctl_gauges_set(struct se_controller *ctl, const char *key, long endpoints, long slices);
 void ctl_gauges_release(struct se_controller *ctl);

@@ -16,6 +16,46 @@ void ctl_metrics_init(struct se_controller *ctl)
 {
         se_histogram_init(&ctl->sync_duration, se_hist_sync_le, se_hist_sync_n);
         se_histogram_init(&ctl->change_to_write, se_hist_sync_le, se_hist_sync_n);
+        se_histogram_init(&ctl->queue_latency, se_hist_workqueue_le, se_hist_workqueue_n);
+        se_histogram_init(&ctl->work_duration, se_hist_workqueue_le, se_hist_workqueue_n);
+}
+
+void ctl_queue_observe(void *data, enum se_kube_queue_phase phase, uint64_t ns)
+{
+        struct se_controller *ctl = data;
+        se_histogram_observe_ns(
+                phase == SE_KUBE_QUEUE_WAITED ? &ctl->queue_latency : &ctl->work_duration, ns);
+}
+
+/* client-go's workqueue metrics of the controller's queue, name="endpoint". */
+static void queue_metrics(struct se_controller *ctl, struct se_strbuf *out)
+{
+        static const char labels[] = "name=\"endpoint\"";
+        struct se_kube_queue_stats st;
+        se_kube_queue_stats(ctl->queue, &st);
+        se_strbuf_printf(out,
+                         "# HELP workqueue_depth Current depth of workqueue.\n"
+                         "# TYPE workqueue_depth gauge\nworkqueue_depth{%s} %zu\n"
+                         "# HELP workqueue_adds_total Total number of adds handled by workqueue.\n"
+                         "# TYPE workqueue_adds_total counter\nworkqueue_adds_total{%s} %llu\n"
+                         "# HELP workqueue_retries_total Total number of retries handled by "
+                         "workqueue.\n# TYPE workqueue_retries_total counter\n"
+                         "workqueue_retries_total{%s} %llu\n"
+                         "# HELP workqueue_unfinished_work_seconds Seconds of work in progress.\n"
+                         "# TYPE workqueue_unfinished_work_seconds gauge\n"
+                         "workqueue_unfinished_work_seconds{%s} %.6f\n"
+                         "# HELP workqueue_longest_running_processor_seconds Seconds the "
+                         "longest running processor has been running.\n"
+                         "# TYPE workqueue_longest_running_processor_seconds gauge\n"
+                         "workqueue_longest_running_processor_seconds{%s} %.6f\n",
+                         labels, st.depth, labels, (unsigned long long)st.adds, labels,
+                         (unsigned long long)st.retries, labels, (double)st.unfinished_ns / 1e9,
+                         labels, (double)st.longest_ns / 1e9);
+        se_histogram_render(&ctl->queue_latency, out, "workqueue_queue_duration_seconds", labels,
+                            "How long in seconds an item stays in workqueue before being "
+                            "requested.");
+        se_histogram_render(&ctl->work_duration, out, "workqueue_work_duration_seconds", labels,
+                            "How long in seconds processing an item from workqueue takes.");
 }
 
 void ctl_gauges_set(struct se_controller *ctl, const char *key, long endpoints, long slices)
@@ -156,5 +196,5 @@ void se_controller_metrics(struct se_controller *ctl, struct se_strbuf *out)
                             "svcenv_controller_pod_change_to_write_seconds", NULL,
                             "From a pod event that changes a service's endpoints to the end "
                             "of the write that publishes it.");
-        se_ctl_queue_metrics(ctl->queue, out);
+        queue_metrics(ctl, out);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <svcenv/alloc.h>
 #include <svcenv/kube_lease.h>
@@ -128,6 +129,14 @@ int se_kube_leader_new(struct se_kube_client *c, const struct se_kube_leader_opt
         return 0;
 }
 
+bool se_kube_lease_can_acquire(const char *holder, const char *identity, uint64_t observed_ns,
+                               uint64_t duration_ns, uint64_t now_ns)
+{
+        if (!holder || !*holder || strcmp(holder, identity) == 0)
+                return true;
+        return observed_ns + duration_ns <= now_ns;
+}
+
 static bool same_record(const struct se_kube_lease_record *a, const struct se_kube_lease_record *b)
 {
         return strcmp(a->holder ? a->holder : "", b->holder ? b->holder : "") == 0 &&
@@ -200,9 +209,10 @@ static bool try_acquire_or_renew(struct se_kube_leader *l)
         }
         observe(l, &seen);
         pthread_mutex_lock(&l->lock);
-        uint64_t expires = l->observed_mono + (uint64_t)old.duration_s * 1000 * MS;
+        uint64_t observed = l->observed_mono;
         pthread_mutex_unlock(&l->lock);
-        if (old.holder && *old.holder && !ours && se_now_mono_ns() < expires) {
+        if (!se_kube_lease_can_acquire(old.holder, l->identity, observed,
+                                       (uint64_t)old.duration_s * 1000 * MS, se_now_mono_ns())) {
                 se_kube_lease_record_release(&old);
                 json_decref(lease);
                 return false; /* someone else holds a valid lease */
@@ -224,24 +234,37 @@ static bool try_acquire_or_renew(struct se_kube_leader *l)
         return won;
 }
 
-/* Gives the lease up: holder "", duration 1 s, so others need not wait. */
-static void release(struct se_kube_leader *l)
+/* Gives the lease up: holder "", duration 1 s, so others need not wait.
+ * 0 (also when someone else holds it by now) or -errno. */
+static int release_once(struct se_kube_leader *l)
 {
         json_t *lease = NULL;
-        if (se_kube_get_json(l->c, &se_kube_leases, l->ns, l->name, &lease, NULL) < 0)
-                return;
+        int r = se_kube_get_json(l->c, &se_kube_leases, l->ns, l->name, &lease, NULL);
+        if (r < 0)
+                return r;
         struct se_kube_lease_record old;
-        if (se_kube_lease_record_decode(lease, &old) == 0) {
+        r = se_kube_lease_record_decode(lease, &old);
+        if (r == 0) {
                 if (old.holder && strcmp(old.holder, l->identity) == 0) {
                         int64_t now = se_now_real_ns();
                         struct se_kube_lease_record rel = { NULL, 1, now, now, old.transitions };
-                        if (se_kube_lease_record_encode(&rel, lease) == 0)
-                                (void)se_kube_update(l->c, &se_kube_leases, l->ns, lease, NULL,
-                                                     NULL);
+                        r = se_kube_lease_record_encode(&rel, lease);
+                        if (r == 0)
+                                r = se_kube_update(l->c, &se_kube_leases, l->ns, lease, NULL, NULL);
                 }
                 se_kube_lease_record_release(&old);
         }
         json_decref(lease);
+        return r;
+}
+
+/* A few tries: the API server may just have restarted. */
+static void release(struct se_kube_leader *l)
+{
+        for (int i = 0; i < 3 && release_once(l) < 0; i++) {
+                struct timespec ts = { 0, 200 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
 }
 
 static uint64_t jittered(struct se_kube_leader *l, uint64_t base_ns, double factor)

@@ -20,6 +20,8 @@ struct item {
         bool processing;
         unsigned delayed; /* 1 when in the delay list */
         unsigned failures;
+        uint64_t added_ns; /* entered the FIFO */
+        uint64_t started_ns; /* handed out by get() */
 };
 
 struct delayed {
@@ -39,6 +41,7 @@ struct se_kube_queue {
         struct se_token_bucket bucket;
         size_t n_processing;
         bool shutting_down;
+        uint64_t adds, retries;
 };
 
 struct se_kube_queue *se_kube_queue_new(const struct se_kube_queue_opts *opts)
@@ -129,6 +132,8 @@ static int push(struct se_kube_queue *q, struct item *it)
         }
         q->fifo[(q->head + q->n) % q->cap] = it;
         q->n++;
+        q->adds++;
+        it->added_ns = se_now_mono_ns();
         pthread_cond_signal(&q->cond);
         return 0;
 }
@@ -224,6 +229,7 @@ int se_kube_queue_add_rate_limited(struct se_kube_queue *q, const char *key)
                         uint64_t per = item_delay(q, it->failures);
                         uint64_t all = se_token_bucket_reserve(&q->bucket, se_now_mono_ns());
                         it->failures++;
+                        q->retries++;
                         r = add_after_locked(q, it, per > all ? per : all);
                         if (r < 0)
                                 maybe_drop(q, it);
@@ -323,6 +329,10 @@ int se_kube_queue_get(struct se_kube_queue *q, unsigned timeout_ms, const char *
                 it->dirty = false;
                 it->processing = true;
                 q->n_processing++;
+                it->started_ns = se_now_mono_ns();
+                if (q->opts.observe)
+                        q->opts.observe(q->opts.observe_data, SE_KUBE_QUEUE_WAITED,
+                                        it->started_ns - it->added_ns);
                 *ret_key = it->key;
         }
         pthread_mutex_unlock(&q->lock);
@@ -334,6 +344,9 @@ void se_kube_queue_done(struct se_kube_queue *q, const char *key)
         pthread_mutex_lock(&q->lock);
         struct item *it = lookup(q, key, false);
         if (it && it->processing) {
+                if (q->opts.observe)
+                        q->opts.observe(q->opts.observe_data, SE_KUBE_QUEUE_WORKED,
+                                        se_now_mono_ns() - it->started_ns);
                 it->processing = false;
                 q->n_processing--;
                 if (it->dirty && !q->shutting_down) {
@@ -353,6 +366,44 @@ size_t se_kube_queue_len(struct se_kube_queue *q)
         size_t n = q->n;
         pthread_mutex_unlock(&q->lock);
         return n;
+}
+
+void se_kube_queue_stats(struct se_kube_queue *q, struct se_kube_queue_stats *ret)
+{
+        pthread_mutex_lock(&q->lock);
+        uint64_t now = se_now_mono_ns();
+        *ret = (struct se_kube_queue_stats){ .depth = q->n,
+                                             .processing = q->n_processing,
+                                             .delayed = q->n_later,
+                                             .adds = q->adds,
+                                             .retries = q->retries };
+        const char *k;
+        void *v;
+        for (size_t i = 0; ret->processing && se_hashmap_next(&q->items, &i, &k, &v);) {
+                const struct item *it = v;
+                if (!it->processing)
+                        continue;
+                uint64_t d = now - it->started_ns;
+                ret->unfinished_ns += d;
+                if (d > ret->longest_ns)
+                        ret->longest_ns = d;
+        }
+        pthread_mutex_unlock(&q->lock);
+}
+
+void se_kube_queue_shutdown_now(struct se_kube_queue *q)
+{
+        se_kube_queue_shutdown(q);
+        pthread_mutex_lock(&q->lock);
+        while (q->n > 0) {
+                struct item *it = q->fifo[q->head];
+                q->head = (q->head + 1) % q->cap;
+                q->n--;
+                it->dirty = false;
+                maybe_drop(q, it);
+        }
+        pthread_cond_broadcast(&q->cond);
+        pthread_mutex_unlock(&q->lock);
 }
 
 void se_kube_queue_shutdown(struct se_kube_queue *q)

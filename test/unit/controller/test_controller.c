@@ -1,5 +1,5 @@
-/* Pure pieces of the controller: lease decisions (client-go leaderelection
- * rules), histograms, key parsing, the NamespaceTerminating rule. */
+/* Pure pieces of the controller: histograms, key parsing, the
+ * NamespaceTerminating rule. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,25 +11,9 @@
 #include <cmocka.h>
 
 #include <svcenv/controller.h>
-#include <svcenv/ctl_lease.h>
 #include <svcenv/ctl_metrics.h>
 
 #define S 1000000000ull
-
-static void test_controller__lease_can_acquire(void **state)
-{
-        (void)state;
-        /* no lease holder, or a released one: take it */
-        assert_true(se_ctl_lease_can_acquire(NULL, "me", 100 * S, 15 * S, 100 * S));
-        assert_true(se_ctl_lease_can_acquire("", "me", 100 * S, 15 * S, 100 * S));
-        /* our own: renew */
-        assert_true(se_ctl_lease_can_acquire("me", "me", 100 * S, 15 * S, 101 * S));
-        /* another holder whose record moved less than a lease ago: wait */
-        assert_false(se_ctl_lease_can_acquire("other", "me", 100 * S, 15 * S, 114 * S));
-        /* ... a full lease duration without change on our clock: take over */
-        assert_true(se_ctl_lease_can_acquire("other", "me", 100 * S, 15 * S, 115 * S));
-        assert_true(se_ctl_lease_can_acquire("other", "me", 100 * S, 15 * S, 200 * S));
-}
 
 static void test_controller__histogram(void **state)
 {
@@ -99,7 +83,6 @@ static void test_controller__namespace_terminating(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_controller__lease_can_acquire),
                 cmocka_unit_test(test_controller__histogram),
                 cmocka_unit_test(test_controller__split_key),
                 cmocka_unit_test(test_controller__namespace_terminating),

@@ -81,11 +81,30 @@ static void test_lease__validation(void **state)
         assert_int_equal(se_kube_leader_new(NULL, &o, &l, &d), -EINVAL);
 }
 
+#define S 1000000000ull
+
+/* client-go's rules, judged on the candidate's own clock. */
+static void test_lease__can_acquire(void **state)
+{
+        (void)state;
+        /* no lease holder, or a released one: take it */
+        assert_true(se_kube_lease_can_acquire(NULL, "me", 100 * S, 15 * S, 100 * S));
+        assert_true(se_kube_lease_can_acquire("", "me", 100 * S, 15 * S, 100 * S));
+        /* our own: renew */
+        assert_true(se_kube_lease_can_acquire("me", "me", 100 * S, 15 * S, 101 * S));
+        /* another holder whose record moved less than a lease ago: wait */
+        assert_false(se_kube_lease_can_acquire("other", "me", 100 * S, 15 * S, 114 * S));
+        /* ... a full lease duration without change on our clock: take over */
+        assert_true(se_kube_lease_can_acquire("other", "me", 100 * S, 15 * S, 115 * S));
+        assert_true(se_kube_lease_can_acquire("other", "me", 100 * S, 15 * S, 200 * S));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lease__round_trip),
                 cmocka_unit_test(test_lease__validation),
+                cmocka_unit_test(test_lease__can_acquire),
         };
         return cmocka_run_group_tests_name("lease", tests, NULL, NULL);
 }

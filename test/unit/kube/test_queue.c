@@ -177,6 +177,154 @@ static void test_queue__workers(void **state)
         se_kube_queue_free(q);
 }
 
+/* A key added while a worker holds it is not handed to a second worker; it
+ * comes back once the first is done (client-go TestAddWhileProcessing). */
+static void test_queue__add_while_processing(void **state)
+{
+        (void)state;
+        struct se_kube_queue *q = se_kube_queue_new(NULL);
+        struct se_kube_queue_stats st;
+        se_kube_queue_add(q, "a");
+        const char *k;
+        assert_int_equal(se_kube_queue_get(q, 0, &k), 0);
+        assert_string_equal(k, "a");
+        se_kube_queue_add(q, "a");
+        se_kube_queue_add(q, "a");
+        se_kube_queue_stats(q, &st);
+        assert_int_equal(st.depth, 0);
+        assert_int_equal(st.processing, 1);
+        se_kube_queue_done(q, k);
+        assert_int_equal(se_kube_queue_len(q), 1);
+        assert_int_equal(se_kube_queue_get(q, 0, &k), 0);
+        assert_string_equal(k, "a");
+        se_kube_queue_done(q, k);
+        se_kube_queue_stats(q, &st);
+        assert_int_equal(st.depth + st.processing, 0);
+        se_kube_queue_free(q);
+}
+
+/* The default per-key back-off: 5 ms doubling, capped at 1000 s; the 15th
+ * try of upstream's Endpoints controller waits 5 ms * 2^14 = 81.92 s. */
+static void test_queue__default_backoff(void **state)
+{
+        (void)state;
+        struct se_kube_queue_opts o = { .qps = -1 };
+        struct se_kube_queue *q = se_kube_queue_new(&o);
+        assert_true(se_kube_queue_when(q, "k") == 5000000ull);
+        for (int i = 0; i < 14; i++)
+                assert_int_equal(se_kube_queue_add_rate_limited(q, "k"), 0);
+        assert_int_equal(se_kube_queue_requeues(q, "k"), 14);
+        assert_true(se_kube_queue_when(q, "k") == 81920000000ull);
+        for (int i = 0; i < 30; i++)
+                assert_int_equal(se_kube_queue_add_rate_limited(q, "k"), 0);
+        assert_true(se_kube_queue_when(q, "k") == 1000000000000ull);
+        se_kube_queue_free(q);
+}
+
+static void test_queue__add_after_earliest_wins(void **state)
+{
+        (void)state;
+        struct se_kube_queue *q = se_kube_queue_new(NULL);
+        se_kube_queue_add_after(q, "a", 10ull * 1000000000ull);
+        se_kube_queue_add_after(q, "a", 20ull * 1000000);
+        assert_int_equal(se_kube_queue_len(q), 0);
+        uint64_t t0 = se_now_mono_ns();
+        const char *k;
+        assert_int_equal(se_kube_queue_get(q, 5000, &k), 0);
+        assert_string_equal(k, "a");
+        uint64_t took = se_now_mono_ns() - t0;
+        assert_true(took >= 15ull * 1000000);
+        assert_true(took < 5ull * 1000000000ull);
+        se_kube_queue_done(q, k);
+        /* an immediate add does not wait for a delay */
+        se_kube_queue_add_after(q, "b", 10ull * 1000000000ull);
+        se_kube_queue_add(q, "b");
+        assert_int_equal(se_kube_queue_len(q), 1);
+        assert_int_equal(se_kube_queue_get(q, 0, &k), 0);
+        assert_string_equal(k, "b");
+        se_kube_queue_done(q, k);
+        se_kube_queue_free(q);
+}
+
+/* shutdown_now drops queued keys; a key being processed is not re-queued. */
+static void test_queue__shutdown_now(void **state)
+{
+        (void)state;
+        struct se_kube_queue *q = se_kube_queue_new(NULL);
+        se_kube_queue_add(q, "a");
+        se_kube_queue_add(q, "b");
+        se_kube_queue_add_after(q, "later", 10ull * 1000000000ull);
+        const char *k;
+        assert_int_equal(se_kube_queue_get(q, 0, &k), 0);
+        assert_string_equal(k, "a");
+        se_kube_queue_add(q, "a"); /* dirty while processing */
+        se_kube_queue_shutdown_now(q);
+        struct se_kube_queue_stats st;
+        se_kube_queue_stats(q, &st);
+        assert_int_equal(st.depth, 0);
+        assert_int_equal(st.delayed, 0);
+        assert_int_equal(st.processing, 1);
+        const char *k2;
+        assert_int_equal(se_kube_queue_get(q, 0, &k2), -ESHUTDOWN);
+        se_kube_queue_done(q, k);
+        assert_int_equal(se_kube_queue_len(q), 0);
+        assert_int_equal(se_kube_queue_get(q, 0, &k2), -ESHUTDOWN);
+        assert_int_equal(se_kube_queue_add(q, "c"), -ESHUTDOWN);
+        se_kube_queue_free(q);
+}
+
+struct observed {
+        unsigned waited, worked;
+        uint64_t worked_ns;
+};
+
+static void observe(void *data, enum se_kube_queue_phase phase, uint64_t ns)
+{
+        struct observed *o = data;
+        if (phase == SE_KUBE_QUEUE_WAITED) {
+                o->waited++;
+        } else {
+                o->worked++;
+                o->worked_ns += ns;
+        }
+}
+
+/* What client-go's workqueue metrics count: adds into the FIFO (a dedup'd
+ * add is not one), retries, depth, time queued and time processing. */
+static void test_queue__stats_and_hooks(void **state)
+{
+        (void)state;
+        struct observed ob = { 0 };
+        struct se_kube_queue_opts o = { .qps = -1, .observe = observe, .observe_data = &ob };
+        struct se_kube_queue *q = se_kube_queue_new(&o);
+        se_kube_queue_add(q, "a");
+        se_kube_queue_add(q, "b");
+        se_kube_queue_add(q, "a");
+        const char *k;
+        assert_int_equal(se_kube_queue_get(q, 0, &k), 0);
+        assert_int_equal(ob.waited, 1);
+        assert_int_equal(ob.worked, 0);
+        se_kube_queue_add_rate_limited(q, "x");
+        struct timespec ts = { 0, 2000000 };
+        nanosleep(&ts, NULL);
+        struct se_kube_queue_stats st;
+        se_kube_queue_stats(q, &st);
+        assert_int_equal(st.depth, 1);
+        assert_int_equal(st.processing, 1);
+        assert_int_equal(st.delayed, 1);
+        assert_int_equal(st.adds, 2);
+        assert_int_equal(st.retries, 1);
+        assert_true(st.unfinished_ns >= 2000000);
+        assert_true(st.longest_ns == st.unfinished_ns);
+        se_kube_queue_done(q, k);
+        assert_int_equal(ob.worked, 1);
+        assert_true(ob.worked_ns >= 2000000);
+        se_kube_queue_stats(q, &st);
+        assert_int_equal(st.processing, 0);
+        assert_true(st.unfinished_ns == 0);
+        se_kube_queue_free(q);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -185,6 +333,11 @@ int main(void)
                 cmocka_unit_test(test_queue__overall_bucket),
                 cmocka_unit_test(test_queue__shutdown_wakes_getters),
                 cmocka_unit_test(test_queue__workers),
+                cmocka_unit_test(test_queue__add_while_processing),
+                cmocka_unit_test(test_queue__default_backoff),
+                cmocka_unit_test(test_queue__add_after_earliest_wins),
+                cmocka_unit_test(test_queue__shutdown_now),
+                cmocka_unit_test(test_queue__stats_and_hooks),
         };
         return cmocka_run_group_tests_name("queue", tests, NULL, NULL);
 }
