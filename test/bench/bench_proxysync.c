@@ -20,6 +20,8 @@
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
 
+#include "proxy_cluster.h"
+
 static double now(void)
 {
         struct timespec ts;
@@ -27,64 +29,11 @@ static double now(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static char *dup_in(struct se_object *o, const char *s)
-{
-        return se_arena_strdup(&o->arena, s);
-}
-
 /* service svc-N (ClusterIP) with its slice of EPS endpoints starting at
  * address number first; eps 0 removes it */
 static void put_service(struct se_store *s, unsigned i, unsigned eps, unsigned first)
 {
-        char ns[32], name[32], ip[32];
-        snprintf(ns, sizeof(ns), "bench-%u", i / 1000);
-        snprintf(name, sizeof(name), "svc-%u", i);
-        snprintf(ip, sizeof(ip), "10.%u.%u.%u", 96 + i / 65536, (i / 256) % 256, i % 256);
-        if (eps == 0) {
-                se_store_delete(s, SE_KIND_SERVICE, ns, name);
-                se_store_delete(s, SE_KIND_ENDPOINT_SLICE, ns, name);
-                return;
-        }
-        struct se_object *o = se_object_new(SE_KIND_SERVICE);
-        struct se_service *svc = (struct se_service *)o;
-        o->meta.namespace = dup_in(o, ns);
-        o->meta.name = dup_in(o, name);
-        svc->cluster_ip = dup_in(o, ip);
-        svc->ports = se_arena_alloc(&o->arena, sizeof(*svc->ports));
-        svc->n_ports = 1;
-        svc->ports[0].name = "http";
-        svc->ports[0].port = 80;
-        if (se_store_put(s, o) < 0)
-                exit(1);
-        o = se_object_new(SE_KIND_ENDPOINT_SLICE);
-        struct se_endpoint_slice *es = (struct se_endpoint_slice *)o;
-        o->meta.namespace = dup_in(o, ns);
-        o->meta.name = dup_in(o, name);
-        struct se_kv *kv = se_arena_alloc(&o->arena, sizeof(*kv));
-        kv->key = "kubernetes.io/service-name";
-        kv->value = dup_in(o, name);
-        o->meta.labels.items = kv;
-        o->meta.labels.n = 1;
-        es->address_type = "IPv4";
-        es->ports = se_arena_alloc(&o->arena, sizeof(*es->ports));
-        es->n_ports = 1;
-        es->has_ports = true;
-        es->ports[0].name = "http";
-        es->ports[0].has_port = true;
-        es->ports[0].port = 8080;
-        es->endpoints = se_arena_array(&o->arena, eps, sizeof(*es->endpoints));
-        es->n_endpoints = eps;
-        for (unsigned e = 0; e < eps; e++) {
-                unsigned k = first + e;
-                char ep[32];
-                snprintf(ep, sizeof(ep), "10.%u.%u.%u", 128 + k / 65536, (k / 256) % 256, k % 256);
-                es->endpoints[e].addresses.v = se_arena_alloc(&o->arena, sizeof(char *));
-                es->endpoints[e].addresses.v[0] = dup_in(o, ep);
-                es->endpoints[e].addresses.n = 1;
-                es->endpoints[e].ready = SE_TRUE;
-                es->endpoints[e].node_name = (e % 2) ? "node-a" : "node-b";
-        }
-        if (se_store_put(s, o) < 0)
+        if (bench_put_service(s, i, eps, first) < 0)
                 exit(1);
 }
 
