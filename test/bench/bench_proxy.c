@@ -2,8 +2,8 @@
  * with 10 endpoints each (time, bytes, peak RSS), and, as root, the time
  * iptables-restore takes to apply it in a scratch network namespace.
  * Prints figures; asserts nothing. BENCH_APPLY=N applies sizes up to N
- * (default 1000, 0 = none); BENCH_DUMP=FILE saves the 1,000-service
- * iptables text. */
+ * (default 1000, 0 = none); BENCH_DUMP=PREFIX saves each ruleset as
+ * PREFIX.N.iptables and PREFIX.N.nft. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,8 +112,11 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
                         continue;
                 }
                 const char *dump = getenv("BENCH_DUMP");
-                if (dump && n_svc == 1000 && backend == 0) {
-                        FILE *f = fopen(dump, "w");
+                if (dump) { /* BENCH_DUMP=PREFIX writes PREFIX.N.iptables / .nft */
+                        char path[4096];
+                        snprintf(path, sizeof(path), "%s.%u.%s", dump, n_svc,
+                                 backend ? "nft" : "iptables");
+                        FILE *f = fopen(path, "w");
                         if (f) {
                                 fwrite(sb.buf, 1, sb.len, f);
                                 fclose(f);
