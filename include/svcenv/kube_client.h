@@ -57,6 +57,10 @@
  * NULL or ""; the reason wins when it is known). 0 for 2xx. */
 int se_kube_status_errno(long code, const char *reason);
 
+/* The API server's own message in a diag this client filled (what follows
+ * "METHOD PATH: Reason (code): "), or the whole text when there is none. */
+const char *se_kube_diag_message(const struct se_diag *diag);
+
 /* ---- token bucket (client-side QPS limit; pure, not locked) ---- */
 
 struct se_token_bucket {

@@ -250,7 +250,10 @@ struct se_controller *se_controller_new(struct se_kube_client *c,
         ctl->store = se_store_new();
         ctl->queue = se_kube_queue_new(&qo);
         ctl->tracker = se_trigger_tracker_new();
-        if (!ctl->store || !ctl->queue || !ctl->tracker)
+        /* upstream's event sources, one per controller */
+        ctl->ep_events = se_kube_recorder_new(c, "endpoint-controller");
+        ctl->slice_events = se_kube_recorder_new(c, "endpoint-slice-controller");
+        if (!ctl->store || !ctl->queue || !ctl->tracker || !ctl->ep_events || !ctl->slice_events)
                 return se_controller_free(ctl);
         if (se_store_subscribe(ctl->store, SE_KIND_SERVICE, on_service, ctl) < 0 ||
             se_store_subscribe(ctl->store, SE_KIND_POD, on_pod, ctl) < 0 ||
@@ -378,6 +381,10 @@ void se_controller_stop(struct se_controller *ctl, uint64_t deadline_ns)
         for (unsigned i = 0; i < ctl->n_workers; i++)
                 pthread_join(ctl->workers[i], NULL);
         ctl->n_workers = 0;
+        if (deadline_ns) { /* a moment for the last events */
+                se_kube_recorder_flush(ctl->ep_events, 1000);
+                se_kube_recorder_flush(ctl->slice_events, 1000);
+        }
 }
 
 struct se_controller *se_controller_free(struct se_controller *ctl)
@@ -389,6 +396,8 @@ struct se_controller *se_controller_free(struct se_controller *ctl)
         ctl->store = se_store_free(ctl->store);
         ctl->queue = se_kube_queue_free(ctl->queue);
         ctl->tracker = se_trigger_tracker_free(ctl->tracker);
+        ctl->ep_events = se_kube_recorder_free(ctl->ep_events);
+        ctl->slice_events = se_kube_recorder_free(ctl->slice_events);
         const char *k;
         void *v;
         for (size_t i = 0; se_hashmap_next(&ctl->pending, &i, &k, &v);) {

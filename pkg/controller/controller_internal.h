@@ -9,6 +9,7 @@
 #include <svcenv/ctl_metrics.h>
 #include <svcenv/endpoints_sync.h>
 #include <svcenv/hashmap.h>
+#include <svcenv/kube_events.h>
 #include <svcenv/kube_queue.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/macro.h>
@@ -27,6 +28,8 @@ struct se_controller {
         struct se_store *store;
         struct se_kube_queue *queue;
         struct se_trigger_tracker *tracker;
+        /* Warning events on failed writes, as upstream's two controllers */
+        struct se_kube_recorder *ep_events, *slice_events;
         struct se_kube_informer *informers[CTL_N_INFORMERS];
         pthread_t workers[SE_CONTROLLER_MAX_WORKERS];
         unsigned n_workers;

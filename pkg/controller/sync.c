@@ -23,6 +23,9 @@ struct op {
 struct ops {
         struct op *v;
         size_t n, cap;
+        /* the Service, for events about its slices (NULL: none) */
+        const char *service; /* its name (borrowed from the key) */
+        char *svc_uid, *svc_rv;
 };
 
 static int ops_push(struct ops *o, enum ctl_res res, enum ctl_op op, json_t *body, const char *name)
@@ -55,6 +58,8 @@ static void ops_release(struct ops *o)
                 free(o->v[i].name);
         }
         free(o->v);
+        free(o->svc_uid);
+        free(o->svc_rv);
 }
 
 /* A create's body must not carry a resourceVersion. */
@@ -105,6 +110,11 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
         char key[512];
         snprintf(key, sizeof(key), "%s/%s", ns, name);
 
+        if (svc) {
+                ops->svc_uid = strdup(svc->obj.meta.uid ? svc->obj.meta.uid : "");
+                ops->svc_rv = strdup(
+                        svc->obj.meta.resource_version ? svc->obj.meta.resource_version : "");
+        }
         if (svc && se_endpoints_service_managed(svc)) {
                 n_pods = se_store_select(ctl->store, SE_KIND_POD, ns, &svc->selector, &pods);
                 if (n_pods < 0)
@@ -203,7 +213,67 @@ static void remember(struct se_controller *ctl, enum ctl_res res, const char *ns
         (void)se_store_put(ctl->store, o);
 }
 
-static int run_op(struct se_controller *ctl, const char *ns, struct op *op, bool *ret_drop)
+/* upstream's Warning events: the endpoints controller's on the Endpoints
+ * for a failed create or update, the endpointslice controller's on the
+ * Service for any failed slice write */
+static void record_failure(struct se_controller *ctl, const char *ns, const struct ops *ops,
+                           const struct op *op, const char *name, const struct se_diag *diag)
+{
+        const char *svc = name ? name : "";
+        const char *err = diag->text[0] ? se_kube_diag_message(diag) : "unknown error";
+        if (op->res == CTL_RES_ENDPOINTS) {
+                if (op->op == CTL_OP_DELETE)
+                        return;
+                json_t *meta = json_object_get(op->body, "metadata");
+                struct se_kube_objref ref = {
+                        .kind = "Endpoints",
+                        .api_version = "v1",
+                        .namespace = ns,
+                        .name = svc,
+                        .uid = json_string_value(json_object_get(meta, "uid")),
+                        .resource_version =
+                                json_string_value(json_object_get(meta, "resourceVersion")),
+                };
+                if (op->op == CTL_OP_CREATE)
+                        se_kube_recorder_eventf(ctl->ep_events, &ref, SE_KUBE_EVENT_WARNING,
+                                                "FailedToCreateEndpoint",
+                                                "Failed to create endpoint for service %s/%s: %s",
+                                                ns, svc, err);
+                else
+                        se_kube_recorder_eventf(ctl->ep_events, &ref, SE_KUBE_EVENT_WARNING,
+                                                "FailedToUpdateEndpoint",
+                                                "Failed to update endpoint %s/%s: %s", ns, svc,
+                                                err);
+                return;
+        }
+        if (!ops->svc_uid)
+                return; /* no Service to tell */
+        const char *service = ops->service;
+        struct se_kube_objref ref = { .kind = "Service",
+                                      .api_version = "v1",
+                                      .namespace = ns,
+                                      .name = service,
+                                      .uid = ops->svc_uid,
+                                      .resource_version = ops->svc_rv };
+        const char *what = op->op == CTL_OP_CREATE ? "create" :
+                           op->op == CTL_OP_UPDATE ? "update" :
+                                                     "delete";
+        if (op->op == CTL_OP_CREATE)
+                se_kube_recorder_eventf(ctl->slice_events, &ref, SE_KUBE_EVENT_WARNING,
+                                        "FailedToUpdateEndpointSlices",
+                                        "Error updating Endpoint Slices for Service %s/%s: "
+                                        "failed to create EndpointSlice for Service %s/%s: %s",
+                                        ns, service, ns, service, err);
+        else
+                se_kube_recorder_eventf(ctl->slice_events, &ref, SE_KUBE_EVENT_WARNING,
+                                        "FailedToUpdateEndpointSlices",
+                                        "Error updating Endpoint Slices for Service %s/%s: "
+                                        "failed to %s %s EndpointSlice for Service %s/%s: %s",
+                                        ns, service, what, svc, ns, service, err);
+}
+
+static int run_op(struct se_controller *ctl, const char *ns, const struct ops *ops, struct op *op,
+                  bool *ret_drop)
 {
         const struct se_kube_resource *res = se_kube_resource_of(
                 op->res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS : SE_KIND_ENDPOINT_SLICE);
@@ -250,6 +320,7 @@ static int run_op(struct se_controller *ctl, const char *ns, struct op *op, bool
                                 name ? name : "");
                         return 0;
                 }
+                record_failure(ctl, ns, ops, op, name, &diag);
                 ctl_log(ctl, result == CTL_CONFLICT ? SE_CTL_LOG_INFO : SE_CTL_LOG_WARN,
                         result == CTL_CONFLICT ? 2 : 0, "%s %s %s/%s: %s",
                         op->op == CTL_OP_CREATE ? "creating" :
@@ -267,17 +338,26 @@ int ctl_sync(struct se_controller *ctl, const char *key)
         const char *ns, *name;
         if (se_controller_split_key(key, buf, sizeof(buf), &ns, &name) < 0)
                 return 0; /* not a key of ours: nothing to retry */
-        struct ops ops = { 0 };
+        struct ops ops = { .service = name };
         bool missing_node = false;
         se_store_rdlock(ctl->store);
         int r = plan_key(ctl, ns, name, &ops, &missing_node);
         se_store_unlock(ctl->store);
         bool drop = false;
+        /* as upstream's two controllers: a failed Endpoints write does not
+         * keep the slices from being written; the first error is returned */
+        int r_ep = 0;
         for (size_t i = 0; r == 0 && i < ops.n; i++) {
-                r = run_op(ctl, ns, &ops.v[i], &drop);
+                int ri = run_op(ctl, ns, &ops, &ops.v[i], &drop);
                 if (drop)
                         break;
+                if (ri < 0 && ops.v[i].res == CTL_RES_ENDPOINTS && !r_ep)
+                        r_ep = ri;
+                else if (ri < 0)
+                        r = ri;
         }
+        if (r == 0)
+                r = r_ep;
         if (r == 0 && ops.n) {
                 uint64_t since = ctl_take_pod_change(ctl, key);
                 if (since)

@@ -75,3 +75,18 @@ uint64_t se_token_bucket_reserve(struct se_token_bucket *b, uint64_t now_ns)
                 return 0;
         return (uint64_t)(-b->tokens / b->qps * 1e9);
 }
+
+const char *se_kube_diag_message(const struct se_diag *diag)
+{
+        const char *t = diag->text;
+        for (const char *p = strstr(t, " ("); p; p = strstr(p + 1, " (")) {
+                const char *q = p + 2;
+                if (*q < '0' || *q > '9')
+                        continue;
+                while (*q >= '0' && *q <= '9')
+                        q++;
+                if (strncmp(q, "): ", 3) == 0)
+                        return q + 3;
+        }
+        return t;
+}

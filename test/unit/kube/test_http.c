@@ -21,6 +21,7 @@
 
 #include <svcenv/kube.h>
 #include <svcenv/kube_client.h>
+#include <svcenv/kube_events.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/timeutil.h>
 
@@ -318,6 +319,52 @@ static void test_http__watch_stream(void **state)
         stop(s);
 }
 
+/* Events: the first is created, an identical repeat patched (count 2), and
+ * of 30 more about the same object only what the spam bucket (25) has left
+ * is written. */
+static void test_http__event_recorder(void **state)
+{
+        (void)state;
+        static const struct reply script[] = {
+                { "HTTP/1.1 201 Created\r\nContent-Type: application/json",
+                  "{\"metadata\":{\"name\":\"web.1\"}}", 0 },
+        };
+        struct server *s = start(script, 1);
+        struct se_kube_client *c = client(s, 0);
+        struct se_kube_recorder *r = se_kube_recorder_new(c, "endpoint-controller");
+        assert_non_null(r);
+        struct se_kube_objref ref = { "Service", "v1", "ns", "web", "u-1", "5" };
+        assert_int_equal(
+                se_kube_recorder_eventf(r, &ref, SE_KUBE_EVENT_WARNING, "Failed", "try %d", 1), 0);
+        assert_true(se_kube_recorder_flush(r, 5000));
+        assert_non_null(strstr(s->last_request, "POST /api/v1/namespaces/ns/events HTTP/1.1"));
+        assert_int_equal(
+                se_kube_recorder_eventf(r, &ref, SE_KUBE_EVENT_WARNING, "Failed", "try %d", 1), 0);
+        assert_true(se_kube_recorder_flush(r, 5000));
+        assert_non_null(strstr(s->last_request, "PATCH /api/v1/namespaces/ns/events/web.1 "));
+        assert_non_null(strstr(s->last_request, "merge-patch+json"));
+        for (int i = 0; i < 30; i++)
+                assert_int_equal(se_kube_recorder_eventf(r, &ref, SE_KUBE_EVENT_WARNING, "Failed",
+                                                         "other %d", i),
+                                 0);
+        assert_true(se_kube_recorder_flush(r, 10000));
+        struct se_kube_recorder_stats st;
+        se_kube_recorder_stats(r, &st);
+        assert_int_equal(st.created, 24);
+        assert_int_equal(st.patched, 1);
+        assert_int_equal(st.dropped, 7);
+        assert_int_equal(atomic_load(&s->served), 25);
+        /* another object has a bucket of its own */
+        ref.name = "db";
+        assert_int_equal(se_kube_recorder_eventf(r, &ref, SE_KUBE_EVENT_NORMAL, "Ok", "fine"), 0);
+        assert_true(se_kube_recorder_flush(r, 5000));
+        se_kube_recorder_stats(r, &st);
+        assert_int_equal(st.created, 25);
+        se_kube_recorder_free(r);
+        se_kube_client_free(c);
+        stop(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -326,6 +373,7 @@ int main(void)
                 cmocka_unit_test(test_http__body_cap),
                 cmocka_unit_test(test_http__cancel_from_another_thread),
                 cmocka_unit_test(test_http__watch_stream),
+                cmocka_unit_test(test_http__event_recorder),
         };
         return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }
