@@ -110,6 +110,7 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
                 } else {
                         ok = se_proxy_healthz(&h, &now, &sb);
                 }
+                resp->nosniff = true; /* as kube-proxy's health servers */
                 return reply(resp, ok ? 200 : 503, "application/json", &sb);
         }
         if (strcmp(req->path, "/metrics") == 0) {
@@ -121,6 +122,7 @@ static void handle(void *data, const struct se_httpd_request *req, struct se_htt
                 return reply(resp, 200, "text/plain; charset=utf-8", &sb);
         }
         se_strbuf_puts(&sb, "404 page not found\n");
+        resp->nosniff = true; /* Go's http.NotFound */
         reply(resp, 404, "text/plain; charset=utf-8", &sb);
 }
 
@@ -139,6 +141,7 @@ static void hc_handle(void *data, const struct se_httpd_request *req,
         unsigned local = hp->local;
         pthread_mutex_unlock(&d->mu);
         bool ok = se_proxy_hc_body(hp->ns, hp->name, local, healthy, &sb);
+        resp->nosniff = true;
         reply(resp, ok ? 200 : 503, "application/json", &sb);
 }
 

@@ -54,6 +54,7 @@ struct se_httpd_response {
         const char *content_type; /* static string; default text/plain */
         char *body; /* malloc'ed, taken over by the server; NULL: empty */
         size_t len;
+        bool nosniff; /* send X-Content-Type-Options: nosniff */
 };
 
 typedef void (*se_httpd_handler)(void *data, const struct se_httpd_request *req,

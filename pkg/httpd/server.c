@@ -70,6 +70,7 @@ struct pss {
         int status;
         const char *resp_ctype; /* static */
         bool headers_due; /* a response is set and its headers not sent */
+        bool nosniff;
 };
 
 static void pss_reset(struct pss *ps)
@@ -85,8 +86,9 @@ static void pss_reset(struct pss *ps)
 static int on_writeable(struct lws *wsi, struct pss *ps);
 
 static int respond(struct lws *wsi, struct pss *ps, int status, const char *ctype, char *body,
-                   size_t len)
+                   size_t len, bool nosniff)
 {
+        ps->nosniff = nosniff;
         free(ps->resp);
         ps->resp = body;
         ps->resp_len = body ? len : 0;
@@ -102,7 +104,7 @@ static int respond(struct lws *wsi, struct pss *ps, int status, const char *ctyp
 static int respond_text(struct lws *wsi, struct pss *ps, int status, const char *text)
 {
         char *b = strdup(text);
-        return respond(wsi, ps, status, "text/plain; charset=utf-8", b, b ? strlen(b) : 0);
+        return respond(wsi, ps, status, "text/plain; charset=utf-8", b, b ? strlen(b) : 0, true);
 }
 
 static int dispatch(struct lws *wsi, struct se_httpd *h, struct pss *ps)
@@ -119,7 +121,7 @@ static int dispatch(struct lws *wsi, struct se_httpd *h, struct pss *ps)
         };
         struct se_httpd_response resp = { .status = 200 };
         h->cfg.handler(h->cfg.data, &req, &resp);
-        return respond(wsi, ps, resp.status, resp.content_type, resp.body, resp.len);
+        return respond(wsi, ps, resp.status, resp.content_type, resp.body, resp.len, resp.nosniff);
 }
 
 static int on_http(struct lws *wsi, struct se_httpd *h, struct pss *ps, const char *uri)
@@ -165,6 +167,9 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
                 unsigned char *end = buf + LWS_PRE + HEADROOM - 1;
                 if (lws_add_http_common_headers(wsi, (unsigned)ps->status, ps->resp_ctype,
                                                 (lws_filepos_t)ps->resp_len, &p, end) ||
+                    (ps->nosniff && lws_add_http_header_by_name(
+                                            wsi, (const unsigned char *)"x-content-type-options:",
+                                            (const unsigned char *)"nosniff", 7, &p, end)) ||
                     lws_finalize_http_header(wsi, &p, end))
                         return -1;
                 ps->headers_due = false;

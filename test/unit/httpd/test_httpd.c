@@ -57,6 +57,7 @@ static void handler(void *data, const struct se_httpd_request *req, struct se_ht
                 resp->len = BIG;
         } else if (strcmp(req->path, "/missing") == 0) {
                 resp->status = 404;
+                resp->nosniff = true;
         } else {
                 resp->body = strdup("hello");
                 resp->len = 5;
@@ -145,6 +146,7 @@ static void test_httpd__get_path_query_and_keep_alive(void **state)
                 assert_int_equal(read_response(fd, &sb, &len), 200);
                 assert_int_equal(len, 5);
                 assert_non_null(strstr(sb.buf, "\r\n\r\nhello"));
+                assert_null(strcasestr(sb.buf, "x-content-type-options"));
         }
         assert_int_equal(seen.calls, 2);
         assert_string_equal(seen.method, "GET");
@@ -154,6 +156,7 @@ static void test_httpd__get_path_query_and_keep_alive(void **state)
         send_all(fd, req404, strlen(req404));
         assert_int_equal(read_response(fd, &sb, &len), 404);
         assert_int_equal(len, 0);
+        assert_non_null(strcasestr(sb.buf, "\r\nx-content-type-options: nosniff\r\n"));
         close(fd);
         se_strbuf_release(&sb);
         se_httpd_stop(h);
