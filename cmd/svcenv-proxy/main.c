@@ -136,7 +136,7 @@ static void node_facts(struct proxyd *d)
                                     d->opt.n_node_ips < SE_PROXY_MAX_NODE_IPS)
                                         d->opt.node_ips[d->opt.n_node_ips++] = ip;
                         }
-                d->health.node_eligible = obj->meta.deletion_timestamp == NULL;
+                d->health.node_eligible = se_proxy_node_eligible(se_node_of(obj));
         } else {
                 se_log_warn("node \"%s\" not found: no node IPs known", d->hostname);
         }

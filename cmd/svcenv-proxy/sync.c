@@ -47,7 +47,9 @@ void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object
         pthread_mutex_lock(&d->mu);
         if (o->kind == SE_KIND_NODE) {
                 d->node_changed = true;
-                d->health.node_eligible = !(new_obj && new_obj->meta.deletion_timestamp);
+                /* a deleted Node: kube-proxy keeps judging the last one */
+                if (new_obj)
+                        d->health.node_eligible = se_proxy_node_eligible(se_node_of(new_obj));
         } else {
                 se_proxy_health_queued(&d->health, &now);
                 d->last_queued_ts = (double)now.real_ns / 1e9;

@@ -229,12 +229,15 @@ struct se_node_address {
         const char *address;
 };
 
+#define SE_TAINT_TO_BE_DELETED "ToBeDeletedByClusterAutoscaler"
+
 struct se_node {
         struct se_object obj;
         struct se_node_address *addresses;
         uint32_t n_addresses;
         struct se_strs pod_cidrs;
         bool unschedulable;
+        bool to_be_deleted; /* tainted ToBeDeletedByClusterAutoscaler */
         enum se_opt_bool ready; /* the Ready condition */
 };
 

@@ -250,6 +250,9 @@ void se_proxy_health_init(struct se_proxy_health *h, int64_t timeout_ns);
 void se_proxy_health_queued(struct se_proxy_health *h, const struct se_proxy_instant *now);
 /* A sync succeeded (Updated). */
 void se_proxy_health_updated(struct se_proxy_health *h, const struct se_proxy_instant *now);
+/* kube-proxy's NodeEligible: the Node is not being deleted and not tainted
+ * ToBeDeletedByClusterAutoscaler. */
+bool se_proxy_node_eligible(const struct se_node *node);
 /* The proxier's health, ignoring the Node (IsHealthy). */
 bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_instant *now);
 /* /healthz: appends kube-proxy's JSON body; returns whether to answer 200

@@ -19,6 +19,21 @@ static int decode_node_address(struct dctx *d, const json_t *e, void *out, const
         return strstr(a->type, "IP") ? check_ip(d, "address", a->address) : 0;
 }
 
+/* The one taint anyone here reads: the cluster autoscaler's (kube-proxy's
+ * node eligibility). */
+static int decode_taints(struct dctx *d, const json_t *spec, struct se_node *node)
+{
+        const json_t *arr;
+        int r = get_array(d, spec, "taints", &arr);
+        for (size_t i = 0; r == 0 && arr && i < json_array_size(arr); i++) {
+                const json_t *key = json_object_get(json_array_get(arr, i), "key");
+                if (json_is_string(key) &&
+                    strcmp(json_string_value(key), SE_TAINT_TO_BE_DELETED) == 0)
+                        node->to_be_deleted = true;
+        }
+        return r;
+}
+
 int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
 {
         const json_t *spec, *status, *arr;
@@ -29,7 +44,8 @@ int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
         if (spec) {
                 size_t old = dctx_push_key(d, "spec");
                 if ((r = get_strarray(d, spec, "podCIDRs", &node->pod_cidrs)) < 0 ||
-                    (r = get_bool(d, spec, "unschedulable", &unsched)) < 0)
+                    (r = get_bool(d, spec, "unschedulable", &unsched)) < 0 ||
+                    (r = decode_taints(d, spec, node)) < 0)
                         return r;
                 if (!node->pod_cidrs.n) {
                         const char *cidr = NULL;

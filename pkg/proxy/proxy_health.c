@@ -28,6 +28,11 @@ void se_proxy_health_updated(struct se_proxy_health *h, const struct se_proxy_in
         h->updated = true;
 }
 
+bool se_proxy_node_eligible(const struct se_node *node)
+{
+        return node && !node->obj.meta.deletion_timestamp && !node->to_be_deleted;
+}
+
 bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_instant *now)
 {
         /* healthy while starting up (upstream only looks at proxiers that

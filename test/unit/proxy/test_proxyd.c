@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include <svcenv/decode.h>
 #include <svcenv/manifest.h>
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
@@ -83,6 +84,35 @@ static void test_proxyd__healthz(void **state)
         assert_non_null(strstr(sb.buf, "\"nodeEligible\": false}"));
         assert_true(se_proxy_health_ok(&h, &t1)); /* the node is not the proxier */
         se_strbuf_release(&sb);
+}
+
+/* kube-proxy's NodeEligible: not deleted, not tainted by the cluster
+ * autoscaler (other taints do not matter) */
+static void test_proxyd__node_eligible(void **state)
+{
+        (void)state;
+        static const char *const nodes[] = {
+                "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n\"}}",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":["
+                "{\"key\":\"node.kubernetes.io/unreachable\",\"effect\":\"NoExecute\"}]}}",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":["
+                "{\"key\":\"a\",\"effect\":\"NoSchedule\"},"
+                "{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"value\":\"1764500000\","
+                "\"effect\":\"NoSchedule\"}]}}",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n\","
+                "\"deletionTimestamp\":\"2026-11-30T10:00:00Z\"}}",
+        };
+        static const bool want[] = { true, true, false, false };
+        for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+                json_t *j = json_loads(nodes[i], 0, NULL);
+                struct se_object *o = NULL;
+                struct se_decode_error err;
+                assert_int_equal(se_decode_object(j, NULL, &o, &err), 0);
+                assert_int_equal(se_proxy_node_eligible(se_node_of(o)), want[i]);
+                se_object_unref(o);
+                json_decref(j);
+        }
+        assert_false(se_proxy_node_eligible(NULL));
 }
 
 /* the health-check node port: dedented JSON, 200 only with local
@@ -223,6 +253,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_proxyd__go_time),
                 cmocka_unit_test(test_proxyd__healthz),
+                cmocka_unit_test(test_proxyd__node_eligible),
                 cmocka_unit_test(test_proxyd__hc_body),
                 cmocka_unit_test(test_proxyd__cleanup_text),
                 cmocka_unit_test(test_proxyd__conntrack_plan),
