@@ -39,6 +39,10 @@ static const char usage[] =
         "  --endpoints-managed-by VALUE   endpoints.kubernetes.io/managed-by of our\n"
         "                                 Endpoints (default endpoint-controller)\n"
         "  --max-endpoints-per-slice N    default 100, 1..1000\n"
+        "  --endpoint-updates-batch-period D, --endpointslice-updates-batch-period D\n"
+        "                                 pod changes wait D (e.g. 500ms) before their\n"
+        "                                 Service syncs, so changes batch (default 0;\n"
+        "                                 one queue: the longer of the two applies)\n"
         "  --leader-elect[=BOOL]          default true\n"
         "  --leader-elect-namespace NS    namespace of the Lease (default kube-system;\n"
         "                                 also --leader-elect-resource-namespace)\n"
@@ -75,6 +79,8 @@ enum {
         O_METRICS,
         O_SHUTDOWN,
         O_LOGFMT,
+        O_EP_BATCH,
+        O_SLICE_BATCH,
 };
 
 struct app {
@@ -239,6 +245,8 @@ int main(int argc, char **argv)
                 { "metrics-bind-address", required_argument, NULL, O_METRICS },
                 { "shutdown-timeout", required_argument, NULL, O_SHUTDOWN },
                 { "logging-format", required_argument, NULL, O_LOGFMT },
+                { "endpoint-updates-batch-period", required_argument, NULL, O_EP_BATCH },
+                { "endpointslice-updates-batch-period", required_argument, NULL, O_SLICE_BATCH },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
@@ -327,6 +335,16 @@ int main(int argc, char **argv)
                 case O_METRICS:
                         metrics_addr = optarg;
                         break;
+                case O_EP_BATCH:
+                case O_SLICE_BATCH: {
+                        /* one queue serves both: the longer period wins */
+                        int64_t ns;
+                        if (se_parse_duration(optarg, 3600ll * 1000000000ll, &ns) < 0)
+                                goto bad;
+                        if ((uint64_t)ns > copts.pod_batch_ns)
+                                copts.pod_batch_ns = (uint64_t)ns;
+                        break;
+                }
                 case O_SHUTDOWN:
                         if (se_parse_int(optarg, 0, 3600, &v) < 0)
                                 goto bad;

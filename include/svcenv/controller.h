@@ -46,6 +46,9 @@ typedef void (*se_controller_log_fn)(void *data, enum se_controller_log sev, int
 struct se_controller_opts {
         unsigned workers; /* --concurrent-syncs; 0: 5; capped at 50 */
         struct se_endpoints_opts ep; /* what to write, managed-by values, slice size */
+        /* pod-triggered syncs wait this long (upstream's
+         * --endpoint(slice)-updates-batch-period); 0: at once */
+        uint64_t pod_batch_ns;
         se_controller_log_fn log; /* NULL: silent */
         void *log_data;
 };

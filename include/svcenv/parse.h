@@ -13,6 +13,9 @@
 
 int se_parse_i64(const char *s, int64_t min, int64_t max, int64_t *ret);
 int se_parse_int(const char *s, int min, int max, int *ret);
+/* A Go duration ("300ms", "1m30s", "1.5h", "0"; units ns us µs ms s m h)
+ * into nanoseconds, at most max_ns. 0 or -EINVAL / -ERANGE. */
+int se_parse_duration(const char *s, int64_t max_ns, int64_t *ret_ns);
 /* true/false, 1/0, yes/no, on/off (case-insensitive). */
 int se_parse_bool(const char *s, bool *ret);
 

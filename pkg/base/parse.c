@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <svcenv/macro.h>
 #include <svcenv/parse.h>
 
 int se_parse_i64(const char *s, int64_t min, int64_t max, int64_t *ret)
@@ -129,4 +130,57 @@ bool se_cidr_contains(const struct se_cidr *c, const struct se_ip *ip)
                         return false;
         }
         return true;
+}
+
+/* Go's time.ParseDuration: [-+]? then one or more <decimal><unit>; "0" alone
+ * needs no unit. */
+int se_parse_duration(const char *s, int64_t max_ns, int64_t *ret_ns)
+{
+        static const struct {
+                const char *unit;
+                double ns;
+        } units[] = { { "ns", 1 },     { "us", 1e3 },    { "\u00b5s", 1e3 }, { "\u03bcs", 1e3 },
+                      { "ms", 1e6 },   { "s", 1e9 },     { "m", 60e9 },      { "h", 3600e9 } };
+        if (!s || !*s)
+                return -EINVAL;
+        bool neg = *s == '-';
+        if (*s == '-' || *s == '+')
+                s++;
+        if (strcmp(s, "0") == 0) {
+                *ret_ns = 0;
+                return 0;
+        }
+        if (!*s)
+                return -EINVAL;
+        double total = 0;
+        while (*s) {
+                const char *start = s;
+                double v = 0, scale = 1;
+                while (*s >= '0' && *s <= '9')
+                        v = v * 10 + (*s++ - '0');
+                bool digits = s > start;
+                if (*s == '.') {
+                        s++;
+                        const char *f = s;
+                        while (*s >= '0' && *s <= '9')
+                                v += (*s++ - '0') * (scale /= 10);
+                        digits = digits || s > f;
+                }
+                if (!digits)
+                        return -EINVAL;
+                size_t best = 0, k = SE_ARRAY_SIZE(units);
+                for (size_t i = 0; i < SE_ARRAY_SIZE(units); i++) {
+                        size_t n = strlen(units[i].unit);
+                        if (n > best && strncmp(s, units[i].unit, n) == 0)
+                                best = n, k = i;
+                }
+                if (k == SE_ARRAY_SIZE(units))
+                        return -EINVAL; /* a unit is required */
+                total += v * units[k].ns;
+                s += best;
+                if (total > (double)max_ns)
+                        return -ERANGE;
+        }
+        *ret_ns = neg ? -(int64_t)total : (int64_t)total;
+        return neg && total > 0 ? -ERANGE : 0;
 }

@@ -58,10 +58,12 @@ nss=()
 for i in $(seq 1 $n_ns); do nss+=("$run-$i"); done
 
 echo "== controller_vs_kcm: $SERVICES services x $PODS pods ($((SERVICES * PODS)) pods) in $n_ns namespaces"
-pod_ip() { echo "10.$((($1 >> 16) & 255)).$((($1 >> 8) & 255)).$(($1 & 255))"; }
-for s in $(seq 0 $((SERVICES - 1))); do
-        for p in $(seq 0 $((PODS - 1))); do
-                echo "${nss[$((s / PER_NS))]} s$s-$p s$s $(pod_ip $((s * PODS + p + 65536)))"
+# pod_ip N: sets $ip to 10.x.y.z for number N (no subshell: 150,000 calls)
+pod_ip() { ip="10.$((($1 >> 16) & 255)).$((($1 >> 8) & 255)).$(($1 & 255))"; }
+for ((s = 0; s < SERVICES; s++)); do
+        for ((p = 0; p < PODS; p++)); do
+                pod_ip $((s * PODS + p + 65536))
+                echo "${nss[$((s / PER_NS))]} s$s-$p s$s $ip"
         done
 done >"$work/pods"
 if kapi get "/api/v1/namespaces/${nss[$((n_ns - 1))]}" >/dev/null 2>&1 &&
@@ -73,19 +75,19 @@ kapi post /api/v1/nodes - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadat
 for ns in "${nss[@]}"; do
         printf '/api/v1/namespaces\t{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}\n' "$ns"
 done | kbulk POST application/json
-for s in $(seq 0 $((SERVICES - 1))); do
+for ((s = 0; s < SERVICES; s++)); do
         printf '/api/v1/namespaces/%s/services\t{"apiVersion":"v1","kind":"Service","metadata":{"name":"s%d"},"spec":{"selector":{"app":"s%d"},"ports":[{"name":"http","port":80,"targetPort":8080}]}}\n' \
                 "${nss[$((s / PER_NS))]}" $s $s
 done | kbulk POST application/json
-for s in $(seq 0 $((SERVICES - 1))); do
-        for p in $(seq 0 $((PODS - 1))); do
+for ((s = 0; s < SERVICES; s++)); do
+        for ((p = 0; p < PODS; p++)); do
                 printf '/api/v1/namespaces/%s/pods\t{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s%d-%d","labels":{"app":"s%d"}},"spec":{"nodeName":"%s","containers":[{"name":"c","image":"x"}]}}\n' \
                         "${nss[$((s / PER_NS))]}" $s $p $s "$run-node"
         done
 done | kbulk POST application/json
-for s in $(seq 0 $((SERVICES - 1))); do
-        for p in $(seq 0 $((PODS - 1))); do
-                ip=$(pod_ip $((s * PODS + p + 65536)))
+for ((s = 0; s < SERVICES; s++)); do
+        for ((p = 0; p < PODS; p++)); do
+                pod_ip $((s * PODS + p + 65536))
                 printf '/api/v1/namespaces/%s/pods/s%d-%d/status\t{"status":{"phase":"Running","podIP":"%s","podIPs":[{"ip":"%s"}],"conditions":[{"type":"Ready","status":"True"}]}}\n' \
                         "${nss[$((s / PER_NS))]}" $s $p "$ip" "$ip"
         done

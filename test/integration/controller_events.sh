@@ -88,6 +88,23 @@ has_slice() { [ "$(kapi get "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointsl
 check "and the slice" until_ok 60 has_slice
 check "controller stops cleanly" stop_ctl a
 
+# --- batch period: pod changes wait, then sync together ---
+check "a controller with a 3 s batch period starts" start_ctl c --leader-elect=false \
+        --endpointslice-updates-batch-period 3s
+ready_ip() { kapi get /api/v1/namespaces/$ns/endpoints/web | jq -r '.subsets[0].addresses[0].ip // "none"'; }
+check "the Endpoints are current" until_ok 30 eq 10.9.0.1 ready_ip
+t_flip=$SECONDS
+kapi patch-status $ns web-1 '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}' >/dev/null
+sleep 1
+still=$(ready_ip)
+if [ $((SECONDS - t_flip)) -lt 3 ]; then
+        check "a second after the flip nothing is written yet" test "$still" = 10.9.0.1
+else
+        ok "a second after the flip nothing is written yet # SKIP the patch itself took 3 s"
+fi
+check "after the period the change is written" until_ok 30 eq none ready_ip
+check "controller stops cleanly" stop_ctl c
+
 # --- a lost lease ends the process with exit code 1 ---
 check "a leader-electing controller starts" start_ctl b --leader-elect-lease-duration 4 \
         --leader-elect-renew-deadline 3 --leader-elect-namespace $ns

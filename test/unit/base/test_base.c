@@ -167,6 +167,39 @@ static void test_parse__numbers(void **state)
         assert_int_equal(se_parse_bool("maybe", &b), -EINVAL);
 }
 
+/* Go's time.ParseDuration forms (flags such as KCM's batch periods) */
+static void test_parse__durations(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *in;
+                int64_t ns;
+        } good[] = { { "0", 0 },
+                     { "1s", 1000000000ll },
+                     { "300ms", 300000000ll },
+                     { "1m30s", 90000000000ll },
+                     { "1.5h", 5400000000000ll },
+                     { ".5s", 500000000ll },
+                     { "10us", 10000ll },
+                     { "10\u00b5s", 10000ll },
+                     { "7ns", 7 },
+                     { "+2s", 2000000000ll },
+                     { "-0s", 0 } };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(good); i++) {
+                int64_t v = -1;
+                assert_int_equal(se_parse_duration(good[i].in, INT64_MAX / 2, &v), 0);
+                assert_true(v == good[i].ns);
+        }
+        static const char *const bad[] = { "", "1", "s", "1x", "1.s2", ".s", "-", "1s ", " 1s" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(bad); i++) {
+                int64_t v;
+                assert_int_equal(se_parse_duration(bad[i], INT64_MAX / 2, &v), -EINVAL);
+        }
+        int64_t v;
+        assert_int_equal(se_parse_duration("-1s", INT64_MAX / 2, &v), -ERANGE);
+        assert_int_equal(se_parse_duration("2h", 3600000000000ll, &v), -ERANGE);
+}
+
 static void test_parse__ips_and_cidrs(void **state)
 {
         (void)state;
@@ -355,6 +388,7 @@ int main(void)
                 cmocka_unit_test(test_hashmap__put_get_remove_many),
                 cmocka_unit_test(test_parse__numbers),
                 cmocka_unit_test(test_parse__ips_and_cidrs),
+                cmocka_unit_test(test_parse__durations),
                 cmocka_unit_test(test_hash__sha256_base32_chain_name),
                 cmocka_unit_test(test_hash__base64),
                 cmocka_unit_test(test_time__rfc3339),
