@@ -8,8 +8,8 @@
 # nft, which only keep the text they would be fed). Timed: the informer
 # handlers for every Service and EndpointSlice, the first full sync, and a
 # partial sync after one service's endpoints change. svcenv's side is
-# build/bench/bench_proxy (BENCH_APPLY=0). Prints figures; asserts nothing,
-# except that both iptables-restore inputs hold the same lines.
+# build/bench/bench_proxy (BENCH_APPLY=0). Prints figures, and whether both
+# iptables-restore inputs hold the same lines; asserts nothing.
 #
 #   BENCH_KP_SIZES="1000 10000 30000" BENCH_KP_RUNS=3 test/bench/kubeproxy_gen.sh
 #
@@ -144,8 +144,9 @@ for n in $SIZES; do
                 [ "$be" = nftables ] && ext=nft
                 mode=
                 [ "$be" = iptables ] && [ "$(first kp "$be" "$n" large)" = 1 ] && mode=", large-cluster mode"
-                printf '%-8s %6s svc: kube-proxy handlers %s + sync %s = %s ms, %s, %s lines%s, heap %s MiB, peak RSS %s MiB\n' \
+                printf '%-8s %6s svc: kube-proxy handlers %s + sync %s = %s ms (CPU %s ms), %s, %s lines%s, heap %s MiB, peak RSS %s MiB\n' \
                         "$be" "$n" "$(best kp "$be" "$n" handlers_ms)" "$(best kp "$be" "$n" sync_ms)" "$kp_gen" \
+                        "$(best kp "$be" "$n" gen_cpu_ms)" \
                         "$(mib "$work/kp.$n.$be")" "$(first kp "$be" "$n" lines)" "$mode" \
                         "$(first kp "$be" "$n" heap_mib)" "$(first kp "$be" "$n" rss_mib)"
                 printf '%20s svcenv     build %s + write %s = %s ms, %s, %s lines, peak RSS %s MiB\n' \

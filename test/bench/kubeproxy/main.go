@@ -45,8 +45,8 @@ func main() {
 	if r.LargeCluster {
 		large = 1
 	}
-	fmt.Printf("backend=%s services=%d eps=%d handlers_ms=%.1f sync_ms=%.1f bytes=%d lines=%d "+
+	fmt.Printf("backend=%s services=%d eps=%d handlers_ms=%.1f sync_ms=%.1f gen_cpu_ms=%.1f bytes=%d lines=%d "+
 		"large=%d heap_mib=%.1f rss_mib=%.1f partial_ms=%.1f partial_bytes=%d\n",
-		*backend, *nSvc, *eps, r.HandlersMs, r.SyncMs, r.Bytes, r.Lines, large, r.HeapMiB,
+		*backend, *nSvc, *eps, r.HandlersMs, r.SyncMs, r.GenCPUMs, r.Bytes, r.Lines, large, r.HeapMiB,
 		cluster.PeakRSSMiB(), r.PartialMs, r.PartialBytes)
 }

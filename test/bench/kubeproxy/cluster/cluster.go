@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -81,6 +82,7 @@ func Slice(i, eps, first int) *discovery.EndpointSlice {
 type Result struct {
 	HandlersMs   float64 // OnServiceAdd + OnEndpointSliceAdd for every object
 	SyncMs       float64 // first (full) sync
+	GenCPUMs     float64 // CPU time of handlers + first sync, all threads (GC included)
 	Bytes        int     // ruleset text the first sync produced
 	Lines        int
 	LargeCluster bool
@@ -103,4 +105,13 @@ func PeakRSSMiB() float64 {
 		}
 	}
 	return 0
+}
+
+// CPUMs is the CPU time (user + system) this process has used so far.
+func CPUMs() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
 }

@@ -121,7 +121,7 @@ func Run(nSvc, eps int, keep bool) cluster.Result {
 	}
 	var r cluster.Result
 
-	t0 := time.Now()
+	c0, t0 := cluster.CPUMs(), time.Now()
 	for i := range svcs {
 		p.OnServiceAdd(svcs[i])
 		p.OnEndpointSliceAdd(slices[i])
@@ -129,7 +129,8 @@ func Run(nSvc, eps int, keep bool) cluster.Result {
 	p.OnServiceSynced() // not initialised yet: returns at once
 	t1 := time.Now()
 	p.OnEndpointSlicesSynced() // the start-up full sync
-	t2 := time.Now()
+	t2, c2 := time.Now(), cluster.CPUMs()
+	r.GenCPUMs = c2 - c0
 	r.HandlersMs = ms(t1.Sub(t0))
 	r.SyncMs = ms(t2.Sub(t1))
 	r.Bytes = sink.bytes
