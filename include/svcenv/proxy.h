@@ -162,13 +162,21 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
  * next sync is full. Returns whether the last sync was partial. */
 bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok);
 
-/* Appends an nft script that (re)creates table `svcenv` of the family. */
+/* Appends an nft script that (re)creates table `svcenv` of the family
+ * (deleting whatever it held before). */
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out);
-/* With a tracker (one per backend and family): the first sync, and the one
- * after a failure, replaces the table; later ones flush and refill only the
- * chains of changed services, rewrite the verdict maps and delete what went
- * away, so affinity sets of unchanged endpoints keep their entries. */
+/* With a tracker (one per backend and family). A full sync (the first, and
+ * the one after a failure or se_proxy_tracker_force_full) keeps the table:
+ * it flushes every rule in it and the maps and sets it knows of (those of
+ * the last applied sync and the seeded ones, see se_proxy_nft_parse_names),
+ * deletes the known chains, maps and sets it no longer writes and declares
+ * everything again; affinity sets keep their entries. Later syncs flush
+ * and refill only the chains and endpoint maps of changed services,
+ * rewrite or edit the global verdict maps and delete what went away. Every
+ * name the full sync flushes or deletes must exist: seed the tracker with
+ * what the kernel has (se_proxy_tracker_reset, then se_proxy_tracker_seed)
+ * when that is not known from the last applied sync. */
 int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                       struct se_proxy_tracker *tracker, struct se_strbuf *out);
 
@@ -202,6 +210,15 @@ int se_proxy_parse_save_chains(const char *text, size_t len, struct se_strv *ret
 /* Tells the tracker which chains exist now: the next sync deletes those it
  * does not write. 0 or -ENOMEM. */
 int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *chains);
+/* Forgets what the last applied sync wrote (the kernel may hold something
+ * else now, e.g. after `nft flush ruleset`); the next sync is full and
+ * knows only what is seeded after this. */
+void se_proxy_tracker_reset(struct se_proxy_tracker *tr);
+/* From `nft -t list table FAMILY svcenv` output, appends the names our
+ * table holds as the nft tracker keeps them: "chain NAME", "set NAME",
+ * "map NAME" (every table named svcenv in the text). 0, -ENOMEM, or -E2BIG
+ * past SE_PROXY_MAX_SAVED_CHAINS names. */
+int se_proxy_nft_parse_names(const char *text, size_t len, struct se_strv *ret);
 /* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
  * se_proxy_apply. */
 int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);

@@ -275,15 +275,59 @@ static void test_partial__nft_elements(void **state)
                 add, "add element ip svcenv service-ips { 172.30.0.20 . tcp . 80 : goto service-"));
         assert_null(strstr(add, "delete element"));
         char *del = sync_any(base, tr, true);
-        assert_null(strstr(del, "flush map"));
+        assert_null(strstr(del, "flush map ip svcenv service-ips"));
         const char *d =
                 strstr(del, "delete element ip svcenv service-ips { 172.30.0.20 . tcp . 80 }");
         const char *x = strstr(del, "delete chain ip svcenv service-");
         assert_non_null(d);
         assert_non_null(x);
         assert_true(d < x);
+        /* its endpoint map goes in the same transaction, after its chain */
+        const char *m = strstr(del, "delete map ip svcenv service-");
+        assert_non_null(m);
+        assert_true(x < m);
+        assert_non_null(strstr(m, "b/new/tcp/p\n"));
         free(del);
         free(add);
+        se_proxy_tracker_free(tr);
+}
+
+/* nft endpoint maps on partial syncs: N -> M endpoints flushes the map,
+ * declares its M elements and rewrites the `mod M` rule; the same count
+ * with one endpoint replaced changes one element and deletes the old
+ * endpoint's chain; other services are not in the input */
+static void test_partial__nft_endpoint_maps(void **state)
+{
+        (void)state;
+        static const char two[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2\n"
+                                  "c/api 172.30.0.30 10.1.2.1\n";
+        static const char three[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.3\n"
+                                    "c/api 172.30.0.30 10.1.2.1\n";
+        static const char replaced[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.4\n"
+                                       "c/api 172.30.0.30 10.1.2.1\n";
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        se_proxy_tracker_set_minimal(tr, true);
+        free(sync_any(two, tr, true));
+        char *grow = sync_any(three, tr, true);
+        const char *flush = strstr(grow, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p\n");
+        const char *decl = strstr(grow, "\tmap service-VXO22ISD-a/web/tcp/p {\n");
+        assert_non_null(flush);
+        assert_non_null(decl);
+        assert_true(flush < decl);
+        assert_true(has_line(grow, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(decl, "2 : goto endpoint-"));
+        assert_null(strstr(grow, "c/api"));
+        assert_null(strstr(grow, "delete "));
+        char *swap = sync_any(replaced, tr, true);
+        assert_true(has_line(swap, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p"));
+        assert_true(has_line(swap, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(swap, "__10.1.0.4/8080 }"));
+        assert_null(strstr(swap, "c/api"));
+        const char *gone = strstr(swap, "\ndelete chain ip svcenv endpoint-");
+        assert_non_null(gone);
+        assert_non_null(strstr(gone, "a/web/tcp/p__10.1.0.3/8080\n"));
+        free(swap);
+        free(grow);
         se_proxy_tracker_free(tr);
 }
 
@@ -390,7 +434,7 @@ static char *nft_saved(void)
         return r ? r : strdup("");
 }
 
-static bool use_nft;
+static bool use_nft, use_minimal = true;
 
 static int apply(const char *text)
 {
@@ -417,6 +461,11 @@ static const char *const steps[] = {
         "b/new 172.30.0.20 10.1.1.1\n" /* web removed, api back */
         "c/api 172.30.0.30 10.1.2.9\n"
         "d/more 172.30.0.40 10.1.3.1\n",
+        "a/web 172.30.0.10 10.1.0.2,10.1.0.3,10.1.0.4\n" /* web back: 2 -> 3 endpoints */
+        "b/new 172.30.0.20 10.1.1.1\n"
+        "c/api 172.30.0.30 10.1.2.9\n",
+        "a/web 172.30.0.10 10.1.0.4\n" /* 3 -> 1, new gone */
+        "c/api 172.30.0.30 10.1.2.8\n", /* 1 replaced by 1 */
         "", /* everything gone */
         base,
 };
@@ -427,7 +476,7 @@ static int applied_child(void)
 {
         struct se_proxy_tracker *tr = se_proxy_tracker_new();
         int code = 0;
-        se_proxy_tracker_set_minimal(tr, true);
+        se_proxy_tracker_set_minimal(tr, use_minimal);
         if (unshare(CLONE_NEWNET) < 0)
                 return 2;
         int x = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -468,9 +517,10 @@ static int applied_child(void)
         return code;
 }
 
-static void applied(bool nft)
+static void applied(bool nft, bool minimal)
 {
         use_nft = nft;
+        use_minimal = minimal;
         if (geteuid() != 0)
                 skip();
         fflush(NULL);
@@ -489,14 +539,21 @@ static void applied(bool nft)
 static void test_partial__applied_equals_full(void **state)
 {
         (void)state;
-        applied(false);
+        applied(false, true);
 }
 
 /* the same with nft: element edits leave what a fresh full load makes */
 static void test_partial__nft_applied_equals_full(void **state)
 {
         (void)state;
-        applied(true);
+        applied(true, true);
+}
+
+/* and with kube-proxy's partial syncs (global maps flushed and rewritten) */
+static void test_partial__nft_applied_equals_full_plain(void **state)
+{
+        (void)state;
+        applied(true, false);
 }
 
 int main(void)
@@ -506,8 +563,10 @@ int main(void)
                 cmocka_unit_test(test_partial__service_add_remove),
                 cmocka_unit_test(test_partial__seeded_retry_deletes_once),
                 cmocka_unit_test(test_partial__nft_elements),
+                cmocka_unit_test(test_partial__nft_endpoint_maps),
                 cmocka_unit_test(test_partial__applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full),
+                cmocka_unit_test(test_partial__nft_applied_equals_full_plain),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
