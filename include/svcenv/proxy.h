@@ -219,6 +219,13 @@ void se_proxy_tracker_reset(struct se_proxy_tracker *tr);
  * "map NAME" (every table named svcenv in the text). 0, -ENOMEM, or -E2BIG
  * past SE_PROXY_MAX_SAVED_CHAINS names. */
 int se_proxy_nft_parse_names(const char *text, size_t len, struct se_strv *ret);
+/* Runs `nft -t list table ip|ip6 svcenv` into out; errors as
+ * se_proxy_apply (-EPROTO also when the table does not exist). */
+int se_proxy_nft_list(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);
+/* Before a full nft sync: se_proxy_tracker_reset, then seeds the tracker
+ * with what our table of the family holds now (nothing when it cannot be
+ * listed, e.g. it does not exist). 0 or -ENOMEM / -E2BIG. */
+int se_proxy_nft_seed_existing(struct se_proxy_tracker *tr, enum se_ip_family family);
 /* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
  * se_proxy_apply. */
 int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);

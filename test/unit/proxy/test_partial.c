@@ -24,7 +24,8 @@
 #include <svcenv/strv.h>
 
 /* A cluster from a compact spec: one service per line,
- * "NS/NAME IP [PROTO] EP,EP,..." ("-" for no endpoints). */
+ * "NS/NAME IP [PROTO] EP,EP,..." ("-" for no endpoints); a NAME ending in
+ * '*' has ClientIP session affinity. */
 static char *cluster(const char *spec)
 {
         struct se_strbuf sb;
@@ -44,14 +45,17 @@ static char *cluster(const char *spec)
                 assert_non_null(tip);
                 assert_non_null(t3);
                 assert_int_equal(sscanf(nsname, "%63[^/]/%63s", ns, name), 2);
+                bool aff = name[strlen(name) - 1] == '*';
+                if (aff)
+                        name[strlen(name) - 1] = 0;
                 snprintf(ip, sizeof(ip), "%s", tip);
                 snprintf(proto, sizeof(proto), "%s", t4 ? t3 : "TCP");
                 snprintf(eps, sizeof(eps), "%s", t4 ? t4 : t3);
                 se_strbuf_printf(
                         &sb,
                         "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\n"
-                        "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]}\n",
-                        name, ns, ip, proto);
+                        "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]%s}\n",
+                        name, ns, ip, proto, aff ? ", sessionAffinity: ClientIP" : "");
                 if (strcmp(eps, "-") == 0)
                         continue;
                 se_strbuf_printf(
@@ -556,6 +560,139 @@ static void test_partial__nft_applied_equals_full_plain(void **state)
         applied(true, false);
 }
 
+/* `nft list set` of one set in our table, NULL on failure */
+static char *nft_list_set(const char *name)
+{
+        const char *argv[] = { "nft", "list", "set", "ip", "svcenv", name, NULL };
+        struct se_strbuf out;
+        char err[256];
+        se_strbuf_init(&out, 0);
+        if (se_proxy_run(argv, &out, err, sizeof(err)) < 0) {
+                fprintf(stderr, "# nft list set %s: %s\n", name, err);
+                se_strbuf_release(&out);
+                return NULL;
+        }
+        return se_strbuf_detach(&out, NULL);
+}
+
+static int nft_add_element(const char *set, const char *elem)
+{
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "add element ip svcenv %s { %s }\n", set, elem);
+        return apply(cmd);
+}
+
+static const char aff_a[] = "a/web* 172.30.0.10 10.1.0.1,10.1.0.2\n"
+                            "b/new 172.30.0.20 10.1.1.1\n"
+                            "c/api 172.30.0.30 10.1.2.1,10.1.2.2\n";
+/* web lost 10.1.0.1, new went away, api's endpoints changed */
+static const char aff_b[] = "a/web* 172.30.0.10 10.1.0.2,10.1.0.3\n"
+                            "c/api 172.30.0.30 10.1.2.2,10.1.2.3,10.1.2.4\n";
+#define AFF_KEPT "affinity-45LKISMY-a/web/tcp/p__10.1.0.2/8080"
+
+/* the child: full syncs keep the table, so a client's affinity entry
+ * survives them; a full sync after a restart (tracker seeded from `nft
+ * list`) deletes what is stale and leaves what a fresh full load makes */
+static int affinity_child(void)
+{
+        int code = 0;
+        use_nft = true;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *text = sync_any(aff_a, tr, true);
+        if (!strstr(text, "\tset " AFF_KEPT " {\n"))
+                code = 5;
+        if (!code && apply(text) < 0)
+                code = 3; /* no nft here */
+        free(text);
+        if (!code && nft_add_element(AFF_KEPT, "192.0.2.7") < 0)
+                code = 6;
+        /* a periodic full sync, then one after a restart (a new tracker
+         * knowing only what nft lists) with services changed and gone */
+        se_proxy_tracker_force_full(tr);
+        text = code ? NULL : sync_any(aff_a, tr, true);
+        if (text && (strstr(text, "delete table") || apply(text) < 0))
+                code = 7;
+        free(text);
+        se_proxy_tracker_free(tr);
+        tr = se_proxy_tracker_new();
+        if (!code && se_proxy_nft_seed_existing(tr, SE_IPV4) < 0)
+                code = 8;
+        text = code ? NULL : sync_any(aff_b, tr, true);
+        if (text && apply(text) < 0)
+                code = 9;
+        free(text);
+        se_proxy_tracker_free(tr);
+        char *set = code ? NULL : nft_list_set(AFF_KEPT);
+        if (!code && (!set || !strstr(set, "192.0.2.7"))) {
+                fprintf(stderr, "# affinity entry lost:\n%s", set ? set : "");
+                code = 10;
+        }
+        free(set);
+        /* the client's entry is the one expected difference */
+        static const char drop[] = "delete element ip svcenv " AFF_KEPT " { 192.0.2.7 }\n";
+        if (!code && apply(drop) < 0)
+                code = 13;
+        char *got = code ? NULL : nft_saved();
+        char *full = code ? NULL : sync_any(aff_b, NULL, true);
+        if (!code && (unshare(CLONE_NEWNET) < 0 || apply(full) < 0))
+                code = 11;
+        char *want = code ? NULL : nft_saved();
+        if (!code && strcmp(got, want) != 0) {
+                fprintf(stderr, "# after the seeded full sync:\n%s# fresh:\n%s", got, want);
+                code = 12;
+        }
+        free(got);
+        free(want);
+        free(full);
+        return code;
+}
+
+static void test_partial__nft_full_sync_keeps_affinity(void **state)
+{
+        (void)state;
+        if (geteuid() != 0)
+                skip();
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                exit(affinity_child());
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 2 || WEXITSTATUS(status) == 3)
+                skip();
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* what the seed reads: our table's chains, sets and maps, nothing else */
+static void test_partial__nft_parse_names(void **state)
+{
+        (void)state;
+        static const char listed[] =
+                "table ip other {\n\tchain x {\n\t}\n}\n"
+                "table ip svcenv {\n\tcomment \"c\"\n"
+                "\tmap service-ips {\n\t\ttype ipv4_addr : verdict\n\t}\n"
+                "\tset affinity-A-a/b/tcp/p__1.2.3.4/80 {\n\t\ttype ipv4_addr\n\t}\n"
+                "\tchain nat-prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
+                "\t\tjump services\n\t}\n"
+                "\tchain service-X-a/b/tcp/p {\n\t\tnumgen random mod 1 vmap @service-X-a/b/tcp/p\n\t}\n"
+                "}\n"
+                "table ip6 svcenv {\n\tchain y {\n\t}\n}\n"
+                "table inet z {\n\tchain z {\n\t}\n}";
+        struct se_strv names = SE_STRV_INIT;
+        assert_int_equal(se_proxy_nft_parse_names(listed, sizeof(listed) - 1, &names), 0);
+        assert_int_equal(names.n, 5);
+        assert_string_equal(names.v[0], "map service-ips");
+        assert_string_equal(names.v[1], "set affinity-A-a/b/tcp/p__1.2.3.4/80");
+        assert_string_equal(names.v[2], "chain nat-prerouting");
+        assert_string_equal(names.v[3], "chain service-X-a/b/tcp/p");
+        assert_string_equal(names.v[4], "chain y"); /* ip6's table is ours too */
+        se_strv_release(&names);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -567,6 +704,8 @@ int main(void)
                 cmocka_unit_test(test_partial__applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full_plain),
+                cmocka_unit_test(test_partial__nft_full_sync_keeps_affinity),
+                cmocka_unit_test(test_partial__nft_parse_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
