@@ -108,19 +108,13 @@ static bool rules_lost(enum se_ip_family fam)
 }
 
 /* nft: true when our table, its nat-prerouting base chain or that chain's
- * jump to `services` is gone (`nft flush ruleset`, `nft flush table`,
- * `nft delete table ...`); one cheap `nft list chain`. */
+ * rule is gone (`nft flush ruleset`, `nft flush table`, `nft delete table
+ * ...`); read over netlink (`nft list chain` takes seconds with 10,000
+ * services: the tool reads the whole ruleset). */
 static bool nft_rules_lost(enum se_ip_family fam)
 {
-        const char *argv[] = { "nft",    "list",           "chain", fam == SE_IPV6 ? "ip6" : "ip",
-                               "svcenv", "nat-prerouting", NULL };
-        struct se_strbuf out;
-        char err[256];
-        se_strbuf_init(&out, (size_t)1 << 20);
-        bool lost = se_proxy_run(argv, &out, err, sizeof(err)) < 0 || !out.buf ||
-                    !strstr(out.buf, "jump services");
-        se_strbuf_release(&out);
-        return lost;
+        size_t rules = 0;
+        return se_proxy_nft_chain_rules(fam, "nat-prerouting", &rules) < 0 || rules == 0;
 }
 
 static size_t count_rules(const char *s, size_t n)

@@ -169,7 +169,7 @@ int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_opt
 /* With a tracker (one per backend and family). A full sync (the first, and
  * the one after a failure or se_proxy_tracker_force_full) keeps the table:
  * it flushes every rule in it and the maps and sets it knows of (those of
- * the last applied sync and the seeded ones, see se_proxy_nft_parse_names),
+ * the last applied sync and the seeded ones, see se_proxy_nft_names),
  * deletes the known chains, maps and sets it no longer writes and declares
  * everything again; affinity sets keep their entries. Later syncs flush
  * and refill only the chains and endpoint maps of changed services,
@@ -214,17 +214,18 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
  * else now, e.g. after `nft flush ruleset`); the next sync is full and
  * knows only what is seeded after this. */
 void se_proxy_tracker_reset(struct se_proxy_tracker *tr);
-/* From `nft -t list table FAMILY svcenv` output, appends the names our
- * table holds as the nft tracker keeps them: "chain NAME", "set NAME",
- * "map NAME" (every table named svcenv in the text). 0, -ENOMEM, or -E2BIG
- * past SE_PROXY_MAX_SAVED_CHAINS names. */
-int se_proxy_nft_parse_names(const char *text, size_t len, struct se_strv *ret);
-/* Runs `nft -t list table ip|ip6 svcenv` into out; errors as
- * se_proxy_apply (-EPROTO also when the table does not exist). */
-int se_proxy_nft_list(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);
-/* Before a full nft sync: se_proxy_tracker_reset, then seeds the tracker
- * with what our table of the family holds now (nothing when it cannot be
- * listed, e.g. it does not exist). 0 or -ENOMEM / -E2BIG. */
+/* Our nft table of the family as the kernel has it, read over netlink
+ * (nf_tables dumps; the nft tool would read the whole ruleset): its
+ * chains, sets and maps appended to ret as the nft tracker names them
+ * ("chain NAME", "set NAME", "map NAME"; none when there is no table).
+ * 0, -E2BIG past SE_PROXY_MAX_SAVED_CHAINS names, or a negative errno. */
+int se_proxy_nft_names(enum se_ip_family family, struct se_strv *ret);
+/* The number of rules in chain of our table into *ret (0 when the table or
+ * the chain does not exist). 0 or a negative errno. */
+int se_proxy_nft_chain_rules(enum se_ip_family family, const char *chain, size_t *ret);
+/* Before a full nft sync whose starting point is not known (start-up,
+ * after a failure, after our rules were flushed): se_proxy_tracker_reset,
+ * then seeds the tracker with se_proxy_nft_names. 0 or as that. */
 int se_proxy_nft_seed_existing(struct se_proxy_tracker *tr, enum se_ip_family family);
 /* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
  * se_proxy_apply. */

@@ -12,7 +12,6 @@
 
 #include <svcenv/proxy.h>
 #include <svcenv/strbuf.h>
-#include <svcenv/strv.h>
 
 #define ERR_CAP 4096 /* bytes of the tool's stderr kept */
 
@@ -313,31 +312,4 @@ int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size
         int status;
         int r = run(argv, NULL, 0, out, err, errsize, &status);
         return r < 0 ? r : out ? se_strbuf_failed(out) : 0;
-}
-
-int se_proxy_nft_list(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize)
-{
-        /* -t: no set elements (affinity sets may hold many) */
-        static const char *const v4[] = { "nft", "-t", "list", "table", "ip", "svcenv", NULL };
-        static const char *const v6[] = { "nft", "-t", "list", "table", "ip6", "svcenv", NULL };
-        int status;
-        int r = run(family == SE_IPV6 ? v6 : v4, NULL, 0, out, err, errsize, &status);
-        return r < 0 ? r : se_strbuf_failed(out);
-}
-
-int se_proxy_nft_seed_existing(struct se_proxy_tracker *tr, enum se_ip_family family)
-{
-        struct se_strbuf listed;
-        struct se_strv names = SE_STRV_INIT;
-        char err[256];
-        int r = 0;
-        se_proxy_tracker_reset(tr);
-        se_strbuf_init(&listed, (size_t)256 << 20);
-        /* failing (no table yet): nothing of ours exists */
-        if (se_proxy_nft_list(family, &listed, err, sizeof(err)) == 0 &&
-            (r = se_proxy_nft_parse_names(listed.buf, listed.len, &names)) == 0)
-                r = se_proxy_tracker_seed(tr, &names);
-        se_strv_release(&names);
-        se_strbuf_release(&listed);
-        return r;
 }

@@ -3,7 +3,8 @@
  * iptables-restore takes to apply it in a scratch network namespace.
  * Prints figures; asserts nothing. BENCH_APPLY=N applies sizes up to N
  * (default 1000, 0 = none); BENCH_DUMP=PREFIX saves each ruleset as
- * PREFIX.N.iptables and PREFIX.N.nft. */
+ * PREFIX.N.iptables and PREFIX.N.nft; BENCH_BACKEND=iptables|nftables runs
+ * one backend only (iptables-restore of 10,000 services takes very long). */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +92,10 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
                         fprintf(stderr, "bench_proxy: out of memory\n");
                         exit(1);
                 }
+        const char *only = getenv("BENCH_BACKEND");
         for (int backend = 0; backend < 2; backend++) {
+                if (only && strcmp(only, backend ? "nftables" : "iptables") != 0)
+                        continue;
                 struct se_proxy_table *t = NULL;
                 struct se_strbuf sb;
                 struct se_proxy_tracker *tr = se_proxy_tracker_new();
