@@ -50,6 +50,9 @@ int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char
 /* Carries the names recorded under key by the last applied sync over to
  * this one (a partial sync keeps what a full one recorded). 0 or -ENOMEM. */
 int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key);
+/* The names sp's segment had in the last applied sync, NULL if none. */
+const struct se_strv *proxy_tracker_prev(const struct se_proxy_tracker *tr,
+                                         const struct se_proxy_svcport *sp);
 /* Adds every name the last successful sync defined (and the seeded ones)
  * to names (values and keys borrowed from the tracker). 0 or -ENOMEM. */
 int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_hashmap *names);

@@ -42,6 +42,7 @@ struct nft {
         /* map and set elements, filled per service, written at the end */
         struct se_strbuf service_ips, service_nodeports, no_ep_services, no_ep_nodeports,
                 firewall_ips, chains, sets;
+        struct se_strbuf flushes; /* partial syncs: changed services' maps to empty */
         struct se_proxy_tracker *tracker; /* NULL: always the whole table */
 };
 
@@ -87,6 +88,33 @@ static void elem(struct se_strbuf *sb, const char *fmt, ...)
 static void addr_text(const char *ip, bool v6, char *out, size_t size)
 {
         snprintf(out, size, v6 ? "[%s]" : "%s", ip);
+}
+
+/* `flush map|set` for each map and set that text declares and the kernel
+ * has (in known, or else in had): their elements are declared again whole.
+ * Affinity sets are left alone: their entries are the clients' state. */
+static void flush_known(struct nft *w, const char *text, size_t len, const struct se_hashmap *known,
+                        const struct se_strv *had, struct se_strbuf *out)
+{
+        const char *p = text, *end = text + len;
+        char key[320];
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+                /* "\tmap NAME {" / "\tset NAME {": the kind is 3 letters */
+                bool decl = n > 7 &&
+                            (strncmp(p, "\tmap ", 5) == 0 || strncmp(p, "\tset ", 5) == 0) &&
+                            strncmp(p + n - 2, " {", 2) == 0 && strncmp(p + 5, "affinity-", 9) != 0;
+                if (decl && n - 3 < sizeof(key)) {
+                        memcpy(key, p + 1, n - 3);
+                        key[n - 3] = 0;
+                        if (known ? se_hashmap_get(known, key) != NULL :
+                                    had && se_strv_contains(had, key))
+                                se_strbuf_printf(out, "flush %.3s %s " TABLE " %s\n", key, w->ip,
+                                                 key + 4);
+                }
+                p += n + 1;
+        }
 }
 
 /* chain `service-…` / `local-…`: affinity checks, then the random pick */
@@ -258,6 +286,11 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         r = w->tracker ? proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, &w->chains,
                                                chains_at) :
                          0;
+        /* a partial sync rewriting this service: its maps the last sync
+         * made are emptied first (a full sync does all of them) */
+        if (r == 0 && w->tracker && !proxy_tracker_full(w->tracker) && w->sets.len > sets_at)
+                flush_known(w, w->sets.buf + sets_at, w->sets.len - sets_at, NULL,
+                            proxy_tracker_prev(w->tracker, sp), &w->flushes);
 out:
         proxy_categories_release(&cat);
         return r;
@@ -311,32 +344,6 @@ static void nodeport_ips(struct nft *w, struct se_strbuf *out)
         se_strbuf_puts(out, first ? "\t}\n" : " }\n\t}\n");
 }
 
-/* `flush map|set` for each map and set that text declares and the kernel
- * has (known): their elements are declared again whole. Affinity sets are
- * left alone: their entries are the clients' state. */
-static void flush_known(struct nft *w, const struct se_strbuf *text, const struct se_hashmap *known,
-                        struct se_strbuf *out)
-{
-        const char *p = text->buf, *end = text->buf + text->len;
-        char key[320];
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t)(end - p));
-                size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-                /* "\tmap NAME {" / "\tset NAME {": the kind is 3 letters */
-                bool decl = n > 7 &&
-                            (strncmp(p, "\tmap ", 5) == 0 || strncmp(p, "\tset ", 5) == 0) &&
-                            strncmp(p + n - 2, " {", 2) == 0 && strncmp(p + 5, "affinity-", 9) != 0;
-                if (decl && n - 3 < sizeof(key)) {
-                        memcpy(key, p + 1, n - 3);
-                        key[n - 3] = 0;
-                        if (se_hashmap_get(known, key))
-                                se_strbuf_printf(out, "flush %.3s %s " TABLE " %s\n", key, w->ip,
-                                                 key + 4);
-                }
-                p += n + 1;
-        }
-}
-
 /* What the last applied sync defined and this one does not: every chain
  * is emptied first (they may jump to each other) and every endpoint map
  * (its elements name endpoint chains), then the chains deleted, then the
@@ -366,8 +373,7 @@ static int delete_gone(struct nft *w, struct se_strbuf *out)
  * maps are flushed and refilled, the global verdict maps rewritten or
  * edited, gone chains, maps and sets deleted. Affinity sets of unchanged
  * endpoints keep their entries. */
-static int partial(struct nft *w, const char *key, const struct se_hashmap *known,
-                   struct se_strbuf *out)
+static int partial(struct nft *w, const char *key, struct se_strbuf *out)
 {
         const char *p = w->chains.buf, *end = w->chains.buf + w->chains.len;
         static const char *const maps[] = { "service-ips", "service-nodeports",
@@ -383,7 +389,7 @@ static int partial(struct nft *w, const char *key, const struct se_hashmap *know
                 }
                 p += n + 1;
         }
-        flush_known(w, &w->sets, known, out);
+        se_strbuf_add(out, w->flushes.buf, w->flushes.len);
         /* with minimal syncs on, maps known from the last sync get single
          * element deletes/adds (after the chains they name exist, before
          * gone chains are deleted); the others are flushed and rewritten */
@@ -514,7 +520,7 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                      &w.no_ep_services, &w.no_ep_nodeports,
                                      &w.firewall_ips,   &w.chains,
                                      &w.sets,           &gmaps,
-                                     &gchains };
+                                     &gchains,          &w.flushes };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_init(bufs[i], 0);
@@ -529,15 +535,12 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         for (uint32_t i = 0; i < t->n_ports; i++)
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto done;
-        if (tracker && (r = proxy_tracker_known(tracker, &known)) < 0)
-                goto done;
-
         char key[64];
         snprintf(key, sizeof(key), "%s . inet_proto . inet_service", w.addr_type);
         if (tracker && !proxy_tracker_full(tracker)) {
                 r = proxy_tracker_keep(tracker, GLOBAL_MAPS)           ?:
                             proxy_tracker_keep(tracker, GLOBAL_CHAINS) ?:
-                            partial(&w, key, &known, out);
+                                                                         partial(&w, key, out);
                 goto check;
         }
         struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
@@ -560,8 +563,10 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                  "add table %s " TABLE " { comment \"%s\"; }\nflush table %s " TABLE
                                  "\n",
                                  w.ip, COMMENT, w.ip);
-                flush_known(&w, &gmaps, &known, out);
-                flush_known(&w, &w.sets, &known, out);
+                if ((r = proxy_tracker_known(tracker, &known)) < 0)
+                        goto done;
+                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, out);
+                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, out);
         } else {
                 se_strbuf_printf(out, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
                                  w.ip);

@@ -3,6 +3,7 @@
  * change since the last applied sync is left out of the next restore input;
  * chains no service writes any more are deleted. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,6 +209,19 @@ int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
 fail:
         entry_free(e);
         return -ENOMEM;
+}
+
+const struct se_strv *proxy_tracker_prev(const struct se_proxy_tracker *tr,
+                                         const struct se_proxy_svcport *sp)
+{
+        size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
+        char *key = malloc(klen);
+        if (!key)
+                return NULL; /* nothing flushed: the apply fails, a full sync follows */
+        snprintf(key, klen, "%s/%s", sp->spn, sp->proto);
+        const struct entry *e = se_hashmap_get(&tr->current.map, key);
+        free(key);
+        return e ? &e->chains : NULL;
 }
 
 int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_hashmap *names)
