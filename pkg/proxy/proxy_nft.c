@@ -412,13 +412,19 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
-        se_strbuf_printf(out, "table %s " TABLE " {\n", w->ip);
+        bool block = w->sets.len || w->chains.len;
+        for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
+                block |= !edited[i];
+        /* an empty block still costs nft a read of the whole ruleset */
+        if (block)
+                se_strbuf_printf(out, "table %s " TABLE " {\n", w->ip);
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         vmap(out, maps[i], types[i], elems[i]);
         se_strbuf_add(out, w->sets.buf, w->sets.len);
         se_strbuf_add(out, w->chains.buf, w->chains.len);
-        se_strbuf_puts(out, "}\n");
+        if (block)
+                se_strbuf_puts(out, "}\n");
         se_strbuf_add(out, del.buf, del.len);
         se_strbuf_add(out, add.buf, add.len);
         r = r < 0 ? r : se_strbuf_failed(&del) ?: se_strbuf_failed(&add);
