@@ -257,6 +257,12 @@ apply
 if [ "$backend" = iptables ]; then
         check "the removed endpoint's chain ($stale) is deleted on apply, as on kube-proxy's full sync" \
                 bash -c '[ -n "$2" ] && ! ip netns exec "$1" iptables-save -t nat | grep -q "^:$2 "' _ "$NODE" "$stale"
+else
+        # the table is updated in place: what the rules no longer use is deleted
+        check "nft: the removed endpoint's chain is deleted on apply, the same endpoint of another service kept" \
+                bash -c 'c=$(ip netns exec "$1" nft list chains ip) &&
+                        ! grep -q "e2e/web/tcp/http__10.244.3.2/8080" <<<"$c" &&
+                        grep -q "e2e/sticky/tcp/http__10.244.3.2/8080" <<<"$c"' _ "$NODE"
 fi
 traffic "$CL" tcp 10.96.0.10 80 100 >"$tmp/web2"
 check "removing an endpoint stops traffic to it" \
