@@ -825,6 +825,60 @@ static void test_proxy__nftables_overall(void **state)
         free(yaml);
 }
 
+/* nft names have at most 255 characters: like kube-proxy's
+ * hashAndTruncate, a base over 240 keeps its hash and ends in "..." */
+static void test_proxy__nft_long_names(void **state)
+{
+        (void)state;
+        char ns[231];
+        memset(ns, 'n', sizeof(ns) - 1);
+        ns[sizeof(ns) - 1] = 0;
+        struct se_proxy_endpoint ep = { .ip = "10.180.0.1",
+                                        .port = 80,
+                                        .str = "10.180.0.1:80",
+                                        .ready = true,
+                                        .serving = true };
+        struct se_proxy_svcport sp = { .ns = ns,
+                                       .name = "svc",
+                                       .port_name = "p80",
+                                       .spn = "x/svc:p80",
+                                       .protocol = SE_PROTO_TCP,
+                                       .proto = "tcp",
+                                       .cluster_ip = "172.30.0.41",
+                                       .port = 80,
+                                       .eps = &ep,
+                                       .n_eps = 1 };
+        struct se_proxy_table t = { .family = SE_IPV4, .ports = &sp, .n_ports = 1 };
+        struct se_proxy_options o;
+        struct se_strbuf sb;
+        base_options(&o);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(&t, &o, &sb), 0);
+        size_t longest = 0, cut = 0;
+        for (const char *p = sb.buf; (p = strstr(p, "-nnnn")); p++) {
+                const char *b = p, *e = p;
+                while (b > sb.buf && b[-1] != ' ' && b[-1] != '@')
+                        b--;
+                while (*e && *e != ' ' && *e != '\n')
+                        e++;
+                if ((size_t)(e - b) > longest)
+                        longest = (size_t)(e - b);
+                cut += e - b > 3 && strncmp(e - 3, "...", 3) == 0;
+                p = e - 1;
+        }
+        assert_true(longest > 240);
+        assert_true(longest <= 255);
+        assert_true(cut > 0);
+        /* "HASH8-" + 230 n + "/svc/tcp/p80" is 251 long: cut to 237 + "..." */
+        char want[300];
+        snprintf(want, sizeof(want), "\t\tnumgen random mod 1 vmap @service-LHPYX3MT-%.228s...",
+                 ns);
+        has_line(sb.buf, want);
+        snprintf(want, sizeof(want), "\tmap service-LHPYX3MT-%.228s... {", ns);
+        has_line(sb.buf, want);
+        se_strbuf_release(&sb);
+}
+
 static const char two_svcs[] =
         "apiVersion: v1\nkind: Service\nmetadata: {name: svc1, namespace: ns1}\n"
         "spec:\n  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}]\n"
@@ -1300,6 +1354,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__parse_cidr_list),
                 cmocka_unit_test(test_proxy__apply_errors),
                 cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__nft_long_names),
                 cmocka_unit_test(test_proxy__topology_hints),
                 cmocka_unit_test(test_proxy__source_ranges_node_ip),
                 cmocka_unit_test(test_proxy__partial_sync),
