@@ -175,8 +175,10 @@ int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_opt
  * and refill only the chains and endpoint maps of changed services,
  * rewrite or edit the global verdict maps and delete what went away. Every
  * name the full sync flushes or deletes must exist: seed the tracker with
- * what the kernel has (se_proxy_tracker_reset, then se_proxy_tracker_seed)
- * when that is not known from the last applied sync. */
+ * what the kernel has (se_proxy_nft_seed_existing) when that is not known
+ * from the last applied sync. Each service/local chain picks its endpoint
+ * through a named map of the chain's name, each firewall chain checks a
+ * named set of its name (no anonymous sets: see proxy_nft.c). */
 int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                       struct se_proxy_tracker *tracker, struct se_strbuf *out);
 
