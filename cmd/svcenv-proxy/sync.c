@@ -1,5 +1,6 @@
 /* The sync loop: full sync at start, after a failed apply, when the canary
- * or our jumps disappeared, and every --sync-period; partial syncs for
+ * or our jumps disappeared (nft: our table or its nat-prerouting jump),
+ * and every --sync-period; partial syncs for
  * changes in between, at most once per --min-sync-period. */
 #include <errno.h>
 #include <stdlib.h>
@@ -108,6 +109,16 @@ static bool rules_lost(enum se_ip_family fam)
         return run_tool(canary, err, sizeof(err)) < 0 || run_tool(jump, err, sizeof(err)) < 0;
 }
 
+/* nft: true when our table, its nat-prerouting base chain or that chain's
+ * rule is gone (`nft flush ruleset`, `nft flush table`, `nft delete table
+ * ...`); read over netlink (`nft list chain` takes seconds with 10,000
+ * services: the tool reads the whole ruleset). */
+static bool nft_rules_lost(enum se_ip_family fam)
+{
+        size_t rules = 0;
+        return se_proxy_nft_chain_rules(fam, "nat-prerouting", &rules) < 0 || rules == 0;
+}
+
 static size_t count_rules(const char *s, size_t n)
 {
         size_t k = 0;
@@ -209,6 +220,10 @@ static bool sync_rules(struct proxyd *d, bool full)
                         se_proxy_tracker_force_full(d->tr[i]);
                 if (full && !d->nft)
                         seed_existing(d, i);
+                /* nft: a full sync flushes and deletes by name, so it must
+                 * know what the table holds now, not what we last wrote */
+                if (full && d->nft && (r = se_proxy_nft_seed_existing(d->tr[i], d->fams[i])) < 0)
+                        se_log_warn("listing our nft table: %s", strerror(-r));
                 se_strbuf_init(&sb, 0);
                 r = d->nft ? se_proxy_nft_sync(t[i], &d->opt, d->tr[i], &sb) :
                              se_proxy_iptables_sync(t[i], &d->opt, d->tr[i], &sb);
@@ -326,13 +341,13 @@ void proxyd_run(struct proxyd *d)
         d->need_full = true;
         for (;;) {
                 int64_t now = (int64_t)se_now_mono_ns();
-                if (!d->nft && now - d->last_canary_mono >= CANARY_CHECK_NS &&
-                    d->last_full_mono != 0) {
+                if (now - d->last_canary_mono >= CANARY_CHECK_NS && d->last_full_mono != 0) {
                         d->last_canary_mono = now;
                         for (unsigned i = 0; i < d->n_fams; i++)
-                                if (rules_lost(d->fams[i])) {
-                                        se_log_warn("our iptables rules were flushed or the "
-                                                    "canary deleted: full resync");
+                                if (d->nft ? nft_rules_lost(d->fams[i]) : rules_lost(d->fams[i])) {
+                                        se_log_warn("our %s rules were flushed or the canary "
+                                                    "deleted: full resync",
+                                                    d->nft ? "nftables" : "iptables");
                                         d->need_full = true;
                                         pthread_mutex_lock(&d->mu);
                                         d->canary_repairs++;

@@ -30,7 +30,9 @@ static const char usage[] =
         "--apply feeds the rules to iptables-restore --noflush / ip6tables-restore /\n"
         "nft -f - instead of printing them, deleting our per-service chains that\n"
         "iptables-save shows but the rules no longer use, then ensures the jumps from\n"
-        "the built-in chains (iptables -C / -I), as kube-proxy's full sync does.\n";
+        "the built-in chains (iptables -C / -I), as kube-proxy's full sync does. With\n"
+        "nftables, --apply updates table svcenv in place: what the rules no longer\n"
+        "use is deleted, ClientIP affinity entries stay.\n";
 
 struct rules_args {
         const char *node, *backend, *ip_family;
@@ -182,6 +184,21 @@ static int iptables_with_cleanup(const struct se_proxy_table *t, const struct se
         return r;
 }
 
+/* nft --apply: a full sync of the table as it is (its affinity sets keep
+ * their entries; what this ruleset no longer writes is deleted). */
+static int nft_in_place(const struct se_proxy_table *t, const struct se_proxy_options *o,
+                        enum se_ip_family fam, struct se_strbuf *sb)
+{
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        if (!tr)
+                return -ENOMEM;
+        int r = se_proxy_nft_seed_existing(tr, fam);
+        if (r == 0)
+                r = se_proxy_nft_sync(t, o, tr, sb);
+        se_proxy_tracker_free(tr);
+        return r;
+}
+
 static int emit(const struct se_store *store, const struct se_proxy_options *o,
                 const struct rules_args *a)
 {
@@ -199,7 +216,9 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                 if (r < 0)
                         return cli_fail(EXIT_SYSTEM, "cannot build the rules: %s", strerror(-r));
                 se_strbuf_init(&sb, 0);
-                if (nft)
+                if (nft && a->apply)
+                        r = nft_in_place(t, o, fams[i], &sb);
+                else if (nft)
                         r = se_proxy_nft_write(t, o, &sb);
                 else if (a->apply)
                         r = iptables_with_cleanup(t, o, fams[i], &sb);

@@ -162,13 +162,23 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
  * next sync is full. Returns whether the last sync was partial. */
 bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok);
 
-/* Appends an nft script that (re)creates table `svcenv` of the family. */
+/* Appends an nft script that (re)creates table `svcenv` of the family
+ * (deleting whatever it held before). */
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out);
-/* With a tracker (one per backend and family): the first sync, and the one
- * after a failure, replaces the table; later ones flush and refill only the
- * chains of changed services, rewrite the verdict maps and delete what went
- * away, so affinity sets of unchanged endpoints keep their entries. */
+/* With a tracker (one per backend and family). A full sync (the first, and
+ * the one after a failure or se_proxy_tracker_force_full) keeps the table:
+ * it flushes every rule in it and the maps and sets it knows of (those of
+ * the last applied sync and the seeded ones, see se_proxy_nft_names),
+ * deletes the known chains, maps and sets it no longer writes and declares
+ * everything again; affinity sets keep their entries. Later syncs flush
+ * and refill only the chains and endpoint maps of changed services,
+ * rewrite or edit the global verdict maps and delete what went away. Every
+ * name the full sync flushes or deletes must exist: seed the tracker with
+ * what the kernel has (se_proxy_nft_seed_existing) when that is not known
+ * from the last applied sync. Each service/local chain picks its endpoint
+ * through a named map of the chain's name, each firewall chain checks a
+ * named set of its name (no anonymous sets: see proxy_nft.c). */
 int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                       struct se_proxy_tracker *tracker, struct se_strbuf *out);
 
@@ -202,6 +212,23 @@ int se_proxy_parse_save_chains(const char *text, size_t len, struct se_strv *ret
 /* Tells the tracker which chains exist now: the next sync deletes those it
  * does not write. 0 or -ENOMEM. */
 int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *chains);
+/* Forgets what the last applied sync wrote (the kernel may hold something
+ * else now, e.g. after `nft flush ruleset`); the next sync is full and
+ * knows only what is seeded after this. */
+void se_proxy_tracker_reset(struct se_proxy_tracker *tr);
+/* Our nft table of the family as the kernel has it, read over netlink
+ * (nf_tables dumps; the nft tool would read the whole ruleset): its
+ * chains, sets and maps appended to ret as the nft tracker names them
+ * ("chain NAME", "set NAME", "map NAME"; none when there is no table).
+ * 0, -E2BIG past SE_PROXY_MAX_SAVED_CHAINS names, or a negative errno. */
+int se_proxy_nft_names(enum se_ip_family family, struct se_strv *ret);
+/* The number of rules in chain of our table into *ret (0 when the table or
+ * the chain does not exist). 0 or a negative errno. */
+int se_proxy_nft_chain_rules(enum se_ip_family family, const char *chain, size_t *ret);
+/* Before a full nft sync whose starting point is not known (start-up,
+ * after a failure, after our rules were flushed): se_proxy_tracker_reset,
+ * then seeds the tracker with se_proxy_nft_names. 0 or as that. */
+int se_proxy_nft_seed_existing(struct se_proxy_tracker *tr, enum se_ip_family family);
 /* Runs `iptables-save -t nat` (ip6tables-save for IPv6) into out; errors as
  * se_proxy_apply. */
 int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err, size_t errsize);

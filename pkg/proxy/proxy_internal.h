@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
 
@@ -42,8 +43,21 @@ void proxy_cidr_text(const struct se_cidr *c, char *out, size_t size);
 int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                           struct se_strbuf *chains, size_t chains_at, struct se_strbuf *rules,
                           size_t rules_at);
+/* Records the names text defines (as a segment does, without a digest)
+ * under key: what a sync writes outside any service (nft's base chains and
+ * global maps), so proxy_tracker_gone() keeps them. 0 or -ENOMEM. */
+int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char *text, size_t len);
+/* Carries the names recorded under key by the last applied sync over to
+ * this one (a partial sync keeps what a full one recorded). 0 or -ENOMEM. */
+int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key);
+/* The names sp's segment had in the last applied sync, NULL if none. */
+const struct se_strv *proxy_tracker_prev(const struct se_proxy_tracker *tr,
+                                         const struct se_proxy_svcport *sp);
+/* Adds every name the last successful sync defined (and the seeded ones)
+ * to names (values and keys borrowed from the tracker). 0 or -ENOMEM. */
+int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_hashmap *names);
 /* Names (sorted) the last successful sync defined that this one does not:
- * iptables chains, or nft "chain NAME" / "set NAME". */
+ * iptables chains, or nft "chain NAME" / "set NAME" / "map NAME". */
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);
 /* Whether the sync being built is full. */
 bool proxy_tracker_full(const struct se_proxy_tracker *tr);

@@ -3,6 +3,7 @@
  * change since the last applied sync is left out of the next restore input;
  * chains no service writes any more are deleted. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,15 @@ void se_proxy_tracker_force_full(struct se_proxy_tracker *tr)
         tr->full = true;
 }
 
+void se_proxy_tracker_reset(struct se_proxy_tracker *tr)
+{
+        state_release(&tr->current);
+        memset(&tr->current, 0, sizeof(tr->current));
+        proxy_top_release(tr->top.cur);
+        tr->top.known = false;
+        tr->full = true;
+}
+
 void se_proxy_tracker_set_minimal(struct se_proxy_tracker *tr, bool on)
 {
         tr->top.minimal = on;
@@ -92,8 +102,8 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr)
 }
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
- * "NAME"; nft blocks ("\tchain NAME {", "\tset NAME {") give "chain NAME"
- * and "set NAME". */
+ * "NAME"; nft blocks ("\tchain NAME {", "\tset NAME {", "\tmap NAME {")
+ * give "chain NAME", "set NAME" and "map NAME". */
 static int chain_names(const char *text, size_t len, struct se_strv *out)
 {
         const char *p = text, *end = text + len;
@@ -103,8 +113,8 @@ static int chain_names(const char *text, size_t len, struct se_strv *out)
                 char *c = NULL;
                 if (n > 1 && p[0] == ':')
                         c = strndup(p + 1, strcspn(p + 1, " \n"));
-                else if (n > 7 &&
-                         (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0)) {
+                else if (n > 7 && (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0 ||
+                                   strncmp(p, "\tmap ", 5) == 0)) {
                         const char *brace = memchr(p, '{', n);
                         size_t k = brace && brace > p + 2 ? (size_t)(brace - p) - 2 : n - 1;
                         c = strndup(p + 1, k);
@@ -162,6 +172,68 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
 fail:
         entry_free(e);
         return r < 0 ? r : -ENOMEM;
+}
+
+int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char *text, size_t len)
+{
+        struct entry *e = calloc(1, sizeof(*e));
+        void *old = NULL;
+        int r = -ENOMEM;
+        if (!e || !(e->key = strdup(key)) || (r = chain_names(text, len, &e->chains)) < 0 ||
+            (r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0) {
+                entry_free(e);
+                return r < 0 ? r : -ENOMEM;
+        }
+        entry_free(old);
+        return 0;
+}
+
+int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
+{
+        const struct entry *prev = se_hashmap_get(&tr->current.map, key);
+        struct entry *e = NULL;
+        void *old = NULL;
+        if (!prev)
+                return 0;
+        if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(key)))
+                goto fail;
+        memcpy(e->digest, prev->digest, sizeof(e->digest));
+        se_strv_foreach(c, &prev->chains) {
+                if (se_strv_push(&e->chains, *c) < 0)
+                        goto fail;
+        }
+        if (se_hashmap_put(&tr->pending.map, e->key, e, &old) < 0)
+                goto fail;
+        entry_free(old);
+        return 0;
+fail:
+        entry_free(e);
+        return -ENOMEM;
+}
+
+const struct se_strv *proxy_tracker_prev(const struct se_proxy_tracker *tr,
+                                         const struct se_proxy_svcport *sp)
+{
+        size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
+        char *key = malloc(klen);
+        if (!key)
+                return NULL; /* nothing flushed: the apply fails, a full sync follows */
+        snprintf(key, klen, "%s/%s", sp->spn, sp->proto);
+        const struct entry *e = se_hashmap_get(&tr->current.map, key);
+        free(key);
+        return e ? &e->chains : NULL;
+}
+
+int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_hashmap *names)
+{
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);)
+                se_strv_foreach(c, &((struct entry *)v)->chains) {
+                        if (se_hashmap_put(names, *c, *c, NULL) < 0)
+                                return -ENOMEM;
+                }
+        return 0;
 }
 
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)

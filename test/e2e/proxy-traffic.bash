@@ -207,6 +207,17 @@ check "ClusterIP reaches every backend with a plausible spread ($(sort "$tmp/web
 traffic "$CL" tcp 10.96.0.11 80 30 >"$tmp/sticky"
 check "ClientIP affinity pins the client to one backend" \
         bash -c '[ "$(sort -u "$1" | wc -l)" -eq 1 ] && ! grep -q ERR "$1"' _ "$tmp/sticky"
+if [ "$backend" = nftables ]; then
+        # a full sync (--apply) keeps the table: the client's affinity entry stays
+        aff_entries() { inns "$NODE" nft list table ip svcenv | grep -c 'elements = {.*expires'; }
+        before=$(aff_entries)
+        apply
+        after=$(aff_entries)
+        traffic "$CL" tcp 10.96.0.11 80 10 >"$tmp/sticky2"
+        check "nft: affinity entries survive a full re-apply ($before before, $after after) and the client stays pinned" \
+                bash -c '[ "$1" -ge 1 ] && [ "$1" = "$2" ] && [ "$(sort -u "$3" "$4" | wc -l)" -eq 1 ]' \
+                _ "$before" "$after" "$tmp/sticky" "$tmp/sticky2"
+fi
 
 NETPEER_TIME=1 traffic "$CL" tcp 10.96.0.12 80 1 3 >"$tmp/empty"
 check "a service without endpoints is refused at once ($(cat "$tmp/empty") ms)" \
@@ -246,6 +257,12 @@ apply
 if [ "$backend" = iptables ]; then
         check "the removed endpoint's chain ($stale) is deleted on apply, as on kube-proxy's full sync" \
                 bash -c '[ -n "$2" ] && ! ip netns exec "$1" iptables-save -t nat | grep -q "^:$2 "' _ "$NODE" "$stale"
+else
+        # the table is updated in place: what the rules no longer use is deleted
+        check "nft: the removed endpoint's chain is deleted on apply, the same endpoint of another service kept" \
+                bash -c 'c=$(ip netns exec "$1" nft list chains ip) &&
+                        ! grep -q "e2e/web/tcp/http__10.244.3.2/8080" <<<"$c" &&
+                        grep -q "e2e/sticky/tcp/http__10.244.3.2/8080" <<<"$c"' _ "$NODE"
 fi
 traffic "$CL" tcp 10.96.0.10 80 100 >"$tmp/web2"
 check "removing an endpoint stops traffic to it" \

@@ -377,6 +377,16 @@ slice_put web TCP 10.244.2.2@node-b
 check "nftables: endpoint removed through the API, traffic to the other only" until_ok 10 spread "$A" tcp 10.96.100.10 80 20 b2
 svc bbb 10.96.100.6 TCP 80 && slice_post bbb TCP 10.244.1.2@node-a
 check "nftables: service added (one map element), traffic flows" until_ok 10 spread "$A" tcp 10.96.100.6 80 10 b1
+repairs_before=$(metric svcenv_proxy_canary_resyncs_total)
+inns "$A" nft flush ruleset
+check "nftables: nft flush ruleset detected and repaired by the next sync" \
+        until_ok 8 spread "$A" tcp 10.96.100.10 80 10 b2
+check "... as a canary full resync" [ "$(metric svcenv_proxy_canary_resyncs_total)" -gt "${repairs_before:-0}" ]
+repairs_before=$(metric svcenv_proxy_canary_resyncs_total)
+inns "$A" nft flush table ip svcenv
+check "nftables: nft flush table (chains kept, rules gone) repaired too" \
+        until_ok 8 spread "$A" tcp 10.96.100.6 80 10 b1
+check "... as a canary full resync" [ "$(metric svcenv_proxy_canary_resyncs_total)" -gt "${repairs_before:-0}" ]
 kill "$pxn" && wait "$pxn" 2>/dev/null
 inns "$A" "$SVCENV/svcenv-proxy" --cleanup
 check "--cleanup removes the nftables table" eval '! inns "$A" nft list table ip svcenv >/dev/null 2>&1'

@@ -24,7 +24,8 @@
 #include <svcenv/strv.h>
 
 /* A cluster from a compact spec: one service per line,
- * "NS/NAME IP [PROTO] EP,EP,..." ("-" for no endpoints). */
+ * "NS/NAME IP [PROTO] EP,EP,..." ("-" for no endpoints); a NAME ending in
+ * '*' has ClientIP session affinity. */
 static char *cluster(const char *spec)
 {
         struct se_strbuf sb;
@@ -44,14 +45,17 @@ static char *cluster(const char *spec)
                 assert_non_null(tip);
                 assert_non_null(t3);
                 assert_int_equal(sscanf(nsname, "%63[^/]/%63s", ns, name), 2);
+                bool aff = name[strlen(name) - 1] == '*';
+                if (aff)
+                        name[strlen(name) - 1] = 0;
                 snprintf(ip, sizeof(ip), "%s", tip);
                 snprintf(proto, sizeof(proto), "%s", t4 ? t3 : "TCP");
                 snprintf(eps, sizeof(eps), "%s", t4 ? t4 : t3);
                 se_strbuf_printf(
                         &sb,
                         "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\n"
-                        "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]}\n",
-                        name, ns, ip, proto);
+                        "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]%s}\n",
+                        name, ns, ip, proto, aff ? ", sessionAffinity: ClientIP" : "");
                 if (strcmp(eps, "-") == 0)
                         continue;
                 se_strbuf_printf(
@@ -275,15 +279,62 @@ static void test_partial__nft_elements(void **state)
                 add, "add element ip svcenv service-ips { 172.30.0.20 . tcp . 80 : goto service-"));
         assert_null(strstr(add, "delete element"));
         char *del = sync_any(base, tr, true);
-        assert_null(strstr(del, "flush map"));
+        assert_null(strstr(del, "flush map ip svcenv service-ips"));
         const char *d =
                 strstr(del, "delete element ip svcenv service-ips { 172.30.0.20 . tcp . 80 }");
         const char *x = strstr(del, "delete chain ip svcenv service-");
         assert_non_null(d);
         assert_non_null(x);
         assert_true(d < x);
+        /* its endpoint map goes in the same transaction, after its chain */
+        const char *m = strstr(del, "delete map ip svcenv service-");
+        assert_non_null(m);
+        assert_true(x < m);
+        assert_non_null(strstr(m, "b/new/tcp/p\n"));
         free(del);
         free(add);
+        se_proxy_tracker_free(tr);
+}
+
+/* nft endpoint maps on partial syncs: N -> M endpoints flushes the map,
+ * declares its M elements and rewrites the `mod M` rule; the same count
+ * with one endpoint replaced changes one element and deletes the old
+ * endpoint's chain; other services are not in the input */
+static void test_partial__nft_endpoint_maps(void **state)
+{
+        (void)state;
+        static const char two[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2\n"
+                                  "c/api 172.30.0.30 10.1.2.1\n";
+        static const char three[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.3\n"
+                                    "c/api 172.30.0.30 10.1.2.1\n";
+        static const char replaced[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.4\n"
+                                       "c/api 172.30.0.30 10.1.2.1\n";
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        se_proxy_tracker_set_minimal(tr, true);
+        free(sync_any(two, tr, true));
+        char *same = sync_any(two, tr, true); /* nothing: nft would read the ruleset */
+        assert_string_equal(same, "");
+        free(same);
+        char *grow = sync_any(three, tr, true);
+        const char *flush = strstr(grow, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p\n");
+        const char *decl = strstr(grow, "\tmap service-VXO22ISD-a/web/tcp/p {\n");
+        assert_non_null(flush);
+        assert_non_null(decl);
+        assert_true(flush < decl);
+        assert_true(has_line(grow, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(decl, "2 : goto endpoint-"));
+        assert_null(strstr(grow, "c/api"));
+        assert_null(strstr(grow, "delete "));
+        char *swap = sync_any(replaced, tr, true);
+        assert_true(has_line(swap, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p"));
+        assert_true(has_line(swap, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(swap, "__10.1.0.4/8080 }"));
+        assert_null(strstr(swap, "c/api"));
+        const char *gone = strstr(swap, "\ndelete chain ip svcenv endpoint-");
+        assert_non_null(gone);
+        assert_non_null(strstr(gone, "a/web/tcp/p__10.1.0.3/8080\n"));
+        free(swap);
+        free(grow);
         se_proxy_tracker_free(tr);
 }
 
@@ -390,7 +441,7 @@ static char *nft_saved(void)
         return r ? r : strdup("");
 }
 
-static bool use_nft;
+static bool use_nft, use_minimal = true;
 
 static int apply(const char *text)
 {
@@ -417,6 +468,11 @@ static const char *const steps[] = {
         "b/new 172.30.0.20 10.1.1.1\n" /* web removed, api back */
         "c/api 172.30.0.30 10.1.2.9\n"
         "d/more 172.30.0.40 10.1.3.1\n",
+        "a/web 172.30.0.10 10.1.0.2,10.1.0.3,10.1.0.4\n" /* web back: 2 -> 3 endpoints */
+        "b/new 172.30.0.20 10.1.1.1\n"
+        "c/api 172.30.0.30 10.1.2.9\n",
+        "a/web 172.30.0.10 10.1.0.4\n" /* 3 -> 1, new gone */
+        "c/api 172.30.0.30 10.1.2.8\n", /* 1 replaced by 1 */
         "", /* everything gone */
         base,
 };
@@ -427,7 +483,7 @@ static int applied_child(void)
 {
         struct se_proxy_tracker *tr = se_proxy_tracker_new();
         int code = 0;
-        se_proxy_tracker_set_minimal(tr, true);
+        se_proxy_tracker_set_minimal(tr, use_minimal);
         if (unshare(CLONE_NEWNET) < 0)
                 return 2;
         int x = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -468,9 +524,10 @@ static int applied_child(void)
         return code;
 }
 
-static void applied(bool nft)
+static void applied(bool nft, bool minimal)
 {
         use_nft = nft;
+        use_minimal = minimal;
         if (geteuid() != 0)
                 skip();
         fflush(NULL);
@@ -489,14 +546,201 @@ static void applied(bool nft)
 static void test_partial__applied_equals_full(void **state)
 {
         (void)state;
-        applied(false);
+        applied(false, true);
 }
 
 /* the same with nft: element edits leave what a fresh full load makes */
 static void test_partial__nft_applied_equals_full(void **state)
 {
         (void)state;
-        applied(true);
+        applied(true, true);
+}
+
+/* and with kube-proxy's partial syncs (global maps flushed and rewritten) */
+static void test_partial__nft_applied_equals_full_plain(void **state)
+{
+        (void)state;
+        applied(true, false);
+}
+
+/* `nft list set` of one set in our table, NULL on failure */
+static char *nft_list_set(const char *name)
+{
+        const char *argv[] = { "nft", "list", "set", "ip", "svcenv", name, NULL };
+        struct se_strbuf out;
+        char err[256];
+        se_strbuf_init(&out, 0);
+        if (se_proxy_run(argv, &out, err, sizeof(err)) < 0) {
+                fprintf(stderr, "# nft list set %s: %s\n", name, err);
+                se_strbuf_release(&out);
+                return NULL;
+        }
+        return se_strbuf_detach(&out, NULL);
+}
+
+static int nft_add_element(const char *set, const char *elem)
+{
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "add element ip svcenv %s { %s }\n", set, elem);
+        return apply(cmd);
+}
+
+static const char aff_a[] = "a/web* 172.30.0.10 10.1.0.1,10.1.0.2\n"
+                            "b/new 172.30.0.20 10.1.1.1\n"
+                            "c/api 172.30.0.30 10.1.2.1,10.1.2.2\n";
+/* web lost 10.1.0.1, new went away, api's endpoints changed */
+static const char aff_b[] = "a/web* 172.30.0.10 10.1.0.2,10.1.0.3\n"
+                            "c/api 172.30.0.30 10.1.2.2,10.1.2.3,10.1.2.4\n";
+#define AFF_KEPT "affinity-45LKISMY-a/web/tcp/p__10.1.0.2/8080"
+
+/* the child: full syncs keep the table, so a client's affinity entry
+ * survives them; a full sync after a restart (tracker seeded from `nft
+ * list`) deletes what is stale and leaves what a fresh full load makes */
+static int affinity_child(void)
+{
+        int code = 0;
+        use_nft = true;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *text = sync_any(aff_a, tr, true);
+        if (!strstr(text, "\tset " AFF_KEPT " {\n"))
+                code = 5;
+        if (!code && apply(text) < 0)
+                code = 3; /* no nft here */
+        free(text);
+        if (!code && nft_add_element(AFF_KEPT, "192.0.2.7") < 0)
+                code = 6;
+        /* a periodic full sync, then one after a restart (a new tracker
+         * knowing only what nft lists) with services changed and gone */
+        se_proxy_tracker_force_full(tr);
+        text = code ? NULL : sync_any(aff_a, tr, true);
+        if (text && (strstr(text, "delete table") || apply(text) < 0))
+                code = 7;
+        free(text);
+        se_proxy_tracker_free(tr);
+        tr = se_proxy_tracker_new();
+        if (!code && se_proxy_nft_seed_existing(tr, SE_IPV4) < 0)
+                code = 8;
+        text = code ? NULL : sync_any(aff_b, tr, true);
+        if (text && apply(text) < 0)
+                code = 9;
+        free(text);
+        se_proxy_tracker_free(tr);
+        char *set = code ? NULL : nft_list_set(AFF_KEPT);
+        if (!code && (!set || !strstr(set, "192.0.2.7"))) {
+                fprintf(stderr, "# affinity entry lost:\n%s", set ? set : "");
+                code = 10;
+        }
+        free(set);
+        /* the client's entry is the one expected difference */
+        static const char drop[] = "delete element ip svcenv " AFF_KEPT " { 192.0.2.7 }\n";
+        if (!code && apply(drop) < 0)
+                code = 13;
+        char *got = code ? NULL : nft_saved();
+        char *full = code ? NULL : sync_any(aff_b, NULL, true);
+        if (!code && (unshare(CLONE_NEWNET) < 0 || apply(full) < 0))
+                code = 11;
+        char *want = code ? NULL : nft_saved();
+        if (!code && strcmp(got, want) != 0) {
+                fprintf(stderr, "# after the seeded full sync:\n%s# fresh:\n%s", got, want);
+                code = 12;
+        }
+        free(got);
+        free(want);
+        free(full);
+        return code;
+}
+
+static void test_partial__nft_full_sync_keeps_affinity(void **state)
+{
+        (void)state;
+        if (geteuid() != 0)
+                skip();
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                exit(affinity_child());
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 2 || WEXITSTATUS(status) == 3)
+                skip();
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static size_t count_text(const char *text, const char *frag)
+{
+        size_t n = 0;
+        for (const char *p = text; (p = strstr(p, frag)); p++)
+                n++;
+        return n;
+}
+
+/* the child: what the seed and the daemon's canary read over netlink */
+static int names_child(void)
+{
+        int code = 0;
+        size_t rules = 9;
+        struct se_strv names = SE_STRV_INIT;
+        use_nft = true;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        if (se_proxy_nft_names(SE_IPV4, &names) != 0 || names.n != 0 ||
+            se_proxy_nft_chain_rules(SE_IPV4, "nat-prerouting", &rules) != 0 || rules != 0)
+                return 20; /* no table yet: nothing, no error */
+        static const char other[] = "table ip other {\n\tchain nat-prerouting {\n"
+                                    "\t\tcounter\n\t}\n\tset s {\n\t\ttype ipv4_addr\n\t}\n}\n";
+        char *text = sync_any(aff_a, NULL, true);
+        if (apply(other) < 0 || apply(text) < 0)
+                code = 3;
+        /* every chain, map and set the script declares, nothing else */
+        size_t want = count_text(text, "\n\tchain ") + count_text(text, "\n\tmap ") +
+                      count_text(text, "\n\tset ");
+        if (!code &&
+            (se_proxy_nft_names(SE_IPV4, &names) != 0 || names.n != want ||
+             !se_strv_contains(&names, "chain nat-prerouting") ||
+             !se_strv_contains(&names, "map service-ips") ||
+             !se_strv_contains(&names, "map service-VXO22ISD-a/web/tcp/p") ||
+             !se_strv_contains(&names, "set " AFF_KEPT) || se_strv_contains(&names, "set s"))) {
+                se_strv_foreach(n, &names)
+                        fprintf(stderr, "# %s\n", *n);
+                code = 21;
+        }
+        if (!code &&
+            (se_proxy_nft_chain_rules(SE_IPV4, "nat-prerouting", &rules) != 0 || rules != 1))
+                code = 22;
+        /* what the canary must notice */
+        if (!code &&
+            (apply("flush table ip svcenv\n") < 0 ||
+             se_proxy_nft_chain_rules(SE_IPV4, "nat-prerouting", &rules) != 0 || rules != 0))
+                code = 23;
+        se_strv_release(&names);
+        if (!code && (apply("flush ruleset\n") < 0 || se_proxy_nft_names(SE_IPV4, &names) != 0 ||
+                      names.n != 0))
+                code = 24;
+        se_strv_release(&names);
+        free(text);
+        return code;
+}
+
+static void test_partial__nft_names_over_netlink(void **state)
+{
+        (void)state;
+        if (geteuid() != 0)
+                skip();
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                exit(names_child());
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 2 || WEXITSTATUS(status) == 3)
+                skip();
+        assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 int main(void)
@@ -506,8 +750,12 @@ int main(void)
                 cmocka_unit_test(test_partial__service_add_remove),
                 cmocka_unit_test(test_partial__seeded_retry_deletes_once),
                 cmocka_unit_test(test_partial__nft_elements),
+                cmocka_unit_test(test_partial__nft_endpoint_maps),
                 cmocka_unit_test(test_partial__applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full),
+                cmocka_unit_test(test_partial__nft_applied_equals_full_plain),
+                cmocka_unit_test(test_partial__nft_full_sync_keeps_affinity),
+                cmocka_unit_test(test_partial__nft_names_over_netlink),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -780,6 +780,18 @@ static void test_proxy__nftables_overall(void **state)
         o.masquerade_mark = NULL;
         char *yaml = read_file("test/golden/proxy/overall.yaml");
         char *got = nft_rules(yaml, &o, SE_IPV4);
+        /* the whole script, checked by hand (UPDATE_GOLDEN=1 rewrites it) */
+        static const char golden[] = "test/golden/proxy/overall.nft";
+        if (getenv("UPDATE_GOLDEN")) {
+                FILE *f = fopen(golden, "w");
+                assert_non_null(f);
+                fputs(got, f);
+                fclose(f);
+        }
+        char *want = read_file(golden);
+        if (strcmp(got, want) != 0)
+                fail_msg("nft script differs from %s", golden);
+        free(want);
         has_line(got, "add table ip svcenv");
         has_line(got, "delete table ip svcenv");
         has_line(got, "\t\t\t172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80,");
@@ -789,11 +801,18 @@ static void test_proxy__nftables_overall(void **state)
         /* svc6 has no endpoints at all: rejected */
         has_line(got, "\t\t\t172.30.0.46 . tcp . 80 : goto reject-chain");
         /* svc5: source ranges and affinity */
-        has_line(got, "\t\tip saddr != { 203.0.113.0/25 } drop");
+        has_line(got, "\t\tip saddr != @firewall-HVFWP5L3-ns5/svc5/tcp/p80 drop");
+        has_line(got, "\tset firewall-HVFWP5L3-ns5/svc5/tcp/p80 {");
+        has_line(got, "\t\telements = { 203.0.113.0/25 }");
         has_line(got, "\t\ttimeout 10800s");
+        /* the endpoint is picked through the service chain's own named map */
+        has_line(got, "\t\tnumgen random mod 2 vmap @service-LAUZTJTB-ns4/svc4/tcp/p80");
+        has_line(got, "\tmap service-LAUZTJTB-ns4/svc4/tcp/p80 {");
         has_line(
                 got,
-                "\t\tnumgen random mod 2 vmap { 0 : goto endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80, 1 : goto endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80 }");
+                "\t\telements = { 0 : goto endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80, 1 : goto endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80 }");
+        no_text(got, "vmap {"); /* no anonymous map: each costs a commit-list walk */
+        no_text(got, "saddr != {");
         has_line(
                 got,
                 "\t\tip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade");
@@ -804,6 +823,60 @@ static void test_proxy__nftables_overall(void **state)
         has_line(got, "\t\tmeta l4proto tcp dnat to 10.180.0.1:80");
         free(got);
         free(yaml);
+}
+
+/* nft names have at most 255 characters: like kube-proxy's
+ * hashAndTruncate, a base over 240 keeps its hash and ends in "..." */
+static void test_proxy__nft_long_names(void **state)
+{
+        (void)state;
+        char ns[231];
+        memset(ns, 'n', sizeof(ns) - 1);
+        ns[sizeof(ns) - 1] = 0;
+        struct se_proxy_endpoint ep = { .ip = "10.180.0.1",
+                                        .port = 80,
+                                        .str = "10.180.0.1:80",
+                                        .ready = true,
+                                        .serving = true };
+        struct se_proxy_svcport sp = { .ns = ns,
+                                       .name = "svc",
+                                       .port_name = "p80",
+                                       .spn = "x/svc:p80",
+                                       .protocol = SE_PROTO_TCP,
+                                       .proto = "tcp",
+                                       .cluster_ip = "172.30.0.41",
+                                       .port = 80,
+                                       .eps = &ep,
+                                       .n_eps = 1 };
+        struct se_proxy_table t = { .family = SE_IPV4, .ports = &sp, .n_ports = 1 };
+        struct se_proxy_options o;
+        struct se_strbuf sb;
+        base_options(&o);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(&t, &o, &sb), 0);
+        size_t longest = 0, cut = 0;
+        for (const char *p = sb.buf; (p = strstr(p, "-nnnn")); p++) {
+                const char *b = p, *e = p;
+                while (b > sb.buf && b[-1] != ' ' && b[-1] != '@')
+                        b--;
+                while (*e && *e != ' ' && *e != '\n')
+                        e++;
+                if ((size_t)(e - b) > longest)
+                        longest = (size_t)(e - b);
+                cut += e - b > 3 && strncmp(e - 3, "...", 3) == 0;
+                p = e - 1;
+        }
+        assert_true(longest > 240);
+        assert_true(longest <= 255);
+        assert_true(cut > 0);
+        /* "HASH8-" + 230 n + "/svc/tcp/p80" is 251 long: cut to 237 + "..." */
+        char want[300];
+        snprintf(want, sizeof(want), "\t\tnumgen random mod 1 vmap @service-LHPYX3MT-%.228s...",
+                 ns);
+        has_line(sb.buf, want);
+        snprintf(want, sizeof(want), "\tmap service-LHPYX3MT-%.228s... {", ns);
+        has_line(sb.buf, want);
+        se_strbuf_release(&sb);
 }
 
 static const char two_svcs[] =
@@ -1105,7 +1178,8 @@ static void test_proxy__source_ranges_node_ip(void **state)
         assert_int_equal(se_proxy_table_build(st, &o, SE_IPV4, &t), 0);
         se_strbuf_init(&sb, 0);
         assert_int_equal(se_proxy_nft_write(t, &o, &sb), 0);
-        has_line(sb.buf, "\t\tip saddr != { 192.168.0.0/24, 1.2.3.4 } drop");
+        has_line(sb.buf, "\t\telements = { 192.168.0.0/24, 1.2.3.4 }");
+        has_line(sb.buf, "\t\tip saddr != @firewall-ULMVA6XW-ns1/svc1/tcp/p80 drop");
         se_strbuf_release(&sb);
         se_proxy_table_free(t);
         se_store_free(st);
@@ -1156,12 +1230,25 @@ static void test_proxy__nft_partial_sync(void **state)
         out[2] = nft_sync_yaml(changed, tr);
         se_proxy_tracker_done(tr, true);
         free(changed);
-        has_line(out[0], "delete table ip svcenv");
-        no_text(out[1], "delete table");
+        /* a full sync with a tracker keeps the table (affinity sets) */
+        has_line(out[0], "flush table ip svcenv");
+        no_text(out[0], "delete table");
+        no_text(out[1], "flush table");
         no_text(out[1], "chain service-");
         has_line(out[1], "\t\t\t172.30.0.41 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80,");
         has_line(out[2], "flush chain ip svcenv service-ULMVA6XW-ns1/svc1/tcp/p80");
         has_line(out[2], "flush map ip svcenv service-ips");
+        /* svc1's endpoint map emptied and declared again with one element */
+        has_line(out[2], "flush map ip svcenv service-ULMVA6XW-ns1/svc1/tcp/p80");
+        has_line(out[2],
+                 "\t\telements = { 0 : goto endpoint-2ZNDXFAB-ns1/svc1/tcp/p80__10.180.0.2/80 }");
+        has_line(out[2], "\t\tnumgen random mod 1 vmap @service-ULMVA6XW-ns1/svc1/tcp/p80");
+        /* svc2's map deleted after the chain whose rule uses it */
+        const char *dm = strstr(out[2], "\ndelete map ip svcenv service-");
+        const char *dc = strstr(out[2], "\ndelete chain ip svcenv service-");
+        assert_non_null(dm);
+        assert_non_null(dc);
+        assert_true(dc < dm);
         has_line(out[2],
                  "delete chain ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80");
         no_text(out[2], "172.30.0.42");
@@ -1267,6 +1354,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__parse_cidr_list),
                 cmocka_unit_test(test_proxy__apply_errors),
                 cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__nft_long_names),
                 cmocka_unit_test(test_proxy__topology_hints),
                 cmocka_unit_test(test_proxy__source_ranges_node_ip),
                 cmocka_unit_test(test_proxy__partial_sync),
