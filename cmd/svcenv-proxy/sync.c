@@ -187,6 +187,15 @@ static void delete_conntrack(struct proxyd *d, unsigned i, const struct se_proxy
 }
 
 /* One sync of every family. Returns whether all applied. */
+/* kube-proxy's large-cluster mode: over 1000 endpoints in the last table */
+static bool large_cluster(const struct proxyd *d)
+{
+        for (unsigned i = 0; i < d->n_fams; i++)
+                if (d->last[i] && d->last[i]->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS)
+                        return true;
+        return false;
+}
+
 static bool sync_rules(struct proxyd *d, bool full)
 {
         struct se_proxy_table *t[2] = { NULL, NULL };
@@ -360,7 +369,12 @@ void proxyd_run(struct proxyd *d)
                 pthread_mutex_unlock(&d->mu);
                 if (node && node_zone(d)) /* topology hints depend on it: as kube-proxy */
                         d->need_full = true;
-                bool full = d->need_full || now - d->last_full_mono >= d->sync_period_ns;
+                /* periodic full syncs, except in large-cluster mode: there a
+                 * full apply costs seconds to minutes (kube-proxy skips them
+                 * too); the canary check still forces one when rules vanish */
+                bool periodic = !large_cluster(d);
+                bool full = d->need_full ||
+                            (periodic && now - d->last_full_mono >= d->sync_period_ns);
                 if (stop)
                         break;
                 int64_t since = now - d->last_sync_mono;
@@ -376,7 +390,7 @@ void proxyd_run(struct proxyd *d)
                 int64_t wait = CANARY_CHECK_NS;
                 if (full || dirty)
                         wait = d->min_sync_period_ns - since;
-                else if (d->sync_period_ns - (now - d->last_full_mono) < wait)
+                else if (periodic && d->sync_period_ns - (now - d->last_full_mono) < wait)
                         wait = d->sync_period_ns - (now - d->last_full_mono);
                 if (d->need_full && wait > RETRY_AFTER_ERROR)
                         wait = RETRY_AFTER_ERROR;
