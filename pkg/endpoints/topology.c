@@ -383,28 +383,6 @@ int topo_event(struct se_slices_event **v, uint32_t *n, bool warning, const char
 
 /* ---- the allocation of one sync (upstream AddHints) ---- */
 
-/* One zone's row: the union of upstream's maps keyed by zone; has_* says
- * whether the zone is a key of that map. */
-struct zrow {
-        const char *zone;
-        bool alloc; /* allocations */
-        long minimum, maximum;
-        double desired;
-        bool has_hints; /* allocatedHintsByZone */
-        long hints;
-        bool has_gd, has_rd; /* givingZonesDesired, receivingZonesDesired */
-        double gd, rd;
-        long give, recv; /* givingZones, receivingZones (a key while > 0) */
-        bool has_redist;
-        long redist;
-        long scratch; /* one slice's hintsByZone */
-};
-
-struct ztab {
-        struct zrow *v;
-        size_t n, cap;
-};
-
 static struct zrow *zt_find(struct ztab *t, const char *zone)
 {
         size_t lo = 0, hi = t->n;
@@ -421,8 +399,7 @@ static struct zrow *zt_find(struct ztab *t, const char *zone)
         return NULL;
 }
 
-/* The row of zone (borrowed string), added when missing; NULL on -ENOMEM. */
-static struct zrow *zt_get(struct ztab *t, const char *zone)
+struct zrow *topo_zone_get(struct ztab *t, const char *zone)
 {
         struct zrow *r = zt_find(t, zone);
         if (r)
@@ -479,7 +456,7 @@ static int get_allocations(struct se_topology_cache *t, struct topo_slices *si, 
         for (size_t k = 0; k < t->n_ratios; k++) {
                 double desired = t->ratios[k].ratio * (double)n_eps;
                 long minimum = (long)ceil(desired * overload_factor());
-                struct zrow *r = zt_get(zt, t->ratios[k].zone);
+                struct zrow *r = topo_zone_get(zt, t->ratios[k].zone);
                 if (!r)
                         return -ENOMEM;
                 r->alloc = true;
@@ -554,7 +531,7 @@ int topo_remove_from_slices(struct topo_slices *si)
 /* upstream getHintsByZone: false when the slice's hints no longer fit (a
  * ready endpoint without zone hints, a hint for a zone without allocation,
  * or more than a zone's maximum); else the counts are in scratch. */
-static bool hints_fit(const struct se_endpoint_slice *s, struct ztab *zt)
+bool topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt)
 {
         for (size_t i = 0; i < zt->n; i++)
                 zt->v[i].scratch = 0;
@@ -587,7 +564,7 @@ static int count_unchanged(struct topo_slices *si, struct ztab *zt)
         uint32_t j = 0;
         for (uint32_t i = 0; i < si->n_unchanged; i++) {
                 const struct se_endpoint_slice *s = si->unchanged[i];
-                if (!hints_fit(s, zt)) {
+                if (!topo_hints_fit(s, zt)) {
                         struct se_endpoint_slice *c;
                         int r = si->copy(si->copy_data, s, &c);
                         if (r < 0 || (r = push_update(si, c)) < 0)
@@ -637,7 +614,7 @@ static struct zrow *most(struct ztab *zt, bool giving, double *ret)
 }
 
 /* upstream getGivingAndReceivingZones */
-static void giving_receiving(struct ztab *zt)
+void topo_giving_receiving(struct ztab *zt)
 {
         for (size_t i = 0; i < zt->n; i++) {
                 struct zrow *r = &zt->v[i];
@@ -665,7 +642,7 @@ static void giving_receiving(struct ztab *zt)
 }
 
 /* upstream redistributeHints over create then update */
-static int redistribute(struct topo_slices *si, struct ztab *zt)
+int topo_redistribute(struct topo_slices *si, struct ztab *zt)
 {
         for (int pass = 0; pass < 2; pass++) {
                 struct se_endpoint_slice **v = pass ? si->update : si->create;
@@ -798,7 +775,7 @@ int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
                                                 r = disable_locked(t, si);
                                         goto out;
                                 }
-                                struct zrow *row = zt_get(&zt, e->zone);
+                                struct zrow *row = topo_zone_get(&zt, e->zone);
                                 if (!row || (r = set_zone_hint(v[i], e, e->zone)) < 0) {
                                         r = -ENOMEM;
                                         goto out;
@@ -808,8 +785,8 @@ int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
                         }
         }
         /* steps 2 and 3: zones above their share give endpoints to those below */
-        giving_receiving(&zt);
-        if ((r = redistribute(si, &zt)) < 0)
+        topo_giving_receiving(&zt);
+        if ((r = topo_redistribute(si, &zt)) < 0)
                 goto out;
         bool any = false;
         for (size_t i = 0; i < zt.n; i++) {

@@ -46,6 +46,44 @@ struct topo_slices {
         uint32_t *n_events;
 };
 
+/* One zone's row: the union of upstream's maps keyed by zone; has_* says
+ * whether the zone is a key of that map. */
+struct zrow {
+        const char *zone;
+        bool alloc; /* allocations */
+        long minimum, maximum;
+        double desired;
+        bool has_hints; /* allocatedHintsByZone */
+        long hints;
+        bool has_gd, has_rd; /* givingZonesDesired, receivingZonesDesired */
+        double gd, rd;
+        long give, recv; /* givingZones, receivingZones (a key while > 0) */
+        bool has_redist;
+        long redist;
+        long scratch; /* one slice's hintsByZone */
+};
+
+struct ztab {
+        struct zrow *v;
+        size_t n, cap;
+};
+
+/* The row of zone (borrowed string), added when missing (rows stay sorted,
+ * so earlier row pointers move); NULL on -ENOMEM. */
+struct zrow *topo_zone_get(struct ztab *t, const char *zone);
+/* upstream getHintsByZone: false when the slice's hints no longer fit (a
+ * ready endpoint without zone hints, a hint for a zone without allocation,
+ * or more than a zone's maximum); else each row's scratch holds the
+ * slice's count. */
+bool topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt);
+/* upstream getGivingAndReceivingZones: from alloc/desired and hints, sets
+ * give and recv. */
+void topo_giving_receiving(struct ztab *zt);
+/* upstream redistributeHints over si's create then update slices: moves
+ * hints from giving to receiving zones (rows' give/recv/redist). 0 or
+ * -ENOMEM. */
+int topo_redistribute(struct topo_slices *si, struct ztab *zt);
+
 /* upstream AddHints: CPU-proportional zone hints on create and update (and
  * on unchanged slices whose hints no longer fit, moved to update), or all
  * hints removed with a Warning event; records the result in t. 0 or
