@@ -23,8 +23,8 @@
  * optionally ">x" for a hint for zone-x (">" alone: no hint). */
 static struct se_endpoint_slice *mk_slice(const char *spec)
 {
-        struct se_endpoint_slice *s = (struct se_endpoint_slice *)se_object_new(
-                SE_KIND_ENDPOINT_SLICE);
+        struct se_endpoint_slice *s =
+                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
         struct se_object *o = &s->obj;
         s->address_type = "IPv4";
         s->endpoints = se_arena_array(&o->arena, 64, sizeof(*s->endpoints));
@@ -400,8 +400,8 @@ static void set_nodes(struct se_topology_cache *t, const struct node_spec *specs
         struct se_node *nodes[16] = { 0 };
         for (size_t i = 0; i < n; i++)
                 nodes[i] = mk_node(&specs[i]);
-        assert_int_equal(
-                se_topology_cache_set_nodes(t, (const struct se_node *const *)nodes, n), 0);
+        assert_int_equal(se_topology_cache_set_nodes(t, (const struct se_node *const *)nodes, n),
+                         0);
         for (size_t i = 0; i < n; i++)
                 se_object_unref(&nodes[i]->obj);
 }
@@ -698,22 +698,19 @@ static void test_topology__hints_enabled(void **state)
                 const char *old, *mode;
                 bool want;
         } cases[] = {
-                { NULL, NULL, false },      { NULL, "Auto", true },    { NULL, "auto", true },
-                { NULL, "AUTO", false },    { NULL, "", false },       { "Auto", NULL, true },
-                { "auto", "x", true },      { "Disabled", "Auto", false },
-                { "", "Auto", false },
+                { NULL, NULL, false },   { NULL, "Auto", true },        { NULL, "auto", true },
+                { NULL, "AUTO", false }, { NULL, "", false },           { "Auto", NULL, true },
+                { "auto", "x", true },   { "Disabled", "Auto", false }, { "", "Auto", false },
         };
         for (size_t i = 0; i < SE_ARRAY_SIZE(cases); i++) {
                 struct se_service *s = fx_service("ns", "svc", "10.0.0.1");
                 struct se_object *o = &s->obj;
-                if (cases[i].mode)
-                        fx_kv(o, &o->meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION,
-                              cases[i].mode);
+                /* keys in order: topology-aware-hints < topology-mode */
                 if (cases[i].old)
-                        fx_kv(o, &o->meta.annotations, SE_TOPOLOGY_HINTS_ANNOTATION,
-                              cases[i].old);
-                assert_int_equal(se_topology_hints_enabled(&o->meta.annotations),
-                                 cases[i].want);
+                        fx_kv(o, &o->meta.annotations, SE_TOPOLOGY_HINTS_ANNOTATION, cases[i].old);
+                if (cases[i].mode)
+                        fx_kv(o, &o->meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION, cases[i].mode);
+                assert_int_equal(se_topology_hints_enabled(&o->meta.annotations), cases[i].want);
                 se_object_unref(o);
         }
 }
