@@ -55,6 +55,8 @@ static int type_index(const char *type)
 
 static void ratios_free(struct ratio *r, size_t n)
 {
+        if (!r)
+                return;
         for (size_t i = 0; i < n; i++)
                 free(r[i].zone);
         free(r);
@@ -62,6 +64,8 @@ static void ratios_free(struct ratio *r, size_t n)
 
 static void zinfo_free(struct zinfo *z, size_t n)
 {
+        if (!z)
+                return;
         for (size_t i = 0; i < n; i++)
                 free(z[i].zone);
         free(z);
