@@ -43,7 +43,9 @@ static int decode_allocatable_cpu(struct dctx *d, const json_t *status, struct s
                 text = NULL;
         size_t old = dctx_push_key(d, "allocatable");
         if (!text || se_parse_quantity(text, 9, &node->allocatable_cpu_nanos) < 0)
-                return dctx_fail(d, "cpu", "quantities must match the regular expression");
+                return dctx_fail(
+                        d, "cpu",
+                        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
         node->allocatable_cpu = dctx_strdup(d, text);
         if (!node->allocatable_cpu)
                 return -ENOMEM;
