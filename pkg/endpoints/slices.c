@@ -883,7 +883,7 @@ static int auto_hints(struct ctx *c, const char *type, uint32_t c0, uint32_t u0,
         struct topo_slices si = {
                 .key = c->key,
                 .type = type,
-                .create = p->create + c0,
+                .create = p->n_create > c0 ? p->create + c0 : NULL,
                 .n_create = p->n_create - c0,
                 .n_update = p->n_update - u0,
                 .n_unchanged = p->n_unchanged - k0,
@@ -896,9 +896,11 @@ static int auto_hints(struct ctx *c, const char *type, uint32_t c0, uint32_t u0,
         si.unchanged = se_calloc(si.n_unchanged ? si.n_unchanged : 1, sizeof(*si.unchanged));
         int r = si.update && si.unchanged ? 0 : -ENOMEM;
         if (r == 0) {
-                memcpy(si.update, p->update + u0, si.n_update * sizeof(*si.update));
-                memcpy(SE_UNCONST(void, si.unchanged), p->unchanged + k0,
-                       si.n_unchanged * sizeof(*si.unchanged));
+                if (si.n_update)
+                        memcpy(si.update, p->update + u0, si.n_update * sizeof(*si.update));
+                if (si.n_unchanged)
+                        memcpy(SE_UNCONST(void, si.unchanged), p->unchanged + k0,
+                               si.n_unchanged * sizeof(*si.unchanged));
                 r = topo_add_hints(c->in->topology, &si);
         }
         /* the plan takes back every object, copies included */

@@ -84,7 +84,8 @@ static int copy_slice(void *data, const struct se_endpoint_slice *src,
         struct topo_fx *f = data;
         struct se_endpoint_slice *c = mk_slice("");
         c->endpoints = se_arena_array(&c->obj.arena, src->n_endpoints + 1, sizeof(*c->endpoints));
-        memcpy(c->endpoints, src->endpoints, src->n_endpoints * sizeof(*c->endpoints));
+        if (src->n_endpoints)
+                memcpy(c->endpoints, src->endpoints, src->n_endpoints * sizeof(*c->endpoints));
         c->n_endpoints = src->n_endpoints;
         f->all[f->n_all++] = c;
         se_object_ref(&c->obj); /* one for the fixture, one for si */
