@@ -67,17 +67,21 @@ norm_endpoints='[.items[] | select(.metadata.name != "manual") | {
                 ports: ((.ports // []) | sort_by(.name, .port, .protocol))}) | sort_by(.ports | tostring))
 }] | sort_by(.name)'
 
-norm_slices='[.items[] | select(.metadata.labels["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io") | {
+norm_slices='[.items[] | select(.metadata.labels["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io") |
+        .metadata.labels["kubernetes.io/service-name"] as $svc | {
         service: .metadata.labels["kubernetes.io/service-name"],
         labels: .metadata.labels,
         owner: (.metadata.ownerReferences // [] | map({kind, name, controller, blockOwnerDeletion})),
         addressType,
         ports: ((.ports // []) | sort_by(.name, .port, .protocol)),
-        endpoints: ((.endpoints // []) | map({addresses, conditions, hostname, nodeName, zone, hints, pod: .targetRef.name}))
+        endpoints: ((.endpoints // []) | map({addresses, conditions, hostname, nodeName, zone,
+                hints: (if $svc == "topo-spread" then null else .hints end), pod: .targetRef.name})),
+        hint_zones: ((.endpoints // []) | map(.hints.forZones[0].name // "-"))
 }] | group_by([.service, .addressType, (.ports | tostring)]) | map({
         service: .[0].service, addressType: .[0].addressType, ports: .[0].ports,
         labels: (map(.labels) | unique), owner: (map(.owner) | unique),
-        endpoints: (map(.endpoints[]) | sort_by(.addresses[0]))
+        endpoints: (map(.endpoints[]) | sort_by(.addresses[0])),
+        hint_zones: (map(.hint_zones[]) | sort)
 }) | sort_by(.service, .addressType, (.ports | tostring))'
 
 # compare NAME JQ-PROGRAM UPSTREAM-FILE OURS-FILE
@@ -103,8 +107,10 @@ if until_ok 60 settled; then ok "upstream controllers settled"; else not_ok "ups
 # topology-mode Auto, on Services made once the controllers run (a Service
 # synced before kube-controller-manager's topology queue read the nodes
 # loses its hints until its next sync): web has a ready endpoint in each
-# zone of equal CPU, db only one (fewer endpoints than zones: no hints).
-for svc in topo:web topo-few:db; do
+# zone of equal CPU, db only one (fewer endpoints than zones: no hints),
+# spread three in zone-a and one in zone-b (zone-a gives one to zone-b:
+# which one is upstream's random pick, so only the counts are compared).
+for svc in topo:web topo-few:db topo-spread:spread; do
         kapi post /api/v1/namespaces/$ns/services - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"${svc%%:*}\",\"namespace\":\"$ns\",\"annotations\":{\"service.kubernetes.io/topology-mode\":\"Auto\"}},\"spec\":{\"selector\":{\"app\":\"${svc#*:}\"},\"ports\":[{\"port\":80,\"targetPort\":8080}]}}" >/dev/null
 done
 topo_events() {
@@ -113,8 +119,8 @@ topo_events() {
 }
 hinted() {
         kapi get /apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices |
-                jq -e '[.items[] | select(.metadata.labels["kubernetes.io/service-name"] == "topo") | .endpoints[]? | select(.hints.forZones)] | length == 2' >/dev/null &&
-                [ "$(topo_events | wc -l)" -ge 2 ]
+                jq -e '[.items[] | select(.metadata.labels["kubernetes.io/service-name"] | startswith("topo")) | .endpoints[]? | select(.hints.forZones)] | length == 6' >/dev/null &&
+                [ "$(topo_events | wc -l)" -ge 3 ]
 }
 if until_ok 60 hinted; then
         ok "upstream gave topology hints and events"
