@@ -934,6 +934,7 @@ static int plan_type(struct ctx *c, int family, bool first_type,
         const struct se_service *svc = c->svc;
         struct se_slices_plan *p = c->plan;
         struct se_topology_cache *topo = c->in->topology;
+        uint32_t k0 = p->n_unchanged; /* this type's unchanged slices start here */
         int r = 0;
         /* not in Auto mode: hints the cache gave before are forgotten */
         if (topo && c->hints != HINTS_AUTO) {
@@ -1063,7 +1064,7 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                         i++;
                 }
         }
-        uint32_t c0 = p->n_create, u0 = p->n_update, k0 = p->n_unchanged;
+        uint32_t c0 = p->n_create, u0 = p->n_update;
         for (uint32_t i = 0; r == 0 && i < c->n_works; i++) {
                 const struct work *w = &c->works[i];
                 struct se_endpoint_slice *obj;
