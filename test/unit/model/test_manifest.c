@@ -376,7 +376,8 @@ static void test_manifest__node_allocatable_cpu(void **state)
                 se_store_free(s);
         }
         struct se_store *s = se_store_new();
-        assert_int_equal(load(s, "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", NULL, 0), 0);
+        assert_int_equal(load(s, "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", NULL, 0),
+                         0);
         const struct se_node *n = se_node_of(se_store_get(s, SE_KIND_NODE, "", "node1"));
         assert_null(n->allocatable_cpu);
         assert_int_equal(n->allocatable_cpu_nanos, 0);
