@@ -31,7 +31,7 @@ endif
 
 DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && echo yes)
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

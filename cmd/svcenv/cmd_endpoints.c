@@ -10,6 +10,7 @@
 #include <svcenv/parse.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/timeutil.h>
+#include <svcenv/topology.h>
 
 #include "cli.h"
 
@@ -23,7 +24,9 @@ static const char usage[] =
         "namespace is processed.\n"
         "\n"
         "  --plan                      one line per service instead: NS/NAME followed by\n"
-        "                              create, update, unchanged or delete\n"
+        "                              create, update, unchanged or delete; with --slices\n"
+        "                              also NS/NAME event TYPE REASON MESSAGE for the\n"
+        "                              events the controller would record on the Service\n"
         "  --slices                    EndpointSlices instead of Endpoints\n"
         "  --max-endpoints-per-slice N 1..1000 (default 100)\n"
         "  --managed-by VALUE          the managed-by label value of the objects written\n"
@@ -32,10 +35,14 @@ static const char usage[] =
         "\n"
         "The last-change-trigger-time annotation is the Service's creationTimestamp, as\n"
         "upstream writes on its first sync of a Service (none when the manifest has no\n"
-        "creationTimestamp), so the output is the same on every run.\n";
+        "creationTimestamp), so the output is the same on every run.\n"
+        "\n"
+        "Topology Aware Routing (service.kubernetes.io/topology-mode: Auto) hints use\n"
+        "the Nodes of CLUSTER: zone label, Ready condition and allocatable cpu.\n";
 
 struct run {
         struct se_store *store;
+        struct se_topology_cache *topology;
         struct se_endpoints_opts opts;
         bool slices, plan;
         const char *ns; /* NULL: all */
@@ -82,7 +89,8 @@ static int sync_key(struct run *r, const char *ns, const char *name, const struc
                                          .name = name,
                                          .svc = svc,
                                          .get_node = get_node,
-                                         .node_data = r->store };
+                                         .node_data = r->store,
+                                         .topology = r->topology };
         const struct se_object **pods = NULL, **slices = NULL;
         long n_pods = 0, n_slices = 0;
         int64_t t;
@@ -115,6 +123,11 @@ static int sync_key(struct run *r, const char *ns, const char *name, const struc
         if (r->plan) {
                 if (action != SE_EP_SKIP)
                         printf("%s/%s %s\n", ns, name, se_ep_action_name(action));
+                for (uint32_t i = 0; r->slices && i < plan.slices.n_events; i++) {
+                        const struct se_slices_event *e = &plan.slices.events[i];
+                        printf("%s/%s event %s %s %s\n", ns, name,
+                               e->warning ? "Warning" : "Normal", e->reason, e->message);
+                }
         } else if (!r->slices) {
                 if (plan.endpoints.obj)
                         rc = push(r, &plan.endpoints.obj->obj, true);
@@ -169,8 +182,26 @@ static int orphan_keys(struct run *r, struct se_strv *keys)
         return rc;
 }
 
+/* The controller's topology cache, from every Node of the cluster. */
+static int load_topology(struct run *r)
+{
+        const struct se_object **nodes;
+        long n = se_store_list(r->store, SE_KIND_NODE, NULL, &nodes);
+        if (n < 0)
+                return -1;
+        r->topology = se_topology_cache_new();
+        int rc = r->topology ? se_topology_cache_set_nodes(r->topology,
+                                                           (const struct se_node *const *)nodes,
+                                                           (size_t)n) :
+                               -1;
+        free(nodes);
+        return rc < 0 ? -1 : 0;
+}
+
 static int run(struct run *r, const char *output)
 {
+        if (r->slices && load_topology(r) < 0)
+                return cli_fail(EXIT_SYSTEM, "out of memory");
         const struct se_object **svcs;
         long n = se_store_list(r->store, SE_KIND_SERVICE, r->ns, &svcs);
         if (n < 0)
@@ -275,6 +306,7 @@ int cmd_endpoints(int argc, char **argv)
                 se_object_unref(r.owned[i]);
         free(r.owned);
         free(r.out);
+        se_topology_cache_free(r.topology);
         se_store_free(r.store);
         cli_source_release(&src);
         return rc;

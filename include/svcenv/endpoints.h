@@ -79,6 +79,8 @@ enum se_ep_action {
 /* "skip", "unchanged", "create", "update", "delete". */
 const char *se_ep_action_name(enum se_ep_action a);
 
+struct se_topology_cache; /* topology.h */
+
 /* Node by name (borrowed) or NULL when the cluster has no such node. */
 typedef const struct se_node *(*se_endpoints_node_fn)(void *data, const char *name);
 
@@ -106,6 +108,10 @@ struct se_endpoints_input {
         se_endpoints_node_fn get_node;
         void *node_data;
         int64_t trigger_time_ns; /* ns since the epoch; 0: none */
+        /* For slices: the controller's topology cache (topology.h), read and
+         * updated by the sync. NULL: no cache, so a Service in topology-mode
+         * Auto gets no hints (nor trafficDistribution's). */
+        struct se_topology_cache *topology;
 };
 
 /* True when the controllers manage this Service: selector set and not
@@ -155,6 +161,16 @@ int se_endpoints_plan(const struct se_endpoints_input *in, const struct se_endpo
                       const struct se_endpoints_opts *opts, struct se_endpoints_plan *ret);
 void se_endpoints_plan_release(struct se_endpoints_plan *p);
 
+/* An event the EndpointSlice controller records on the Service: upstream's
+ * topology events, reason TopologyAwareHintsEnabled (Normal) or
+ * TopologyAwareHintsDisabled (Warning), message as upstream's, ending in
+ * ", addressType: IPv4|IPv6". */
+struct se_slices_event {
+        bool warning; /* Warning, else Normal */
+        const char *reason; /* static */
+        char *message; /* owned by the plan */
+};
+
 struct se_slices_plan {
         enum se_ep_action action; /* summary for the service */
         struct se_endpoint_slice **create; /* new objects, named as above */
@@ -169,6 +185,9 @@ struct se_slices_plan {
          * slices and then returns an error so the key is retried. */
         uint32_t pods_missing_node;
         uint32_t endpoints_added, endpoints_removed;
+        /* Events for the Service, in upstream's order (after the writes) */
+        struct se_slices_event *events;
+        uint32_t n_events;
 };
 
 /* Plans one sync of the service's EndpointSlices, upstream's reconciler:
@@ -180,10 +199,14 @@ struct se_slices_plan {
  * unchanged slice closest to full that takes all the rest, else new slices;
  * a create and a delete of the same type become one update; a placeholder
  * slice (no ports, no endpoints) is kept when nothing else would exist.
- * Hints follow spec.trafficDistribution (PreferClose/PreferSameZone: ready
- * endpoints get their zone; PreferSameNode: also their node; otherwise
- * none); the topology-mode: Auto annotation takes precedence upstream and
- * its CPU-proportional hints are not computed: such Services get none.
+ * Hints, as upstream's reconciler with a topology cache: with the
+ * topology-mode Auto annotation (topology.h) and in->topology set, zones
+ * get endpoints in proportion to their CPU share (upstream AddHints, events
+ * in the plan); otherwise a cache that had hints for the Service forgets
+ * them (a TopologyAwareHintsDisabled event) and spec.trafficDistribution
+ * rules (PreferClose/PreferSameZone: ready endpoints get their zone;
+ * PreferSameNode: also their node; otherwise none). The annotation takes
+ * precedence over trafficDistribution; without a cache it gives no hints.
  * 0 or -ENOMEM; *ret is always set on 0. */
 int se_slices_plan(const struct se_endpoints_input *in,
                    const struct se_endpoint_slice *const *existing, size_t n_existing,

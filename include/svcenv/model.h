@@ -239,6 +239,11 @@ struct se_node {
         bool unschedulable;
         bool to_be_deleted; /* tainted ToBeDeletedByClusterAutoscaler */
         enum se_opt_bool ready; /* the Ready condition */
+        /* status.allocatable.cpu in nanocores, rounded up (0: absent or
+         * zero), for the EndpointSlice topology cache; allocatable_cpu is
+         * the quantity as written (NULL: absent) */
+        int64_t allocatable_cpu_nanos;
+        const char *allocatable_cpu;
 };
 
 struct se_namespace {

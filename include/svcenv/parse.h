@@ -19,6 +19,12 @@ int se_parse_duration(const char *s, int64_t max_ns, int64_t *ret_ns);
 /* true/false, 1/0, yes/no, on/off (case-insensitive). */
 int se_parse_bool(const char *s, bool *ret);
 
+/* A Kubernetes resource quantity ("500m", "1.5Gi", "2e3", "128974848"):
+ * *ret = ceil(value * 10^scale), clamped to int64 (Quantity.ScaledValue's
+ * rounding), e.g. scale 3 gives millis ("100u" -> 1). -EINVAL when s is
+ * not a quantity. */
+int se_parse_quantity(const char *s, int scale, int64_t *ret);
+
 enum se_ip_family { SE_IP_NONE = 0, SE_IPV4 = 4, SE_IPV6 = 6 };
 
 struct se_ip {

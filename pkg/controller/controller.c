@@ -200,6 +200,52 @@ static const char *slice_service(const struct se_controller *ctl, const struct s
         return se_kvlist_get(&o->meta.labels, SE_SLICE_SERVICE_NAME_LABEL);
 }
 
+/* Upstream: node add and delete, and an update that flips the Ready
+ * condition or changes the zone label, refresh the topology cache (an
+ * allocatable change alone does not). */
+static void on_node(void *data, enum se_store_event ev, const struct se_object *old,
+                    const struct se_object *new_obj)
+{
+        struct se_controller *ctl = data;
+        if (ev == SE_STORE_UPDATE) {
+                const struct se_node *a = se_node_of(old), *b = se_node_of(new_obj);
+                const char *za = se_kvlist_get(&a->obj.meta.labels, SE_TOPOLOGY_ZONE_LABEL);
+                const char *zb = se_kvlist_get(&b->obj.meta.labels, SE_TOPOLOGY_ZONE_LABEL);
+                if (se_topology_node_ready(a) == se_topology_node_ready(b) &&
+                    strcmp(za ? za : "", zb ? zb : "") == 0)
+                        return;
+        }
+        int r = se_kube_queue_add(ctl->queue, CTL_TOPOLOGY_KEY);
+        if (r < 0 && r != -ESHUTDOWN)
+                ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "cannot queue the topology refresh: %s",
+                        strerror(-r));
+}
+
+int ctl_topology_sync(struct se_controller *ctl)
+{
+        se_store_rdlock(ctl->store);
+        const struct se_object **nodes = NULL;
+        long n = se_store_list(ctl->store, SE_KIND_NODE, NULL, &nodes);
+        int r = n < 0 ? (int)n :
+                        se_topology_cache_set_nodes(
+                                ctl->topology, (const struct se_node *const *)nodes, (size_t)n);
+        se_store_unlock(ctl->store);
+        free(nodes);
+        struct se_strv keys = SE_STRV_INIT;
+        if (r == 0)
+                r = se_topology_cache_overloaded(ctl->topology, &keys);
+        for (size_t i = 0; r == 0 && i < keys.n; i++) {
+                ctl_log(ctl, SE_CTL_LOG_INFO, 2,
+                        "queuing service %s after a node change: its zones are overloaded",
+                        keys.v[i]);
+                int rq = se_kube_queue_add(ctl->queue, keys.v[i]);
+                if (rq < 0 && rq != -ESHUTDOWN)
+                        r = rq;
+        }
+        se_strv_release(&keys);
+        return r;
+}
+
 /* Upstream: a managed slice changed by someone else (newer generation than
  * we wrote, or unknown), relabelled, or deleted unexpectedly re-syncs its
  * service after a second. */
@@ -253,13 +299,16 @@ struct se_controller *se_controller_new(struct se_kube_client *c,
         ctl->store = se_store_new();
         ctl->queue = se_kube_queue_new(&qo);
         ctl->tracker = se_trigger_tracker_new();
+        ctl->topology = se_topology_cache_new();
         /* upstream's event sources, one per controller */
         ctl->ep_events = se_kube_recorder_new(c, "endpoint-controller");
         ctl->slice_events = se_kube_recorder_new(c, "endpoint-slice-controller");
-        if (!ctl->store || !ctl->queue || !ctl->tracker || !ctl->ep_events || !ctl->slice_events)
+        if (!ctl->store || !ctl->queue || !ctl->tracker || !ctl->topology || !ctl->ep_events ||
+            !ctl->slice_events)
                 return se_controller_free(ctl);
         if (se_store_subscribe(ctl->store, SE_KIND_SERVICE, on_service, ctl) < 0 ||
             se_store_subscribe(ctl->store, SE_KIND_POD, on_pod, ctl) < 0 ||
+            se_store_subscribe(ctl->store, SE_KIND_NODE, on_node, ctl) < 0 ||
             se_store_subscribe(ctl->store, SE_KIND_ENDPOINTS, on_endpoints, ctl) < 0 ||
             se_store_subscribe(ctl->store, SE_KIND_ENDPOINT_SLICE, on_slice, ctl) < 0)
                 return se_controller_free(ctl);
@@ -282,6 +331,15 @@ static void *worker_main(void *arg)
         struct se_controller *ctl = arg;
         const char *key; /* the queue's, valid until done() */
         while (se_kube_queue_get(ctl->queue, 0, &key) == 0) {
+                if (strcmp(key, CTL_TOPOLOGY_KEY) == 0) {
+                        int r = ctl_topology_sync(ctl);
+                        if (r < 0)
+                                ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "topology refresh failed: %s",
+                                        strerror(-r));
+                        se_kube_queue_forget(ctl->queue, key);
+                        se_kube_queue_done(ctl->queue, key);
+                        continue;
+                }
                 int r = ctl_sync(ctl, key);
                 if (r == 0) {
                         se_kube_queue_forget(ctl->queue, key);
@@ -342,6 +400,11 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
                 }
         }
         ctl->synced_ns = se_now_mono_ns() - t0;
+        /* the zone shares before any sync (upstream may sync a Service first
+         * and remove its hints for want of node information) */
+        int rt = ctl_topology_sync(ctl);
+        if (rt < 0)
+                return rt;
         /* the lists' JSON trees are gone: hand their pages back */
         malloc_trim(0);
         atomic_store(&ctl->synced, true);
@@ -399,6 +462,7 @@ struct se_controller *se_controller_free(struct se_controller *ctl)
         ctl->store = se_store_free(ctl->store);
         ctl->queue = se_kube_queue_free(ctl->queue);
         ctl->tracker = se_trigger_tracker_free(ctl->tracker);
+        ctl->topology = se_topology_cache_free(ctl->topology);
         ctl->ep_events = se_kube_recorder_free(ctl->ep_events);
         ctl->slice_events = se_kube_recorder_free(ctl->slice_events);
         const char *k;

@@ -13,8 +13,12 @@
 #include <svcenv/kube_queue.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/macro.h>
+#include <svcenv/topology.h>
 
 #define CTL_N_INFORMERS 5
+/* The work queue key of a topology cache refresh (upstream's separate
+ * topology queue, one key): no Service key lacks a '/'. */
+#define CTL_TOPOLOGY_KEY "topology"
 
 enum ctl_res { CTL_RES_ENDPOINTS, CTL_RES_SLICES, CTL_RES_COUNT };
 enum ctl_op { CTL_OP_CREATE, CTL_OP_UPDATE, CTL_OP_DELETE, CTL_OP_COUNT };
@@ -28,6 +32,8 @@ struct se_controller {
         struct se_store *store;
         struct se_kube_queue *queue;
         struct se_trigger_tracker *tracker;
+        /* zone CPU shares and the hints given (topology-mode Auto) */
+        struct se_topology_cache *topology;
         /* Warning events on failed writes, as upstream's two controllers */
         struct se_kube_recorder *ep_events, *slice_events;
         struct se_kube_informer *informers[CTL_N_INFORMERS];
@@ -57,6 +63,10 @@ struct se_controller {
 
 void ctl_log(struct se_controller *ctl, enum se_controller_log sev, int v, const char *fmt, ...)
         SE_PRINTF(4, 5);
+/* Refreshes the topology cache from the Nodes and queues the Services
+ * whose hints the change overloads (upstream checkNodeTopologyDistribution).
+ * 0 or -ENOMEM. */
+int ctl_topology_sync(struct se_controller *ctl);
 /* One sync of a service key: 0 or -errno (the key is retried). */
 int ctl_sync(struct se_controller *ctl, const char *key);
 /* The time of the oldest unwritten pod change of key (0: none), forgotten. */

@@ -26,6 +26,9 @@ struct ops {
         /* the Service, for events about its slices (NULL: none) */
         const char *service; /* its name (borrowed from the key) */
         char *svc_uid, *svc_rv;
+        /* the slices plan's events for the Service (owned) */
+        struct se_slices_event *events;
+        uint32_t n_events;
 };
 
 static int ops_push(struct ops *o, enum ctl_res res, enum ctl_op op, json_t *body, const char *name)
@@ -60,6 +63,9 @@ static void ops_release(struct ops *o)
         free(o->v);
         free(o->svc_uid);
         free(o->svc_rv);
+        for (uint32_t i = 0; i < o->n_events; i++)
+                free(o->events[i].message);
+        free(o->events);
 }
 
 /* A create's body must not carry a resourceVersion. */
@@ -149,6 +155,7 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
                         .get_node = node_of,
                         .node_data = ctl->store,
                         .trigger_time_ns = trigger,
+                        .topology = ctl->topology,
                 };
                 struct se_endpoints_opts eo = ctl->opts.ep;
                 eo.write = w;
@@ -183,6 +190,11 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
                 r = ops_push(ops, CTL_RES_SLICES, CTL_OP_DELETE, NULL,
                              ps->remove[i]->obj.meta.name);
         *ret_missing_node = ps->pods_missing_node > 0;
+        /* the events go out after the writes, whatever their result */
+        ops->events = plan.slices.events;
+        ops->n_events = plan.slices.n_events;
+        plan.slices.events = NULL;
+        plan.slices.n_events = 0;
         if (r == 0 && svc && se_endpoints_service_managed(svc) && (w & SE_EP_WRITE_SLICES))
                 ctl_gauges_set(ctl, key,
                                slice_endpoints(ps->create, ps->n_create) +
@@ -331,6 +343,29 @@ static int run_op(struct se_controller *ctl, const char *ns, const struct ops *o
         return r;
 }
 
+/* upstream's topology events on the Service (TopologyAwareHintsEnabled /
+ * TopologyAwareHintsDisabled) */
+static void record_events(struct se_controller *ctl, const char *ns, const struct ops *ops)
+{
+        if (!ops->svc_uid)
+                return;
+        struct se_kube_objref ref = { .kind = "Service",
+                                      .api_version = "v1",
+                                      .namespace = ns,
+                                      .name = ops->service,
+                                      .uid = ops->svc_uid,
+                                      .resource_version = ops->svc_rv };
+        for (uint32_t i = 0; i < ops->n_events; i++) {
+                const struct se_slices_event *e = &ops->events[i];
+                ctl_log(ctl, SE_CTL_LOG_INFO, 2, "%s/%s: %s: %s", ns, ops->service, e->reason,
+                        e->message);
+                (void)se_kube_recorder_eventf(ctl->slice_events, &ref,
+                                              e->warning ? SE_KUBE_EVENT_WARNING :
+                                                           SE_KUBE_EVENT_NORMAL,
+                                              e->reason, "%s", e->message);
+        }
+}
+
 int ctl_sync(struct se_controller *ctl, const char *key)
 {
         uint64_t t0 = se_now_mono_ns();
@@ -358,6 +393,7 @@ int ctl_sync(struct se_controller *ctl, const char *key)
         }
         if (r == 0)
                 r = r_ep;
+        record_events(ctl, ns, &ops);
         if (r == 0 && ops.n) {
                 uint64_t since = ctl_take_pod_change(ctl, key);
                 if (since)

@@ -11,8 +11,10 @@
 #include <svcenv/parse.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
+#include <svcenv/topology.h>
 
 #include "endpoints_internal.h"
+#include "topology_internal.h"
 
 #define ZONE_LABEL "topology.kubernetes.io/zone"
 #define MAX_ADDRS  2 /* podIPs holds at most one IP per family */
@@ -51,11 +53,14 @@ struct work {
         uint32_t n_eps, cap_eps;
 };
 
-/* Which hints the slices carry (upstream trafficdist heuristics). */
-enum hints { HINTS_NONE, HINTS_ZONE, HINTS_ZONE_NODE };
+/* Which hints the slices carry: upstream's trafficdist heuristics, or the
+ * topology cache's allocation (HINTS_AUTO: endpoints keep what they have
+ * until topo_add_hints() runs). */
+enum hints { HINTS_NONE, HINTS_ZONE, HINTS_ZONE_NODE, HINTS_AUTO };
 
 struct ctx {
         enum hints hints;
+        const char *key; /* "ns/name" */
         const struct se_endpoints_input *in;
         const struct se_endpoints_opts *opts;
         const struct se_service *svc;
@@ -549,16 +554,12 @@ static int reconcile_group(struct ctx *c, struct group *g,
         return 0;
 }
 
-static enum hints hints_mode(const struct se_service *svc)
+static enum hints hints_mode(const struct se_service *svc, bool have_cache)
 {
-        const struct se_kvlist *a = &svc->obj.meta.annotations;
-        const char *mode = se_kvlist_get(a, "service.kubernetes.io/topology-aware-hints");
-        if (!mode)
-                mode = se_kvlist_get(a, "service.kubernetes.io/topology-mode");
-        /* topology-mode Auto takes precedence; its CPU-proportional hints are
-         * not computed here, so such Services get no hints */
-        if (mode && (strcmp(mode, "Auto") == 0 || strcmp(mode, "auto") == 0))
-                return HINTS_NONE;
+        /* topology-mode Auto takes precedence over trafficDistribution; with
+         * no cache upstream removes every hint */
+        if (se_topology_hints_enabled(&svc->obj.meta.annotations))
+                return have_cache ? HINTS_AUTO : HINTS_NONE;
         const char *td = svc->traffic_distribution;
         if (nstreq(td, "PreferClose") || nstreq(td, "PreferSameZone"))
                 return HINTS_ZONE;
@@ -598,6 +599,8 @@ static bool hints_need_update(enum hints mode, const struct se_endpoint_slice *s
 /* upstream heuristic update, on an endpoint being written */
 static int hints_update(struct se_arena *a, enum hints mode, struct se_slice_endpoint *e)
 {
+        if (mode == HINTS_AUTO)
+                return 0;
         if (mode == HINTS_NONE) {
                 e->hint_zones = e->hint_nodes = (struct se_strs){ NULL, 0 };
                 return 0;
@@ -857,6 +860,71 @@ static void type_release(struct ctx *c)
         c->n_works = c->cap_works = 0;
 }
 
+struct copy_ctx {
+        struct ctx *c;
+        const char *type;
+};
+
+/* A writable copy of an unchanged slice, hints kept, for an update. */
+static int copy_unchanged(void *data, const struct se_endpoint_slice *src,
+                          struct se_endpoint_slice **ret)
+{
+        const struct copy_ctx *cc = data;
+        struct work w = { .src = src, .state = W_UPDATE };
+        return materialize(cc->c, &w, cc->type, ret);
+}
+
+/* The topology cache's hints on this type's slices: p->create from c0,
+ * p->update from u0 and p->unchanged from k0 (upstream AddHints). */
+static int auto_hints(struct ctx *c, const char *type, uint32_t c0, uint32_t u0, uint32_t k0)
+{
+        struct se_slices_plan *p = c->plan;
+        struct copy_ctx cc = { c, type };
+        struct topo_slices si = {
+                .key = c->key,
+                .type = type,
+                .create = p->n_create > c0 ? p->create + c0 : NULL,
+                .n_create = p->n_create - c0,
+                .n_update = p->n_update - u0,
+                .n_unchanged = p->n_unchanged - k0,
+                .copy = copy_unchanged,
+                .copy_data = &cc,
+                .events = &p->events,
+                .n_events = &p->n_events,
+        };
+        si.update = se_calloc(si.n_update ? si.n_update : 1, sizeof(*si.update));
+        si.unchanged = se_calloc(si.n_unchanged ? si.n_unchanged : 1, sizeof(*si.unchanged));
+        int r = si.update && si.unchanged ? 0 : -ENOMEM;
+        if (r == 0) {
+                if (si.n_update)
+                        memcpy(si.update, p->update + u0, si.n_update * sizeof(*si.update));
+                if (si.n_unchanged)
+                        memcpy(SE_UNCONST(void, si.unchanged), p->unchanged + k0,
+                               si.n_unchanged * sizeof(*si.unchanged));
+                r = topo_add_hints(c->in->topology, &si);
+        }
+        /* the plan takes back every object, copies included */
+        uint32_t n_old = p->n_update - u0;
+        p->n_update = u0;
+        p->n_unchanged = k0;
+        for (uint32_t i = 0; si.update && i < si.n_update; i++) {
+                if (r < 0 && i >= n_old) {
+                        se_object_unref(&si.update[i]->obj);
+                        continue;
+                }
+                int rr = push_obj(&p->update, &p->n_update, si.update[i]);
+                if (rr < 0 && r == 0)
+                        r = rr;
+        }
+        if (r < 0 && !si.update) /* the original updates, as they were */
+                p->n_update = u0 + n_old;
+        for (uint32_t i = 0; r == 0 && i < si.n_unchanged; i++)
+                r = push_ref(&p->unchanged, &p->n_unchanged, si.unchanged[i]);
+        free(si.update);
+        free(SE_UNCONST(void, si.unchanged));
+        return r;
+}
+
 /* upstream reconcileByAddressType + finalize for one family; mine holds the
  * slices of this type that carry our labels, sorted by name. */
 static int plan_type(struct ctx *c, int family, bool first_type,
@@ -865,7 +933,18 @@ static int plan_type(struct ctx *c, int family, bool first_type,
         const char *type = family == 6 ? "IPv6" : "IPv4";
         const struct se_service *svc = c->svc;
         struct se_slices_plan *p = c->plan;
-        int r = collect_desired(c, family, first_type);
+        struct se_topology_cache *topo = c->in->topology;
+        uint32_t k0 = p->n_unchanged; /* this type's unchanged slices start here */
+        int r = 0;
+        /* not in Auto mode: hints the cache gave before are forgotten */
+        if (topo && c->hints != HINTS_AUTO) {
+                if (se_topology_cache_has_hints(topo, c->key))
+                        r = topo_event(&p->events, &p->n_events, true, TOPO_REASON_DISABLED,
+                                       "%s, addressType: %s", TOPO_HINTS_DISABLED, type);
+                se_topology_cache_remove_hints(topo, c->key, type);
+        }
+        if (r == 0)
+                r = collect_desired(c, family, first_type);
         if (r < 0)
                 return r;
         /* deletes, in upstream's order: not owned first */
@@ -950,8 +1029,9 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                         n_create++;
                 }
         }
-        /* unchanged slices whose hints are wrong are rewritten */
-        for (uint32_t i = 0; i < c->n_works; i++) {
+        /* unchanged slices whose hints are wrong are rewritten (in Auto
+         * mode the topology cache decides, below) */
+        for (uint32_t i = 0; c->hints != HINTS_AUTO && i < c->n_works; i++) {
                 struct work *w = &c->works[i];
                 if (w->state == W_UNCHANGED && hints_need_update(c->hints, w->src))
                         w->state = W_UPDATE;
@@ -984,6 +1064,7 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                         i++;
                 }
         }
+        uint32_t c0 = p->n_create, u0 = p->n_update;
         for (uint32_t i = 0; r == 0 && i < c->n_works; i++) {
                 const struct work *w = &c->works[i];
                 struct se_endpoint_slice *obj;
@@ -995,13 +1076,17 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                         continue;
                 if ((r = materialize(c, w, type, &obj)) < 0)
                         break;
-                /* creates are skipped while the Service is being deleted */
-                if (w->state == W_CREATE && svc->obj.meta.deletion_timestamp) {
-                        se_object_unref(&obj->obj);
-                        continue;
-                }
                 r = w->state == W_CREATE ? push_obj(&p->create, &p->n_create, obj) :
                                            push_obj(&p->update, &p->n_update, obj);
+        }
+        if (r == 0 && c->hints == HINTS_AUTO)
+                r = auto_hints(c, type, c0, u0, k0);
+        /* creates are skipped while the Service is being deleted (after the
+         * hints: upstream counts their endpoints) */
+        if (r == 0 && svc->obj.meta.deletion_timestamp) {
+                for (uint32_t i = c0; i < p->n_create; i++)
+                        se_object_unref(&p->create[i]->obj);
+                p->n_create = c0;
         }
         for (uint32_t i = 0; r == 0 && i < n_dels; i++)
                 r = push_ref(&p->remove, &p->n_remove, dels[i]);
@@ -1025,6 +1110,9 @@ void se_slices_plan_release(struct se_slices_plan *p)
         free(p->update);
         free(SE_UNCONST(void, p->remove));
         free(SE_UNCONST(void, p->unchanged));
+        for (uint32_t i = 0; i < p->n_events; i++)
+                free(p->events[i].message);
+        free(p->events);
         *p = (struct se_slices_plan){ 0 };
 }
 
@@ -1065,7 +1153,10 @@ int se_slices_plan(const struct se_endpoints_input *in,
         }
         if (!se_endpoints_service_managed(svc))
                 goto out;
-        struct ctx c = { .hints = hints_mode(svc),
+        char key[600];
+        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
+        struct ctx c = { .hints = hints_mode(svc, in->topology != NULL),
+                         .key = key,
                          .in = in,
                          .opts = opts,
                          .svc = svc,
@@ -1109,6 +1200,9 @@ int se_slices_plan(const struct se_endpoints_input *in,
                 if (!ok)
                         stale[n_stale++] = mine[i];
         }
+        /* upstream forgets the hints of a type the Service no longer has */
+        for (uint32_t i = 0; r == 0 && in->topology && i < n_stale; i++)
+                se_topology_cache_remove_hints(in->topology, key, stale[i]->address_type);
         for (uint32_t f = 0; r == 0 && f < n_fam; f++) {
                 const char *type = families[f] == 6 ? "IPv6" : "IPv4";
                 uint32_t n = 0;

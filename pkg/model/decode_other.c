@@ -1,8 +1,10 @@
 /* Node, Namespace, ConfigMap and Secret. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <svcenv/hash.h>
+#include <svcenv/parse.h>
 
 #include "decode_internal.h"
 
@@ -32,6 +34,38 @@ static int decode_taints(struct dctx *d, const json_t *spec, struct se_node *nod
                         node->to_be_deleted = true;
         }
         return r;
+}
+
+/* status.allocatable.cpu: a quantity, which YAML may give as a number */
+static int decode_allocatable_cpu(struct dctx *d, const json_t *status, struct se_node *node)
+{
+        const json_t *alloc;
+        int r = get_object(d, status, "allocatable", &alloc);
+        if (r < 0 || !alloc)
+                return r;
+        const json_t *v = json_object_get(alloc, "cpu");
+        if (!v || json_is_null(v))
+                return 0;
+        char buf[64];
+        const char *text = buf;
+        if (json_is_string(v))
+                text = json_string_value(v);
+        else if (json_is_integer(v))
+                snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v))
+                snprintf(buf, sizeof(buf), "%.15g", json_real_value(v));
+        else
+                text = NULL;
+        size_t old = dctx_push_key(d, "allocatable");
+        if (!text || se_parse_quantity(text, 9, &node->allocatable_cpu_nanos) < 0)
+                return dctx_fail(
+                        d, "cpu",
+                        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+        node->allocatable_cpu = dctx_strdup(d, text);
+        if (!node->allocatable_cpu)
+                return -ENOMEM;
+        dctx_pop(d, old);
+        return 0;
 }
 
 int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
@@ -67,6 +101,8 @@ int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
         size_t old = dctx_push_key(d, "status");
         if ((r = GET_LIST(d, status, "addresses", decode_node_address, NULL, node->addresses,
                           node->n_addresses)) < 0)
+                return r;
+        if ((r = decode_allocatable_cpu(d, status, node)) < 0)
                 return r;
         if ((r = get_array(d, status, "conditions", &arr)) < 0)
                 return r;

@@ -420,6 +420,11 @@ static bool encode_node(json_t *o, const struct se_node *n)
                   (!n->unschedulable ||
                    json_object_set_new(spec, "unschedulable", json_true()) == 0) &&
                   set_new(o, "status", status);
+        if (ok && n->allocatable_cpu) {
+                json_t *alloc = json_object();
+                ok = set_new(status, "allocatable", alloc) &&
+                     set_str(alloc, "cpu", n->allocatable_cpu);
+        }
         if (ok && n->ready != SE_UNSET) {
                 json_t *conds = json_array(), *c = json_object();
                 ok = set_new(status, "conditions", conds) && json_array_append_new(conds, c) == 0 &&

@@ -16,6 +16,9 @@ golden "plan against existing Endpoints" $g/plan.txt $e -f $plan --plan
 golden "plan against existing slices" $g/plan-slices.txt $e -f $plan --plan --slices
 golden "update keeps foreign annotations, unchanged shown as stored" $g/plan.yaml $e -f $plan -o yaml
 golden "slices update recycles, unchanged kept" $g/plan-slices.yaml $e -f $plan --slices -o yaml
+topo=$g/topology-cluster.yaml
+golden "topology-mode Auto: CPU-proportional zone hints" $g/topology-slices.yaml $e -f $topo --slices -o yaml
+golden "topology-mode Auto: plan with the hint events" $g/topology-plan.txt $e -f $topo --slices --plan
 # the master service (no selector) is never touched
 if $e -f $demo --plan | grep -q 'default/kubernetes' ||
         $e -f $demo --plan --slices | grep -q 'default/kubernetes'; then

@@ -1,11 +1,13 @@
 /* Fuzz target: any cluster the decoder accepts through both planners, for
  * every Service and against the Endpoints and slices it holds (twice: the
- * second pass plans against the first pass's output). */
+ * second pass plans against the first pass's output), with a topology cache
+ * made from its Nodes. */
 #include <stdlib.h>
 
 #include <svcenv/endpoints.h>
 #include <svcenv/manifest.h>
 #include <svcenv/store.h>
+#include <svcenv/topology.h>
 
 #include "fuzz.h"
 
@@ -14,7 +16,8 @@ static const struct se_node *get_node(void *data, const char *name)
         return se_node_of(se_store_get(data, SE_KIND_NODE, "", name));
 }
 
-static void plan_service(struct se_store *s, const struct se_service *svc)
+static void plan_service(struct se_store *s, struct se_topology_cache *t,
+                         const struct se_service *svc)
 {
         const char *ns = svc->obj.meta.namespace, *name = svc->obj.meta.name;
         const struct se_object **pods = NULL, **slices = NULL;
@@ -27,7 +30,8 @@ static void plan_service(struct se_store *s, const struct se_service *svc)
                                          .n_pods = n_pods > 0 ? (size_t)n_pods : 0,
                                          .get_node = get_node,
                                          .node_data = s,
-                                         .trigger_time_ns = 1 };
+                                         .trigger_time_ns = 1,
+                                         .topology = t };
         struct se_endpoints_opts opts = { .max_endpoints_per_slice = 2 };
         const struct se_endpoints *ep =
                 se_endpoints_of(se_store_get(s, SE_KIND_ENDPOINTS, ns, name));
@@ -61,11 +65,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!s)
                 return 0;
         if (se_manifest_load_buffer(s, "fuzz", (const char *)data, size, NULL, NULL, &d) == 0) {
+                struct se_topology_cache *t = se_topology_cache_new();
+                const struct se_object **nodes = NULL;
+                long n = se_store_list(s, SE_KIND_NODE, NULL, &nodes);
+                if (t && n >= 0)
+                        (void)se_topology_cache_set_nodes(t, (const struct se_node *const *)nodes,
+                                                          (size_t)n);
+                free(nodes);
                 const struct se_object **svcs = NULL;
-                long n = se_store_list(s, SE_KIND_SERVICE, NULL, &svcs);
+                n = se_store_list(s, SE_KIND_SERVICE, NULL, &svcs);
                 for (long i = 0; i < n; i++)
-                        plan_service(s, se_service_of(svcs[i]));
+                        plan_service(s, t, se_service_of(svcs[i]));
                 free(svcs);
+                struct se_strv keys = SE_STRV_INIT;
+                if (t && se_topology_cache_overloaded(t, &keys) == 0)
+                        se_strv_release(&keys);
+                se_topology_cache_free(t);
         }
         se_store_free(s);
         return 0;

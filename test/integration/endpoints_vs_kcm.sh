@@ -3,7 +3,8 @@
 # services and pods on the real API server; `svcenv endpoints` computes them
 # from the same objects read back from that server. They must match: subsets,
 # addresses, ports, labels, annotations (trigger time aside), and slice
-# contents as sets (slice names aside).
+# contents as sets (slice names aside), topology-mode Auto hints included,
+# and the topology events on the Services.
 . "$(dirname "$0")/lib.bash"
 fixture=test/integration/fixtures/side-by-side.jsonl
 statuses=test/integration/fixtures/status-side-by-side.txt
@@ -24,6 +25,8 @@ setup() {
         kapi post /api/v1/namespaces - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null || return 1
         for z in a b; do
                 kapi post /api/v1/nodes - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$ns-$z\",\"labels\":{\"topology.kubernetes.io/zone\":\"zone-$z\"}},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"192.0.2.$([ $z = a ] && echo 1 || echo 2)\"}]}}" >/dev/null || return 1
+                # ready, with allocatable CPU: the topology cache counts them
+                kapi patch /api/v1/nodes/$ns-$z/status '{"status":{"capacity":{"cpu":"4"},"allocatable":{"cpu":"4"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"test"}]}}' >/dev/null || return 1
         done
         grep -v '^//' "$fixture" | sed "s/\"NS\"/\"$ns\"/g; s/\"NODEA\"/\"$node_a\"/g; s/\"NODEB\"/\"$node_b\"/g" |
                 while IFS= read -r obj; do
@@ -64,17 +67,21 @@ norm_endpoints='[.items[] | select(.metadata.name != "manual") | {
                 ports: ((.ports // []) | sort_by(.name, .port, .protocol))}) | sort_by(.ports | tostring))
 }] | sort_by(.name)'
 
-norm_slices='[.items[] | select(.metadata.labels["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io") | {
+norm_slices='[.items[] | select(.metadata.labels["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io") |
+        .metadata.labels["kubernetes.io/service-name"] as $svc | {
         service: .metadata.labels["kubernetes.io/service-name"],
         labels: .metadata.labels,
         owner: (.metadata.ownerReferences // [] | map({kind, name, controller, blockOwnerDeletion})),
         addressType,
         ports: ((.ports // []) | sort_by(.name, .port, .protocol)),
-        endpoints: ((.endpoints // []) | map({addresses, conditions, hostname, nodeName, zone, pod: .targetRef.name}))
+        endpoints: ((.endpoints // []) | map({addresses, conditions, hostname, nodeName, zone,
+                hints: (if $svc == "topo-spread" then null else .hints end), pod: .targetRef.name})),
+        hint_zones: ((.endpoints // []) | map(.hints.forZones[0].name // "-"))
 }] | group_by([.service, .addressType, (.ports | tostring)]) | map({
         service: .[0].service, addressType: .[0].addressType, ports: .[0].ports,
         labels: (map(.labels) | unique), owner: (map(.owner) | unique),
-        endpoints: (map(.endpoints[]) | sort_by(.addresses[0]))
+        endpoints: (map(.endpoints[]) | sort_by(.addresses[0])),
+        hint_zones: (map(.hint_zones[]) | sort)
 }) | sort_by(.service, .addressType, (.ports | tostring))'
 
 # compare NAME JQ-PROGRAM UPSTREAM-FILE OURS-FILE
@@ -96,6 +103,33 @@ else
         sed 's/^/# /' "$work/kcm.out"
 fi
 if until_ok 60 settled; then ok "upstream controllers settled"; else not_ok "upstream controllers settled"; fi
+
+# topology-mode Auto, on Services made once the controllers run (a Service
+# synced before kube-controller-manager's topology queue read the nodes
+# loses its hints until its next sync): web has a ready endpoint in each
+# zone of equal CPU, db only one (fewer endpoints than zones: no hints),
+# spread three in zone-a and one in zone-b (zone-a gives one to zone-b:
+# which one is upstream's random pick, so only the counts are compared).
+for svc in topo:web topo-few:db topo-spread:spread; do
+        kapi post /api/v1/namespaces/$ns/services - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"${svc%%:*}\",\"namespace\":\"$ns\",\"annotations\":{\"service.kubernetes.io/topology-mode\":\"Auto\"}},\"spec\":{\"selector\":{\"app\":\"${svc#*:}\"},\"ports\":[{\"port\":80,\"targetPort\":8080}]}}" >/dev/null
+done
+topo_events() {
+        kapi get /api/v1/namespaces/$ns/events |
+                jq -r '.items[] | select(.reason | startswith("TopologyAware")) | "\(.involvedObject.name) \(.type) \(.reason) \(.message)"' | sort -u
+}
+hinted() {
+        kapi get /apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices |
+                jq -e '[.items[] | select(.metadata.labels["kubernetes.io/service-name"] | startswith("topo")) | .endpoints[]? | select(.hints.forZones)] | length == 6' >/dev/null &&
+                [ "$(topo_events | wc -l)" -ge 3 ]
+}
+if until_ok 60 hinted; then
+        ok "upstream gave topology hints and events"
+else
+        not_ok "upstream gave topology hints and events"
+        topo_events | sed 's/^/# /'
+fi
+last_seen=
+until_ok 30 settled || true
 "$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
 
 # What both sides read: the same objects from the same server.
@@ -115,6 +149,16 @@ else
 fi
 compare "Endpoints match kube-controller-manager's" "$norm_endpoints" "$work/upstream-endpoints.json" "$work/ours-endpoints.json"
 compare "EndpointSlices match kube-controller-manager's" "$norm_slices" "$work/upstream-slices.json" "$work/ours-slices.json"
+# The topology events svcenv's controller would record on its first syncs.
+topo_events >"$work/upstream-events.txt"
+"$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --slices --plan 2>&1 |
+        sed -n "s|^$ns/\([^ ]*\) event |\1 |p" | sort -u >"$work/ours-events.txt"
+if [ -s "$work/upstream-events.txt" ] && diff -u "$work/upstream-events.txt" "$work/ours-events.txt" >"$work/diff"; then
+        ok "topology events match kube-controller-manager's"
+else
+        not_ok "topology events match kube-controller-manager's"
+        sed 's/^/# /' "$work/diff"
+fi
 # Fed the upstream objects, svcenv's planner must see nothing to write.
 cp "$work/upstream-endpoints.json" "$work/upstream-slices.json" "$work/cluster/"
 plan=$("$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --plan 2>&1)
@@ -124,7 +168,7 @@ else
         not_ok "planner: upstream's Endpoints need no write"
         sed 's/^/# /' <<<"$plan"
 fi
-plan=$("$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --slices --plan 2>&1)
+plan=$("$SVCENV/svcenv" endpoints -f "$work/cluster" -n "$ns" --slices --plan 2>&1 | grep -v "^$ns/[^ ]* event ")
 if [ -n "$plan" ] && ! grep -vq ' unchanged$' <<<"$plan"; then
         ok "planner: upstream's EndpointSlices need no write"
 else

@@ -12,6 +12,10 @@
 
 #include <svcenv/controller.h>
 #include <svcenv/ctl_metrics.h>
+#include <svcenv/store.h>
+#include <svcenv/topology.h>
+
+#include "../../../pkg/controller/controller_internal.h"
 
 #define S 1000000000ull
 
@@ -80,9 +84,92 @@ static void test_controller__namespace_terminating(void **state)
         assert_false(se_controller_namespace_terminating(-EACCES, NULL));
 }
 
+static struct se_node *mk_node(const char *name, const char *zone, bool ready, int64_t cpu)
+{
+        struct se_node *n = (struct se_node *)se_object_new(SE_KIND_NODE);
+        struct se_object *o = &n->obj;
+        o->meta.name = se_arena_strdup(&o->arena, name);
+        o->meta.namespace = "";
+        o->meta.resource_version = se_arena_strdup(&o->arena, "1");
+        if (zone) {
+                o->meta.labels.items = se_arena_alloc(&o->arena, sizeof(struct se_kv));
+                o->meta.labels.items[0] =
+                        (struct se_kv){ SE_TOPOLOGY_ZONE_LABEL, se_arena_strdup(&o->arena, zone) };
+                o->meta.labels.n = 1;
+        }
+        n->ready = ready ? SE_TRUE : SE_FALSE;
+        n->allocatable_cpu_nanos = cpu;
+        return n;
+}
+
+/* Takes every queued key; true when the topology key was among them. */
+static bool drain_topology(struct se_controller *ctl, char *others, size_t size)
+{
+        bool topo = false;
+        const char *key;
+        others[0] = 0;
+        while (se_kube_queue_len(ctl->queue) && se_kube_queue_get(ctl->queue, 0, &key) == 0) {
+                if (strcmp(key, CTL_TOPOLOGY_KEY) == 0)
+                        topo = true;
+                else
+                        snprintf(others + strlen(others), size - strlen(others), "%s ", key);
+                se_kube_queue_forget(ctl->queue, key);
+                se_kube_queue_done(ctl->queue, key);
+        }
+        return topo;
+}
+
+/* Node events refresh the topology cache as upstream's: add and delete
+ * always, an update only when the Ready condition or the zone label
+ * changed; the refresh queues the Services it overloads. */
+static void test_controller__node_topology(void **state)
+{
+        (void)state;
+        struct se_controller *ctl = se_controller_new(NULL, NULL);
+        assert_non_null(ctl);
+        struct se_store *st = se_controller_store(ctl);
+        char others[256];
+        assert_int_equal(se_store_put(st, &mk_node("n1", "zone-a", true, 4000000000)->obj), 0);
+        assert_true(drain_topology(ctl, others, sizeof(others)));
+        assert_int_equal(se_store_put(st, &mk_node("n2", "zone-b", true, 4000000000)->obj), 0);
+        assert_true(drain_topology(ctl, others, sizeof(others)));
+        /* allocatable alone: no refresh (upstream's updateNode) */
+        struct se_node *n = mk_node("n2", "zone-b", true, 8000000000);
+        n->obj.meta.resource_version = "2";
+        assert_int_equal(se_store_put(st, &n->obj), 0);
+        assert_false(drain_topology(ctl, others, sizeof(others)));
+        /* the cache has the shares only once refreshed */
+        assert_int_equal(se_topology_cache_zones(ctl->topology), 0);
+        assert_int_equal(ctl_topology_sync(ctl), 0);
+        assert_true(se_topology_cache_ratio(ctl->topology, "zone-b") == 8.0 / 12.0);
+        /* readiness and zone changes refresh */
+        n = mk_node("n2", "zone-b", false, 8000000000);
+        n->obj.meta.resource_version = "3";
+        assert_int_equal(se_store_put(st, &n->obj), 0);
+        assert_true(drain_topology(ctl, others, sizeof(others)));
+        n = mk_node("n2", "zone-c", false, 8000000000);
+        n->obj.meta.resource_version = "4";
+        assert_int_equal(se_store_put(st, &n->obj), 0);
+        assert_true(drain_topology(ctl, others, sizeof(others)));
+        n = mk_node("n2", "zone-c", true, 8000000000);
+        n->obj.meta.resource_version = "5";
+        assert_int_equal(se_store_put(st, &n->obj), 0);
+        assert_true(drain_topology(ctl, others, sizeof(others)));
+        assert_int_equal(ctl_topology_sync(ctl), 0);
+        assert_true(se_topology_cache_ratio(ctl->topology, "zone-c") == 8.0 / 12.0);
+        assert_string_equal(others, "");
+        /* a delete refreshes; with one zone left there are no shares */
+        assert_int_equal(se_store_delete(st, SE_KIND_NODE, "", "n2"), 0);
+        assert_true(drain_topology(ctl, others, sizeof(others)));
+        assert_int_equal(ctl_topology_sync(ctl), 0);
+        assert_int_equal(se_topology_cache_zones(ctl->topology), 0);
+        se_controller_free(ctl);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_controller__node_topology),
                 cmocka_unit_test(test_controller__histogram),
                 cmocka_unit_test(test_controller__split_key),
                 cmocka_unit_test(test_controller__namespace_terminating),

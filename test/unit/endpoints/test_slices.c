@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include <svcenv/topology.h>
+
 #include "fixtures.h"
 
 #define MAXP 512
@@ -21,9 +23,10 @@ struct fx {
         size_t n;
         struct se_endpoint_slice *existing[MAXS];
         size_t n_existing;
-        struct se_node *nodes[4];
+        struct se_node *nodes[8];
         size_t n_nodes;
         bool use_nodes;
+        struct se_topology_cache *topo; /* NULL: none */
         struct se_endpoints_opts opts;
         struct se_slices_plan plan;
 };
@@ -83,6 +86,7 @@ static const struct se_slices_plan *plan(struct fx *f)
                 .n_pods = f->n,
                 .get_node = f->use_nodes ? get_node : NULL,
                 .node_data = f,
+                .topology = f->topo,
         };
         se_slices_plan_release(&f->plan);
         assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
@@ -125,6 +129,7 @@ static void fx_free(struct fx *f)
         fx_free_all((struct se_object **)f->pods, f->n);
         fx_free_all((struct se_object **)f->existing, f->n_existing);
         fx_free_all((struct se_object **)f->nodes, f->n_nodes);
+        se_topology_cache_free(f->topo);
         se_object_unref(&f->svc->obj);
         free(f);
 }
@@ -609,6 +614,252 @@ static void test_slices__traffic_distribution_hints(void **state)
         fx_free(f);
 }
 
+/* ---- topology-mode Auto (the topology cache) ---- */
+
+/* Nodes of 4 cpus: zone-a 2 (node-a1, node-a2), zone-b 1, zone-c 1, so
+ * shares .5/.25/.25; plus a not-ready node without zone (node-x). */
+static struct fx *topo_fx(void)
+{
+        struct fx *f = fx_new("10.0.0.1");
+        static const char *const nodes[][2] = {
+                { "node-a1", "zone-a" }, { "node-a2", "zone-a" }, { "node-b1", "zone-b" },
+                { "node-c1", "zone-c" }, { "node-x", NULL },
+        };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(nodes); i++) {
+                add_node(f, nodes[i][0], nodes[i][1]);
+                f->nodes[i]->allocatable_cpu_nanos = nodes[i][1] ? 4000000000 : 0;
+                f->nodes[i]->ready = nodes[i][1] ? SE_TRUE : SE_FALSE;
+        }
+        f->topo = se_topology_cache_new();
+        assert_int_equal(se_topology_cache_set_nodes(
+                                 f->topo, (const struct se_node *const *)f->nodes, f->n_nodes),
+                         0);
+        assert_int_equal(se_topology_cache_zones(f->topo), 3);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION, "Auto");
+        return f;
+}
+
+/* pods on the nodes by their zone letter ("aabbbccc"; "x": node-x) */
+static void topo_pods(struct fx *f, const char *zones)
+{
+        char name[32], ip[32];
+        for (size_t i = 0; zones[i]; i++) {
+                snprintf(name, sizeof(name), "pod-%zu", f->n);
+                snprintf(ip, sizeof(ip), "10.1.0.%zu", f->n + 1);
+                struct se_pod *p = add_pod(f, name, ip, true);
+                p->node_name = zones[i] == 'a' ? (i % 2 ? "node-a2" : "node-a1") :
+                               zones[i] == 'b' ? "node-b1" :
+                               zones[i] == 'c' ? "node-c1" :
+                                                 "node-x";
+        }
+}
+
+/* Per zone of the endpoints (a, b, c) how many hints go to each zone: "aa>a
+ * ab>b ..." is summarised as counts "own/other" per zone letter. */
+static void hint_counts(const struct se_endpoint_slice *s, int counts[3])
+{
+        counts[0] = counts[1] = counts[2] = 0;
+        for (uint32_t i = 0; i < s->n_endpoints; i++) {
+                const struct se_slice_endpoint *e = &s->endpoints[i];
+                assert_int_equal(e->hint_nodes.n, 0);
+                if (e->ready != SE_TRUE) {
+                        assert_int_equal(e->hint_zones.n, 0);
+                        continue;
+                }
+                assert_int_equal(e->hint_zones.n, 1);
+                counts[e->hint_zones.v[0][5] - 'a']++;
+        }
+}
+
+static void expect_event(const struct se_slices_plan *p, uint32_t i, bool warning,
+                         const char *reason, const char *message)
+{
+        assert_true(i < p->n_events);
+        assert_int_equal(p->events[i].warning, warning);
+        assert_string_equal(p->events[i].reason, reason);
+        assert_string_equal(p->events[i].message, message);
+}
+
+/* A Service in topology-mode Auto over 3 zones gets upstream's allocation:
+ * 8 endpoints (a 2, b 3, c 3) over shares .5/.25/.25 give a 4, b 2, c 2;
+ * the next sync leaves the slice alone, with no event. */
+static void test_slices__topology_auto(void **state)
+{
+        (void)state;
+        struct fx *f = topo_fx();
+        topo_pods(f, "aabbbccc");
+        add_pod(f, "down", "10.1.0.99", false)->node_name = "node-b1";
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 1);
+        int n[3];
+        hint_counts(p->create[0], n);
+        assert_int_equal(n[0], 4);
+        assert_int_equal(n[1], 2);
+        assert_int_equal(n[2], 2);
+        /* the endpoints given to zone-a: the first of zone-b and of zone-c */
+        const struct se_slice_endpoint *e = p->create[0]->endpoints;
+        for (uint32_t i = 0; i < p->create[0]->n_endpoints; i++)
+                if (e[i].ready == SE_TRUE && strcmp(e[i].hint_zones.v[0], e[i].zone) != 0)
+                        assert_true(strcmp(e[i].addresses.v[0], "10.1.0.3") == 0 ||
+                                    strcmp(e[i].addresses.v[0], "10.1.0.6") == 0);
+        assert_int_equal(p->n_events, 1);
+        expect_event(p, 0, false, "TopologyAwareHintsEnabled",
+                     "Topology Aware Hints has been enabled, addressType: IPv4");
+        apply(f);
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        assert_int_equal(p->n_events, 0);
+        /* a zone's share grows: the cache reports the Service, whose hints
+         * no longer fit (zone-c, 8 of 20 cpus, needs ceil(8 * .4 / 1.2) = 3) */
+        f->nodes[3]->allocatable_cpu_nanos = 8000000000;
+        assert_int_equal(se_topology_cache_set_nodes(
+                                 f->topo, (const struct se_node *const *)f->nodes, f->n_nodes),
+                         0);
+        struct se_strv keys = SE_STRV_INIT;
+        assert_int_equal(se_topology_cache_overloaded(f->topo, &keys), 0);
+        assert_int_equal(keys.n, 1);
+        assert_string_equal(keys.v[0], "ns/web");
+        se_strv_release(&keys);
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        hint_counts(p->update[0], n);
+        assert_int_equal(n[0], 3); /* zone-b gives one to zone-a */
+        assert_int_equal(n[1], 2);
+        assert_int_equal(n[2], 3);
+        assert_int_equal(p->n_events, 0);
+        fx_free(f);
+}
+
+/* A zone without endpoints still gets hints (other zones give); an
+ * endpoint without zone removes them all; too few endpoints too. */
+static void test_slices__topology_auto_zones(void **state)
+{
+        (void)state;
+        struct fx *f = topo_fx();
+        topo_pods(f, "aaaaabbb");
+        const struct se_slices_plan *p = plan(f);
+        int n[3];
+        hint_counts(p->create[0], n);
+        assert_int_equal(n[0], 4);
+        assert_int_equal(n[1], 2);
+        assert_int_equal(n[2], 2);
+        apply(f);
+        /* a ready pod on a node without zone (not ready, so not counted) */
+        topo_pods(f, "x");
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++)
+                assert_int_equal(p->update[0]->endpoints[i].hint_zones.n, 0);
+        assert_int_equal(p->n_events, 1);
+        expect_event(p, 0, true, "TopologyAwareHintsDisabled",
+                     "One or more endpoints do not have a zone specified, addressType: IPv4");
+        assert_false(se_topology_cache_has_hints(f->topo, "ns/web"));
+        apply(f);
+        /* 2 endpoints for 3 zones */
+        fx_free_all((struct se_object **)f->pods, f->n);
+        f->n = 0;
+        topo_pods(f, "ab");
+        p = plan(f);
+        expect_event(p, 0, true, "TopologyAwareHintsDisabled",
+                     "Insufficient number of endpoints (2 endpoints, 3 zones), addressType: IPv4");
+        for (uint32_t i = 0; i < p->n_update; i++)
+                for (uint32_t k = 0; k < p->update[i]->n_endpoints; k++)
+                        assert_int_equal(p->update[i]->endpoints[k].hint_zones.n, 0);
+        fx_free(f);
+}
+
+/* Precedence: the annotation wins over trafficDistribution; the deprecated
+ * annotation wins over topology-mode; leaving Auto disables with a
+ * Warning and hands over to trafficDistribution. */
+static void test_slices__topology_precedence(void **state)
+{
+        (void)state;
+        struct fx *f = topo_fx();
+        topo_pods(f, "aabc");
+        f->svc->traffic_distribution = "PreferSameNode";
+        const struct se_slices_plan *p = plan(f);
+        int n[3];
+        hint_counts(p->create[0], n); /* zone hints only: no node hints */
+        assert_int_equal(n[0], 2);
+        assert_int_equal(n[1], 1);
+        assert_int_equal(n[2], 1);
+        expect_event(p, 0, false, "TopologyAwareHintsEnabled",
+                     "Topology Aware Hints has been enabled, addressType: IPv4");
+        apply(f);
+        /* topology-aware-hints: Disabled outranks topology-mode: Auto (keys
+         * in order) */
+        f->svc->obj.meta.annotations.n = 0;
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, SE_TOPOLOGY_HINTS_ANNOTATION,
+              "Disabled");
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION, "Auto");
+        p = plan(f);
+        assert_int_equal(p->n_events, 1);
+        expect_event(p, 0, true, "TopologyAwareHintsDisabled",
+                     "Topology Aware Hints has been disabled, addressType: IPv4");
+        assert_int_equal(p->n_update, 1);
+        const struct se_slice_endpoint *e = p->update[0]->endpoints;
+        for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++) {
+                assert_int_equal(e[i].hint_nodes.n, 1);
+                assert_string_equal(e[i].hint_nodes.v[0], e[i].node_name);
+        }
+        apply(f);
+        /* disabled once: no second event */
+        p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        assert_int_equal(p->n_events, 0);
+        /* no cache: Auto gives no hints and no events */
+        f->svc->obj.meta.annotations.n = 0;
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION, "Auto");
+        struct se_topology_cache *t = f->topo;
+        f->topo = NULL;
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++)
+                assert_int_equal(p->update[0]->endpoints[i].hint_zones.n +
+                                         p->update[0]->endpoints[i].hint_nodes.n,
+                                 0);
+        assert_int_equal(p->n_events, 0);
+        f->topo = t;
+        fx_free(f);
+}
+
+/* Dual-stack: hints per address type, one Enabled event per Service; a
+ * type dropped forgets the Service's state, so the next sync tells again. */
+static void test_slices__topology_dual_stack(void **state)
+{
+        (void)state;
+        struct fx *f = topo_fx();
+        fx_families(f->svc, "IPv4", "IPv6");
+        static const char *const nodes[] = { "node-a1", "node-a2", "node-b1", "node-c1" };
+        for (int i = 0; i < 4; i++) {
+                char name[16], ips[64];
+                snprintf(name, sizeof(name), "p%d", i);
+                snprintf(ips, sizeof(ips), "10.1.0.%d,fd00::%d", i + 1, i + 1);
+                add_pod(f, name, ips, true)->node_name = nodes[i];
+        }
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 2);
+        int n[3];
+        for (int k = 0; k < 2; k++) {
+                hint_counts(p->create[k], n);
+                assert_int_equal(n[0], 2);
+                assert_int_equal(n[1], 1);
+                assert_int_equal(n[2], 1);
+        }
+        assert_int_equal(p->n_events, 1);
+        expect_event(p, 0, false, "TopologyAwareHintsEnabled",
+                     "Topology Aware Hints has been enabled, addressType: IPv4");
+        apply(f);
+        f->svc->ip_families.n = 1;
+        p = plan(f);
+        assert_int_equal(p->n_remove, 1);
+        assert_string_equal(p->remove[0]->address_type, "IPv6");
+        assert_int_equal(p->n_events, 1);
+        expect_event(p, 0, false, "TopologyAwareHintsEnabled",
+                     "Topology Aware Hints has been enabled, addressType: IPv4");
+        fx_free(f);
+}
+
 /* Service gone: our slices are reported for deletion. */
 static void test_slices__service_deleted(void **state)
 {
@@ -672,6 +923,10 @@ int main(void)
                 cmocka_unit_test(test_slices__labels),
                 cmocka_unit_test(test_slices__update_in_place),
                 cmocka_unit_test(test_slices__traffic_distribution_hints),
+                cmocka_unit_test(test_slices__topology_auto),
+                cmocka_unit_test(test_slices__topology_auto_zones),
+                cmocka_unit_test(test_slices__topology_precedence),
+                cmocka_unit_test(test_slices__topology_dual_stack),
                 cmocka_unit_test(test_slices__service_deleted),
                 cmocka_unit_test(test_slices__deterministic_names),
         };

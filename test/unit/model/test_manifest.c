@@ -315,6 +315,8 @@ static const struct bad_case bad_cases[] = {
           "t.yaml:5: Endpoints default/e: subsets[0].addresses[0].ip: \"nope\" is not a valid IP address" },
         { "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nstatus:\n  addresses: [{type: InternalIP}]\n",
           "t.yaml:5: Node node1: status.addresses[0].address: Required value" },
+        { "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nstatus:\n  allocatable: {cpu: 4 cores}\n",
+          "t.yaml:5: Node node1: status.allocatable.cpu: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'" },
         { "a: [1,\n b: c\n",
           "t.yaml:3: did not find expected ',' or ']' while parsing a flow sequence" },
         { "a: 1\na: 2\n", "t.yaml:2: duplicate key \"a\"" },
@@ -341,6 +343,45 @@ static void test_manifest__invalid_input_names_line_and_field(void **state)
                         assert_int_equal(se_store_count(s, (enum se_kind)k, NULL), 0);
                 se_store_free(s);
         }
+}
+
+/* status.allocatable.cpu, for the topology cache: a quantity, as a
+ * string or a YAML number, kept as written and in nanocores */
+static void test_manifest__node_allocatable_cpu(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *cpu;
+                const char *text;
+                int64_t nanos;
+        } cases[] = {
+                { "\"4\"", "4", 4000000000 }, { "1500m", "1500m", 1500000000 },
+                { "2", "2", 2000000000 },     { "0.5", "0.5", 500000000 },
+                { "100u", "100u", 100000 },   { "1n", "1n", 1 },
+                { "\"0\"", "0", 0 },
+        };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(cases); i++) {
+                char text[256];
+                snprintf(text, sizeof(text),
+                         "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nstatus:\n"
+                         "  allocatable: {cpu: %s, memory: 1Gi}\n",
+                         cases[i].cpu);
+                struct se_store *s = se_store_new();
+                char msg[600] = "";
+                assert_int_equal(load(s, text, msg, sizeof(msg)), 0);
+                const struct se_node *n = se_node_of(se_store_get(s, SE_KIND_NODE, "", "node1"));
+                assert_non_null(n);
+                assert_string_equal(n->allocatable_cpu, cases[i].text);
+                assert_int_equal(n->allocatable_cpu_nanos, cases[i].nanos);
+                se_store_free(s);
+        }
+        struct se_store *s = se_store_new();
+        assert_int_equal(load(s, "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", NULL, 0),
+                         0);
+        const struct se_node *n = se_node_of(se_store_get(s, SE_KIND_NODE, "", "node1"));
+        assert_null(n->allocatable_cpu);
+        assert_int_equal(n->allocatable_cpu_nanos, 0);
+        se_store_free(s);
 }
 
 static void test_manifest__json_errors_have_lines(void **state)
@@ -460,6 +501,7 @@ int main(void)
                 cmocka_unit_test(test_manifest__every_kind_decodes),
                 cmocka_unit_test(test_manifest__lists_anchors_merge_and_json),
                 cmocka_unit_test(test_manifest__invalid_input_names_line_and_field),
+                cmocka_unit_test(test_manifest__node_allocatable_cpu),
                 cmocka_unit_test(test_manifest__json_errors_have_lines),
                 cmocka_unit_test(test_manifest__failed_load_keeps_existing_objects),
                 cmocka_unit_test(test_manifest__alias_bomb_and_depth_are_capped),
