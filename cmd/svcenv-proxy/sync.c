@@ -373,8 +373,8 @@ void proxyd_run(struct proxyd *d)
                  * full apply costs seconds to minutes (kube-proxy skips them
                  * too); the canary check still forces one when rules vanish */
                 bool periodic = !large_cluster(d);
-                bool full = d->need_full ||
-                            (periodic && now - d->last_full_mono >= d->sync_period_ns);
+                bool full =
+                        d->need_full || (periodic && now - d->last_full_mono >= d->sync_period_ns);
                 if (stop)
                         break;
                 int64_t since = now - d->last_sync_mono;

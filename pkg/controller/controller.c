@@ -122,10 +122,9 @@ static void on_pod(void *data, enum se_store_event ev, const struct se_object *o
         for (size_t i = 0; i < keys.n; i++) {
                 if (atomic_load(&ctl->started))
                         note_pod_change(ctl, keys.v[i], now);
-                int r = ctl->opts.pod_batch_ns ?
-                                se_kube_queue_add_after(ctl->queue, keys.v[i],
-                                                        ctl->opts.pod_batch_ns) :
-                                se_kube_queue_add(ctl->queue, keys.v[i]);
+                int r = ctl->opts.pod_batch_ns ? se_kube_queue_add_after(ctl->queue, keys.v[i],
+                                                                         ctl->opts.pod_batch_ns) :
+                                                 se_kube_queue_add(ctl->queue, keys.v[i]);
                 if (r < 0 && r != -ESHUTDOWN)
                         ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "cannot queue %s: %s", keys.v[i],
                                 strerror(-r));
