@@ -412,6 +412,19 @@ static void *writer_main(void *arg)
         return NULL;
 }
 
+/* Frees what new() set up; the writer thread is not running. */
+static struct se_kube_recorder *destroy(struct se_kube_recorder *r)
+{
+        fifo_release(&r->seen, seen_drop);
+        fifo_release(&r->buckets, bucket_drop);
+        pthread_cond_destroy(&r->idle_cond);
+        pthread_cond_destroy(&r->wake);
+        pthread_mutex_destroy(&r->lock);
+        free(r->component);
+        free(r);
+        return NULL;
+}
+
 struct se_kube_recorder *se_kube_recorder_new(struct se_kube_client *c, const char *component)
 {
         struct se_kube_recorder *r = calloc(1, sizeof(*r));
@@ -422,14 +435,8 @@ struct se_kube_recorder *se_kube_recorder_new(struct se_kube_client *c, const ch
         pthread_mutex_init(&r->lock, NULL);
         pthread_cond_init(&r->wake, NULL);
         pthread_cond_init(&r->idle_cond, NULL);
-        if (!r->component || pthread_create(&r->thread, NULL, writer_main, r) != 0) {
-                pthread_cond_destroy(&r->idle_cond);
-                pthread_cond_destroy(&r->wake);
-                pthread_mutex_destroy(&r->lock);
-                free(r->component);
-                free(r);
-                return NULL;
-        }
+        if (!r->component || pthread_create(&r->thread, NULL, writer_main, r) != 0)
+                return destroy(r);
         return r;
 }
 
@@ -447,14 +454,7 @@ struct se_kube_recorder *se_kube_recorder_free(struct se_kube_recorder *r)
                 r->first = e->next;
                 event_free(e);
         }
-        fifo_release(&r->seen, seen_drop);
-        fifo_release(&r->buckets, bucket_drop);
-        pthread_cond_destroy(&r->idle_cond);
-        pthread_cond_destroy(&r->wake);
-        pthread_mutex_destroy(&r->lock);
-        free(r->component);
-        free(r);
-        return NULL;
+        return destroy(r);
 }
 
 void se_kube_recorder_stats(struct se_kube_recorder *r, struct se_kube_recorder_stats *ret)
