@@ -4,28 +4,13 @@
 # the result equals kube-controller-manager's for the same objects.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/bulk.bash"
-ns=ctl-$$-$RANDOM
+. "$(dirname "$0")/ctl.bash"
+ctl_setup ctl
 node=$ns-n
-lease=svcenv-controller-$ns
-work=$(mktemp -d)
-# shellcheck disable=SC1091
-. "$KUBE_DIR/env"
-cleanup() {
-        for f in "$work"/*.pid; do
-                [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
-        done
-        sleep 0.5
-        "$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
-        kapi delete /api/v1/namespaces/$ns >/dev/null 2>&1
+ctl_cleanup_more() {
         kapi delete /api/v1/namespaces/$ns-big >/dev/null 2>&1
         kapi delete /api/v1/nodes/$node >/dev/null 2>&1
-        [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
 }
-trap cleanup EXIT
-# kube-controller-manager must not write while we test ours
-"$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
-
-. "$(dirname "$0")/ctl.bash"
 
 pod_json() { # pod_json NAME LABELS-JSON [SPEC-EXTRA-JSON]
         printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":%s},"spec":{"nodeName":"%s","containers":[{"name":"c","image":"x","ports":[{"name":"http","containerPort":8080},{"name":"alt","containerPort":9090}]}]%s}}' \

@@ -3,27 +3,15 @@
 # events, repeats are counted on one Event, the Endpoints failure does not
 # hold back the slices, and a controller whose lease is taken exits 1.
 . "$(dirname "$0")/lib.bash"
-ns=ctlev-$$-$RANDOM
+. "$(dirname "$0")/ctl.bash"
+ctl_setup ctlev
 node=$ns-n
-lease=svcenv-controller-$ns
 policy=svcenv-test-deny-$ns
-work=$(mktemp -d)
-# shellcheck disable=SC1091
-. "$KUBE_DIR/env"
-cleanup() {
-        for f in "$work"/*.pid; do
-                [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
-        done
-        sleep 0.5
+ctl_cleanup_more() {
         kapi delete /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/$policy >/dev/null 2>&1
         kapi delete /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/$policy >/dev/null 2>&1
-        kapi delete /api/v1/namespaces/$ns >/dev/null 2>&1
         kapi delete /api/v1/nodes/$node >/dev/null 2>&1
-        [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
 }
-trap cleanup EXIT
-"$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
-. "$(dirname "$0")/ctl.bash"
 
 kapi post /api/v1/namespaces - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
 kapi post /api/v1/nodes - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$node\"}}" >/dev/null

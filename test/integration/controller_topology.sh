@@ -4,23 +4,11 @@
 # topology cache and re-syncs the Service (hints removed, Warning event),
 # as kube-controller-manager's node handlers do.
 . "$(dirname "$0")/lib.bash"
-ns=ctltopo-$$-$RANDOM
-lease=svcenv-controller-$ns
-work=$(mktemp -d)
-# shellcheck disable=SC1091
-. "$KUBE_DIR/env"
-cleanup() {
-        for f in "$work"/*.pid; do
-                [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
-        done
-        sleep 0.5
-        kapi delete /api/v1/namespaces/$ns >/dev/null 2>&1
-        for z in a b; do kapi delete /api/v1/nodes/$ns-$z >/dev/null 2>&1; done
-        [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-"$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
 . "$(dirname "$0")/ctl.bash"
+ctl_setup ctltopo
+ctl_cleanup_more() {
+        for z in a b; do kapi delete /api/v1/nodes/$ns-$z >/dev/null 2>&1; done
+}
 
 node_status() { # node_status ZONE-LETTER True|False
         kapi patch /api/v1/nodes/$ns-$1/status "{\"status\":{\"capacity\":{\"cpu\":\"4\"},\"allocatable\":{\"cpu\":\"4\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"reason\":\"Test\",\"message\":\"test\"}]}}" >/dev/null

@@ -1,5 +1,30 @@
 # Helpers for tests that run svcenv-controller against the control plane:
-# start/stop controllers, read their metrics. Needs $work, $lease, $KUBE_DIR.
+# set up and clean up, start/stop controllers, read their metrics.
+
+# ctl_setup PREFIX: a fresh namespace name $ns, Lease name $lease and scratch
+# dir $work; stops kube-controller-manager so that only ours writes. On exit
+# the controllers started here stop, the test's ctl_cleanup_more (if it
+# defines one) runs, and $ns is deleted.
+ctl_setup() {
+        ns=$1-$$-$RANDOM
+        lease=svcenv-controller-$ns
+        work=$(mktemp -d)
+        # shellcheck disable=SC1091
+        . "$KUBE_DIR/env"
+        trap ctl_cleanup EXIT
+        "$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
+}
+ctl_cleanup() {
+        local f
+        for f in "$work"/*.pid; do
+                [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
+        done
+        sleep 0.5
+        "$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
+        if declare -F ctl_cleanup_more >/dev/null; then ctl_cleanup_more; fi
+        kapi delete "/api/v1/namespaces/$ns" >/dev/null 2>&1
+        [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
+}
 eq() { [ "$("${@:2}")" = "$1" ]; } # eq WANT CMD...: CMD prints WANT (run anew on each try)
 check() { # check NAME CMD...
         local name=$1
