@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <svcenv/controller.h>
+#include <svcenv/decode.h>
 #include <svcenv/endpoints_sync.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/timeutil.h>
@@ -319,8 +320,12 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
         /* one informer lists at a time: a page of 500 objects is a large
          * JSON tree, and five at once would set the peak memory */
         for (size_t i = 0; i < CTL_N_INFORMERS; i++) {
+                /* pods are most of the cache: keep only what the sync reads */
+                struct se_kube_informer_opts io = {
+                        .decode_flags = informer_kinds[i] == SE_KIND_POD ? SE_DECODE_SLIM_POD : 0
+                };
                 ctl->informers[i] = se_kube_informer_new(ctl->client, informer_kinds[i], ctl->store,
-                                                         NULL, informer_error, ctl);
+                                                         &io, informer_error, ctl);
                 if (!ctl->informers[i])
                         return -ENOMEM;
                 int r = se_kube_informer_start(ctl->informers[i]);

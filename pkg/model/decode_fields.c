@@ -355,29 +355,39 @@ int check_one_of(struct dctx *d, const char *key, const char *s, const char *con
         return dctx_fail(d, key, "unsupported value \"%s\": supported values: %s", s, list);
 }
 
-int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
-             const void *ctx, void **ret, uint32_t *ret_n)
+int get_list_if(struct dctx *d, const json_t *obj, const char *key, size_t size, list_keep_fn keep,
+                list_elem_fn fn, const void *ctx, void **ret, uint32_t *ret_n)
 {
         const json_t *arr;
         int r = get_array(d, obj, key, &arr);
         if (r < 0 || !arr)
                 return r;
-        size_t n = json_array_size(arr);
-        char *items = dctx_array(d, n, size);
-        if (n && !items)
+        size_t n = json_array_size(arr), kept = 0;
+        for (size_t i = 0; i < n; i++)
+                kept += !keep || keep(json_array_get(arr, i));
+        char *items = dctx_array(d, kept, size);
+        if (kept && !items)
                 return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
+        size_t old = dctx_push_key(d, key), k = 0;
         for (size_t i = 0; i < n; i++) {
                 const json_t *e = json_array_get(arr, i);
+                if (keep && !keep(e))
+                        continue;
                 size_t o2 = dctx_push_index(d, i);
                 if (!json_is_object(e))
                         return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = fn(d, e, items + i * size, ctx)) < 0)
+                if ((r = fn(d, e, items + k++ * size, ctx)) < 0)
                         return r;
                 dctx_pop(d, o2);
         }
         dctx_pop(d, old);
         *ret = items;
-        *ret_n = (uint32_t)n;
+        *ret_n = (uint32_t)kept;
         return 0;
+}
+
+int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
+             const void *ctx, void **ret, uint32_t *ret_n)
+{
+        return get_list_if(d, obj, key, size, NULL, fn, ctx, ret, ret_n);
 }
