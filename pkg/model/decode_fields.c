@@ -82,9 +82,27 @@ void *dctx_array(struct dctx *d, size_t n, size_t size)
         return se_arena_array(d->arena, n, size);
 }
 
+/* A copy of s[0..n) in the object's arena, shared with an earlier equal
+ * short string of the same object (objects are immutable). */
+static const char *intern(struct dctx *d, const char *s, size_t n)
+{
+        if (n > 64)
+                return se_arena_strndup(d->arena, s, n);
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char)s[i]) * 16777619u;
+        const char **slot = &d->seen[h % SE_ARRAY_SIZE(d->seen)];
+        if (*slot && strncmp(*slot, s, n) == 0 && (*slot)[n] == '\0')
+                return *slot;
+        const char *copy = se_arena_strndup(d->arena, s, n);
+        if (copy)
+                *slot = copy;
+        return copy;
+}
+
 const char *dctx_strdup(struct dctx *d, const char *s)
 {
-        return se_arena_strdup(d->arena, s);
+        return s ? intern(d, s, strlen(s)) : NULL;
 }
 
 /* The value at key, NULL when absent or null. */
@@ -105,7 +123,7 @@ int get_string(struct dctx *d, const json_t *obj, const char *key, const char **
                 return dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
         if (strlen(json_string_value(v)) != json_string_length(v))
                 return dctx_fail(d, key, "string contains a NUL byte");
-        *ret = se_arena_strndup(d->arena, json_string_value(v), json_string_length(v));
+        *ret = intern(d, json_string_value(v), json_string_length(v));
         return *ret ? 0 : -ENOMEM;
 }
 

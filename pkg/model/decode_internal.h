@@ -15,6 +15,9 @@ struct dctx {
         char path[256];
         size_t plen;
         unsigned flags; /* SE_DECODE_* */
+        /* short strings already copied into this object, by hash: an
+         * Endpoints repeats its namespace, node and "Pod" in every address */
+        const char *seen[64];
 };
 
 /* Path segments: push returns the old length to give back to pop. */

@@ -231,6 +231,38 @@ static void test_slim__only_pods(void **state)
         se_object_unref(o);
 }
 
+static void test_slim__repeated_strings_shared(void **state)
+{
+        (void)state;
+        /* an Endpoints repeats its namespace, node and kind per address:
+         * one copy each in the object, values unchanged */
+        json_error_t je;
+        json_t *j =
+                json_loads("{\"metadata\":{\"name\":\"web\",\"namespace\":\"prod\"},\"subsets\":[{"
+                           "\"addresses\":[{\"ip\":\"10.0.0.1\",\"nodeName\":\"n1\",\"targetRef\":{"
+                           "\"kind\":\"Pod\",\"namespace\":\"prod\",\"name\":\"a\"}},{\"ip\":"
+                           "\"10.0.0.2\",\"nodeName\":\"n1\",\"targetRef\":{\"kind\":\"Pod\","
+                           "\"namespace\":\"prod\",\"name\":\"b\"}}]}]}",
+                           0, &je);
+        assert_non_null(j);
+        struct se_object *o = NULL;
+        struct se_decode_error e;
+        assert_int_equal(se_decode_object_as(j, SE_KIND_ENDPOINTS, NULL, &o, &e), 0);
+        json_decref(j);
+        const struct se_endpoints *ep = se_endpoints_of(o);
+        const struct se_endpoint_address *a = ep->subsets[0].addresses;
+        assert_int_equal(ep->subsets[0].n_addresses, 2);
+        assert_string_equal(a[0].target_ref->name, "a");
+        assert_string_equal(a[1].target_ref->name, "b");
+        assert_string_equal(a[1].ip, "10.0.0.2");
+        assert_string_equal(a[1].node_name, "n1");
+        assert_ptr_equal(a[0].node_name, a[1].node_name);
+        assert_ptr_equal(a[0].target_ref->kind, a[1].target_ref->kind);
+        assert_ptr_equal(a[1].target_ref->namespace, o->meta.namespace);
+        assert_string_equal(a[1].target_ref->namespace, "prod");
+        se_object_unref(o);
+}
+
 static const struct se_node *get_node(void *data, const char *name)
 {
         return se_node_of(se_store_get(data, SE_KIND_NODE, "", name));
@@ -337,6 +369,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_slim__upstream_pod),
                 cmocka_unit_test(test_slim__only_pods),
+                cmocka_unit_test(test_slim__repeated_strings_shared),
                 cmocka_unit_test(test_slim__demo_cluster_same_endpoints),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
