@@ -3,7 +3,8 @@
 # controllers only) on a real API server: initial sync time and peak RSS for
 # BENCH_SERVICES Services with BENCH_PODS pods each, then the latency from a
 # pod's Ready flip (patch-status sent) to the Endpoints event a watcher
-# receives, over BENCH_FLIPS flips. Prints figures; asserts nothing.
+# receives, over BENCH_FLIPS flips. Peak RSS is VmHWM; "RSS now" is VmRSS at
+# that moment (after the sync, after the flips). Prints figures; asserts nothing.
 #
 #   BENCH_SERVICES=1000 BENCH_PODS=10 BENCH_FLIPS=60 test/bench/controller_vs_kcm.sh
 #
@@ -73,6 +74,7 @@ count_all() { # count_all PATH: items in our namespaces (one list call)
         kapi get "$1" | jq --arg p "$run-" '[.items[] | select(.metadata.namespace | startswith($p))] | length'
 }
 rss_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+now_rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 wipe() { # delete every Endpoints and EndpointSlice of our namespaces
         for ns in "${nss[@]}"; do
                 kapi delete /api/v1/namespaces/$ns/endpoints >/dev/null
@@ -156,9 +158,9 @@ t0=$(now)
         --metrics-bind-address 127.0.0.1:0 -v 1 >"$work/svcenv.log" 2>&1 &
 ctl_pid=$!
 secs=$(wait_converged "$t0")
-echo "svcenv-controller: initial sync (start to all Endpoints+slices written) $secs s, peak RSS $(($(rss_kb $ctl_pid) / 1024)) MB"
+echo "svcenv-controller: initial sync (start to all Endpoints+slices written) $secs s, peak RSS $(($(rss_kb $ctl_pid) / 1024)) MB, RSS now $(($(now_rss_kb $ctl_pid) / 1024)) MB"
 flips svcenv
-echo "  peak RSS after the flips $(($(rss_kb $ctl_pid) / 1024)) MB"
+echo "  peak RSS after the flips $(($(rss_kb $ctl_pid) / 1024)) MB, RSS now $(($(now_rss_kb $ctl_pid) / 1024)) MB"
 kill -TERM $ctl_pid
 wait $ctl_pid 2>/dev/null
 ctl_pid=
@@ -170,7 +172,7 @@ t0=$(now)
 $CONTROLPLANE start-kcm "$KUBE_DIR" >"$work/kcm.out" 2>&1 || cat "$work/kcm.out"
 kcm_pid=$(. "$KUBE_DIR/env" && echo "$KCM_PID")
 secs=$(wait_converged "$t0")
-echo "kube-controller-manager: initial sync $secs s, peak RSS $(($(rss_kb $kcm_pid) / 1024)) MB"
+echo "kube-controller-manager: initial sync $secs s, peak RSS $(($(rss_kb $kcm_pid) / 1024)) MB, RSS now $(($(now_rss_kb $kcm_pid) / 1024)) MB"
 flips kcm
-echo "  peak RSS after the flips $(($(rss_kb $kcm_pid) / 1024)) MB"
+echo "  peak RSS after the flips $(($(rss_kb $kcm_pid) / 1024)) MB, RSS now $(($(now_rss_kb $kcm_pid) / 1024)) MB"
 $CONTROLPLANE stop-kcm "$KUBE_DIR" >/dev/null 2>&1
