@@ -83,11 +83,58 @@ void *dctx_array(struct dctx *d, size_t n, size_t size)
 }
 
 /* A copy of s[0..n) in the object's arena, shared with an earlier equal
- * short string of the same object (objects are immutable). */
+ * short string of the same object, or a static well-known string (objects
+ * are immutable and freed as a whole, never string by string). */
+/* Values and keys that recur in every object of a kind: pointed to, not
+ * copied (a pod's phase, its Ready condition, the zone label; the kind of
+ * every targetRef; the controllers' own labels). */
+static const char *const well_known[] = {
+        "Pod",
+        "TCP",
+        "UDP",
+        "SCTP",
+        "Ready",
+        "True",
+        "False",
+        "Unknown",
+        "Running",
+        "Pending",
+        "Succeeded",
+        "Failed",
+        "Always",
+        "IPv4",
+        "IPv6",
+        "app",
+        "v1",
+        "Service",
+        "discovery.k8s.io/v1",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "kubernetes.io/hostname",
+        "kubernetes.io/service-name",
+        "endpointslice.kubernetes.io/managed-by",
+        "endpointslice-controller.k8s.io",
+        "endpoints.kubernetes.io/managed-by",
+        "endpoint-controller",
+        "endpoints.kubernetes.io/last-change-trigger-time",
+        "service.kubernetes.io/headless",
+};
+
+static const char *find_well_known(const char *s, size_t n)
+{
+        for (size_t i = 0; i < SE_ARRAY_SIZE(well_known); i++)
+                if (strncmp(well_known[i], s, n) == 0 && well_known[i][n] == '\0')
+                        return well_known[i];
+        return NULL;
+}
+
 static const char *intern(struct dctx *d, const char *s, size_t n)
 {
         if (n > 64)
                 return se_arena_strndup(d->arena, s, n);
+        const char *k = find_well_known(s, n);
+        if (k)
+                return k;
         uint32_t h = 2166136261u; /* FNV-1a */
         for (size_t i = 0; i < n; i++)
                 h = (h ^ (unsigned char)s[i]) * 16777619u;

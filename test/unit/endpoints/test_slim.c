@@ -248,7 +248,16 @@ static void test_slim__repeated_strings_shared(void **state)
         struct se_object *o = NULL;
         struct se_decode_error e;
         assert_int_equal(se_decode_object_as(j, SE_KIND_ENDPOINTS, NULL, &o, &e), 0);
+        struct se_object *o2 = NULL;
+        assert_int_equal(se_decode_object_as(j, SE_KIND_ENDPOINTS, NULL, &o2, &e), 0);
         json_decref(j);
+        /* well-known values are not copied at all: shared across objects */
+        const struct se_endpoints *ep2 = se_endpoints_of(o2);
+        assert_ptr_equal(ep2->subsets[0].addresses[0].target_ref->kind,
+                         se_endpoints_of(o)->subsets[0].addresses[0].target_ref->kind);
+        assert_ptr_not_equal(ep2->subsets[0].addresses[0].node_name,
+                             se_endpoints_of(o)->subsets[0].addresses[0].node_name);
+        se_object_unref(o2);
         const struct se_endpoints *ep = se_endpoints_of(o);
         const struct se_endpoint_address *a = ep->subsets[0].addresses;
         assert_int_equal(ep->subsets[0].n_addresses, 2);
