@@ -317,8 +317,9 @@ static void queue_startup_keys(struct se_controller *ctl)
 int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
 {
         uint64_t t0 = se_now_mono_ns();
-        /* one informer lists at a time: a page of 500 objects is a large
-         * JSON tree, and five at once would set the peak memory */
+        /* one informer lists at a time: each holds a page of text (up to
+         * 500 objects) while it decodes it, and five at once would set the
+         * peak memory */
         for (size_t i = 0; i < CTL_N_INFORMERS; i++) {
                 /* pods are most of the cache: keep only what the sync reads */
                 struct se_kube_informer_opts io = {
@@ -341,7 +342,7 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
                 }
         }
         ctl->synced_ns = se_now_mono_ns() - t0;
-        /* the lists' JSON trees are gone: hand their pages back */
+        /* the lists' pages and item trees are gone: hand their memory back */
         malloc_trim(0);
         atomic_store(&ctl->synced, true);
         ctl_log(ctl, SE_CTL_LOG_INFO, 0, "caches synced in %.3f s; starting %u workers",
