@@ -390,6 +390,11 @@ int main(int argc, char **argv)
 
         /* a few threads, small objects: two malloc arenas keep RSS down */
         mallopt(M_ARENA_MAX, 2);
+        /* list pages (about 1 MB of text each) always in their own mapping,
+         * handed back whole when freed; without a fixed threshold glibc
+         * raises it after the first free and takes them from the heap,
+         * where they fragment it (measured: peak RSS -2 MB at 40k pods) */
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         /* signals go to sigwait below, in every thread made from here on */
         sigset_t sigs;

@@ -36,4 +36,26 @@ int se_decode_object(const json_t *json, const char *default_ns, struct se_objec
 int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
                         struct se_object **ret, struct se_decode_error *err);
 
+/* Decode flags. */
+enum {
+        /* Pods only (other kinds ignore it): keep just what the Endpoints and
+         * EndpointSlice controllers read, for a cache of many pods:
+         * metadata name, namespace, uid, resourceVersion, generation,
+         * deletionTimestamp and labels; spec nodeName, hostname, subdomain;
+         * the containers that declare ports and the init containers with
+         * restartPolicy Always that do (name, restartPolicy and each port's
+         * name, containerPort, protocol); status phase, podIP(s) and the
+         * Ready condition. Everything else is NULL/0 and is not checked:
+         * generateName, creationTimestamp, annotations, ownerReferences,
+         * serviceAccountName, hostNetwork, enableServiceLinks, images, env,
+         * envFrom, resources, hostPort/hostIP, hostIP(s), other conditions.
+         * Such a pod is for se_endpoints_* only, never for envvars or
+         * encoding. */
+        SE_DECODE_SLIM_POD = 1u << 0,
+};
+
+/* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */
+int se_decode_object_flags(const json_t *json, enum se_kind kind, const char *default_ns,
+                           unsigned flags, struct se_object **ret, struct se_decode_error *err);
+
 #endif

@@ -145,6 +145,7 @@ struct se_kube_list_opts {
         const char *field_selector;
         unsigned limit; /* page size; 0: 500 */
         const char *resource_version; /* NULL: most recent; "0": any (watch cache) */
+        unsigned decode_flags; /* se_kube_list: SE_DECODE_* (decode.h) */
 };
 
 /* Called for each decoded item; consumes obj. Return < 0 to stop the list
@@ -161,7 +162,15 @@ typedef int (*se_kube_json_item_fn)(void *data, const json_t *item);
 int se_kube_list_json(struct se_kube_client *c, const struct se_kube_resource *res, const char *ns,
                       const struct se_kube_list_opts *opts, se_kube_json_item_fn fn, void *data,
                       char ret_rv[SE_KUBE_RV_MAX], struct se_diag *diag);
-/* The same, each item decoded into the model (se_decode_object_as). Items the
+/* Parses one page of a list response (`{"metadata": {...}, "items": [...]}`)
+ * without building the whole tree: fn gets each item in turn (borrowed;
+ * freed when fn returns), *ret_meta (new reference; {} when absent) the
+ * list's metadata. Items before a syntax error may already have been handed
+ * to fn. 0, fn's error, -EIO with diag (not a JSON list), -ENOMEM. */
+int se_kube_list_page_parse(const char *buf, size_t len, json_t **ret_meta, se_kube_json_item_fn fn,
+                            void *data, struct se_diag *diag);
+/* The same, each item decoded into the model (se_decode_object_flags with
+ * opts->decode_flags). Items the
  * decoder rejects fail the list with -EINVAL naming the object and field. */
 int se_kube_list(struct se_kube_client *c, enum se_kind kind, const char *ns,
                  const struct se_kube_list_opts *opts, se_kube_item_fn fn, void *data,

@@ -83,6 +83,7 @@ struct se_kube_informer_opts {
         const char *label_selector;
         const char *field_selector;
         unsigned watch_timeout_s; /* 0: random 5–10 min */
+        unsigned decode_flags; /* SE_DECODE_* (decode.h) for listed and watched objects */
 };
 
 /* Called (from the informer's thread) after every failed list or watch,

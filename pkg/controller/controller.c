@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <svcenv/controller.h>
+#include <svcenv/decode.h>
 #include <svcenv/endpoints_sync.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/timeutil.h>
@@ -379,11 +380,16 @@ static void queue_startup_keys(struct se_controller *ctl)
 int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
 {
         uint64_t t0 = se_now_mono_ns();
-        /* one informer lists at a time: a page of 500 objects is a large
-         * JSON tree, and five at once would set the peak memory */
+        /* one informer lists at a time: each holds a page of text (up to
+         * 500 objects) while it decodes it, and five at once would set the
+         * peak memory */
         for (size_t i = 0; i < CTL_N_INFORMERS; i++) {
+                /* pods are most of the cache: keep only what the sync reads */
+                struct se_kube_informer_opts io = {
+                        .decode_flags = informer_kinds[i] == SE_KIND_POD ? SE_DECODE_SLIM_POD : 0
+                };
                 ctl->informers[i] = se_kube_informer_new(ctl->client, informer_kinds[i], ctl->store,
-                                                         NULL, informer_error, ctl);
+                                                         &io, informer_error, ctl);
                 if (!ctl->informers[i])
                         return -ENOMEM;
                 int r = se_kube_informer_start(ctl->informers[i]);
@@ -404,7 +410,7 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
         int rt = ctl_topology_sync(ctl);
         if (rt < 0)
                 return rt;
-        /* the lists' JSON trees are gone: hand their pages back */
+        /* the lists' pages and item trees are gone: hand their memory back */
         malloc_trim(0);
         atomic_store(&ctl->synced, true);
         ctl_log(ctl, SE_CTL_LOG_INFO, 0, "caches synced in %.3f s; starting %u workers",

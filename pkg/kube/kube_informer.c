@@ -22,6 +22,7 @@ struct se_kube_informer {
         struct se_store *store;
         char *ns, *label_selector, *field_selector;
         unsigned watch_timeout_s;
+        unsigned decode_flags;
         se_kube_informer_error_fn on_error;
         void *data;
         pthread_t thread;
@@ -53,6 +54,7 @@ struct se_kube_informer *se_kube_informer_new(struct se_kube_client *c, enum se_
                 ok &= !opts->field_selector ||
                       (inf->field_selector = se_strdup(opts->field_selector));
                 inf->watch_timeout_s = opts->watch_timeout_s;
+                inf->decode_flags = opts->decode_flags;
         }
         if (!ok)
                 return se_kube_informer_free(inf);
@@ -91,7 +93,8 @@ static int relist(struct se_kube_informer *inf, struct se_diag *diag)
 {
         struct relist rl = { inf, SE_HASHMAP_INIT, SE_STRV_INIT };
         struct se_kube_list_opts lo = { .label_selector = inf->label_selector,
-                                        .field_selector = inf->field_selector };
+                                        .field_selector = inf->field_selector,
+                                        .decode_flags = inf->decode_flags };
         char rv[SE_KUBE_RV_MAX];
         int r = se_kube_list(inf->c, inf->kind, inf->ns, &lo, relist_item, &rl, rv, diag);
         if (r == 0) {
@@ -131,7 +134,7 @@ static int on_event(void *data, enum se_kube_event_type type, const json_t *obje
                 return 0;
         struct se_object *obj;
         struct se_decode_error e;
-        int r = se_decode_object_as(object, inf->kind, NULL, &obj, &e);
+        int r = se_decode_object_flags(object, inf->kind, NULL, inf->decode_flags, &obj, &e);
         if (r < 0)
                 return r == -ENOMEM ? r : 0; /* a malformed object cannot be acted on */
         if (type == SE_KUBE_DELETED) {

@@ -175,21 +175,18 @@ int se_kube_list_json(struct se_kube_client *c, const struct se_kube_resource *r
                 _cleanup_strbuf_ struct se_strbuf body;
                 se_strbuf_init(&body, 0);
                 r = se_kube_request(c, "GET", path, NULL, NULL, 0, NULL, &body, NULL, diag);
-                json_t *page = NULL;
+                /* items are parsed and handed over one at a time: only one
+                 * item's tree lives beside the page's text */
+                json_t *meta = NULL;
                 if (r == 0)
-                        r = parse_body(&body, &page, path, diag);
+                        r = se_kube_list_page_parse(body.buf ? body.buf : "", body.len, &meta, fn,
+                                                    data, diag);
+                se_strbuf_release(&body);
                 if (r < 0)
                         break;
-                se_strbuf_release(&body); /* only the tree lives while items are decoded */
-                const json_t *meta = json_object_get(page, "metadata");
-                const json_t *items = json_object_get(page, "items");
                 const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
                 const char *next = json_string_value(json_object_get(meta, "continue"));
-                if (!json_is_array(items) && !json_is_null(items) && items) {
-                        se_diag_set(diag, NULL, 0, 0, "list %s: items is not a list", res->plural);
-                        r = -EIO;
-                }
-                if (r == 0 && ret_rv && rv && !cont) {
+                if (ret_rv && rv && !cont) {
                         if (strlen(rv) >= SE_KUBE_RV_MAX) {
                                 se_diag_set(diag, NULL, 0, 0, "list %s: resourceVersion too long",
                                             res->plural);
@@ -197,18 +194,11 @@ int se_kube_list_json(struct se_kube_client *c, const struct se_kube_resource *r
                         } else
                                 snprintf(ret_rv, SE_KUBE_RV_MAX, "%s", rv);
                 }
-                size_t i;
-                const json_t *item;
-                json_array_foreach(items, i, item) {
-                        if (r < 0)
-                                break;
-                        r = fn(data, item);
-                }
                 free(cont);
                 cont = r == 0 && next && *next ? se_strdup(next) : NULL;
                 if (r == 0 && next && *next && !cont)
                         r = -ENOMEM;
-                json_decref(page);
+                json_decref(meta);
         } while (r == 0 && cont);
         free(cont);
         return r;
@@ -216,6 +206,7 @@ int se_kube_list_json(struct se_kube_client *c, const struct se_kube_resource *r
 
 struct decode_ctx {
         enum se_kind kind;
+        unsigned flags;
         se_kube_item_fn fn;
         void *data;
         struct se_diag *diag;
@@ -226,7 +217,7 @@ static int decode_item(void *data, const json_t *item)
         struct decode_ctx *d = data;
         struct se_object *obj;
         struct se_decode_error e;
-        int r = se_decode_object_as(item, d->kind, NULL, &obj, &e);
+        int r = se_decode_object_flags(item, d->kind, NULL, d->flags, &obj, &e);
         if (r == -EINVAL)
                 decode_diag(d->diag, d->kind, item, &e);
         if (r < 0)
@@ -238,7 +229,7 @@ int se_kube_list(struct se_kube_client *c, enum se_kind kind, const char *ns,
                  const struct se_kube_list_opts *opts, se_kube_item_fn fn, void *data,
                  char ret_rv[SE_KUBE_RV_MAX], struct se_diag *diag)
 {
-        struct decode_ctx d = { kind, fn, data, diag };
+        struct decode_ctx d = { kind, opts ? opts->decode_flags : 0, fn, data, diag };
         return se_kube_list_json(c, se_kube_resource_of(kind), ns, opts, decode_item, &d, ret_rv,
                                  diag);
 }

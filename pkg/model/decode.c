@@ -31,10 +31,11 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
 }
 
 /* One decode into an arena of `size` bytes (0: grow as needed). */
-static int decode_sized(const json_t *json, enum se_kind kind, const char *default_ns, size_t size,
-                        struct se_object **ret, struct se_decode_error *err)
+static int decode_sized(const json_t *json, enum se_kind kind, const char *default_ns,
+                        unsigned flags, size_t size, struct se_object **ret,
+                        struct se_decode_error *err)
 {
-        struct dctx d = { .err = err };
+        struct dctx d = { .err = err, .flags = kind == SE_KIND_POD ? flags : 0 };
         struct se_object *obj = se_object_new_sized(kind, size);
         if (!obj)
                 return -ENOMEM;
@@ -50,8 +51,8 @@ static int decode_sized(const json_t *json, enum se_kind kind, const char *defau
         return 0;
 }
 
-int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
-                        struct se_object **ret, struct se_decode_error *err)
+int se_decode_object_flags(const json_t *json, enum se_kind kind, const char *default_ns,
+                           unsigned flags, struct se_object **ret, struct se_decode_error *err)
 {
         *ret = NULL;
         if (err)
@@ -64,12 +65,18 @@ int se_decode_object_as(const json_t *json, enum se_kind kind, const char *defau
          * lays it out in a single exact allocation. Objects live long in the
          * store; this halves what a pod costs there. */
         struct se_object *probe;
-        int r = decode_sized(json, kind, default_ns, 0, &probe, err);
+        int r = decode_sized(json, kind, default_ns, flags, 0, &probe, err);
         if (r < 0)
                 return r;
         size_t need = probe->arena.requested;
         se_object_unref(probe);
-        return decode_sized(json, kind, default_ns, need, ret, err);
+        return decode_sized(json, kind, default_ns, flags, need, ret, err);
+}
+
+int se_decode_object_as(const json_t *json, enum se_kind kind, const char *default_ns,
+                        struct se_object **ret, struct se_decode_error *err)
+{
+        return se_decode_object_flags(json, kind, default_ns, 0, ret, err);
 }
 
 int se_decode_object(const json_t *json, const char *default_ns, struct se_object **ret,

@@ -82,9 +82,74 @@ void *dctx_array(struct dctx *d, size_t n, size_t size)
         return se_arena_array(d->arena, n, size);
 }
 
+/* A copy of s[0..n) in the object's arena, shared with an earlier equal
+ * short string of the same object, or a static well-known string (objects
+ * are immutable and freed as a whole, never string by string). */
+/* Values and keys that recur in every object of a kind: pointed to, not
+ * copied (a pod's phase, its Ready condition, the zone label; the kind of
+ * every targetRef; the controllers' own labels). */
+static const char *const well_known[] = {
+        "Pod",
+        "TCP",
+        "UDP",
+        "SCTP",
+        "Ready",
+        "True",
+        "False",
+        "Unknown",
+        "Running",
+        "Pending",
+        "Succeeded",
+        "Failed",
+        "Always",
+        "IPv4",
+        "IPv6",
+        "app",
+        "v1",
+        "Service",
+        "discovery.k8s.io/v1",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "kubernetes.io/hostname",
+        "kubernetes.io/service-name",
+        "endpointslice.kubernetes.io/managed-by",
+        "endpointslice-controller.k8s.io",
+        "endpoints.kubernetes.io/managed-by",
+        "endpoint-controller",
+        "endpoints.kubernetes.io/last-change-trigger-time",
+        "service.kubernetes.io/headless",
+};
+
+static const char *find_well_known(const char *s, size_t n)
+{
+        for (size_t i = 0; i < SE_ARRAY_SIZE(well_known); i++)
+                if (strncmp(well_known[i], s, n) == 0 && well_known[i][n] == '\0')
+                        return well_known[i];
+        return NULL;
+}
+
+static const char *intern(struct dctx *d, const char *s, size_t n)
+{
+        if (n > 64)
+                return se_arena_strndup(d->arena, s, n);
+        const char *k = find_well_known(s, n);
+        if (k)
+                return k;
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char)s[i]) * 16777619u;
+        const char **slot = &d->seen[h % SE_ARRAY_SIZE(d->seen)];
+        if (*slot && strncmp(*slot, s, n) == 0 && (*slot)[n] == '\0')
+                return *slot;
+        const char *copy = se_arena_strndup(d->arena, s, n);
+        if (copy)
+                *slot = copy;
+        return copy;
+}
+
 const char *dctx_strdup(struct dctx *d, const char *s)
 {
-        return se_arena_strdup(d->arena, s);
+        return s ? intern(d, s, strlen(s)) : NULL;
 }
 
 /* The value at key, NULL when absent or null. */
@@ -105,7 +170,7 @@ int get_string(struct dctx *d, const json_t *obj, const char *key, const char **
                 return dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
         if (strlen(json_string_value(v)) != json_string_length(v))
                 return dctx_fail(d, key, "string contains a NUL byte");
-        *ret = se_arena_strndup(d->arena, json_string_value(v), json_string_length(v));
+        *ret = intern(d, json_string_value(v), json_string_length(v));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -355,29 +420,39 @@ int check_one_of(struct dctx *d, const char *key, const char *s, const char *con
         return dctx_fail(d, key, "unsupported value \"%s\": supported values: %s", s, list);
 }
 
-int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
-             const void *ctx, void **ret, uint32_t *ret_n)
+int get_list_if(struct dctx *d, const json_t *obj, const char *key, size_t size, list_keep_fn keep,
+                list_elem_fn fn, const void *ctx, void **ret, uint32_t *ret_n)
 {
         const json_t *arr;
         int r = get_array(d, obj, key, &arr);
         if (r < 0 || !arr)
                 return r;
-        size_t n = json_array_size(arr);
-        char *items = dctx_array(d, n, size);
-        if (n && !items)
+        size_t n = json_array_size(arr), kept = 0;
+        for (size_t i = 0; i < n; i++)
+                kept += !keep || keep(json_array_get(arr, i));
+        char *items = dctx_array(d, kept, size);
+        if (kept && !items)
                 return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
+        size_t old = dctx_push_key(d, key), k = 0;
         for (size_t i = 0; i < n; i++) {
                 const json_t *e = json_array_get(arr, i);
+                if (keep && !keep(e))
+                        continue;
                 size_t o2 = dctx_push_index(d, i);
                 if (!json_is_object(e))
                         return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
-                if ((r = fn(d, e, items + i * size, ctx)) < 0)
+                if ((r = fn(d, e, items + k++ * size, ctx)) < 0)
                         return r;
                 dctx_pop(d, o2);
         }
         dctx_pop(d, old);
         *ret = items;
-        *ret_n = (uint32_t)n;
+        *ret_n = (uint32_t)kept;
         return 0;
+}
+
+int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
+             const void *ctx, void **ret, uint32_t *ret_n)
+{
+        return get_list_if(d, obj, key, size, NULL, fn, ctx, ret, ret_n);
 }

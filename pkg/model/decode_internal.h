@@ -14,6 +14,10 @@ struct dctx {
         struct se_decode_error *err;
         char path[256];
         size_t plen;
+        unsigned flags; /* SE_DECODE_* */
+        /* short strings already copied into this object, by hash: an
+         * Endpoints repeats its namespace, node and "Pod" in every address */
+        const char *seen[64];
 };
 
 /* Path segments: push returns the old length to give back to pop. */
@@ -50,6 +54,11 @@ typedef int (*list_elem_fn)(struct dctx *d, const json_t *elem, void *out, const
 int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
              const void *ctx, void **ret, uint32_t *ret_n);
 
+/* The same keeping only the elements keep() accepts (the path still names
+ * each by its index in the input). */
+typedef bool (*list_keep_fn)(const json_t *elem);
+int get_list_if(struct dctx *d, const json_t *obj, const char *key, size_t size, list_keep_fn keep,
+                list_elem_fn fn, const void *ctx, void **ret, uint32_t *ret_n);
 /* Typed front of get_list: `arr` is the struct field receiving the array. */
 /* clang-format off */
 #define GET_LIST(d, obj, key, fn, ctx, arr, n) ({                                  \

@@ -222,6 +222,67 @@ static int decode_resources(struct dctx *d, const json_t *cj, struct se_containe
         return 0;
 }
 
+/* The controllers' view of a port: what a named targetPort resolves by. */
+static int decode_slim_port(struct dctx *d, const json_t *pj, void *out, const void *ctx)
+{
+        struct se_container_port *p = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
+            (r = get_int32(d, pj, "containerPort", &p->container_port, NULL)) < 0 ||
+            (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0)
+                return r;
+        return check_port(d, "containerPort", p->container_port, false);
+}
+
+static int decode_slim_container(struct dctx *d, const json_t *cj, void *out, const void *ctx)
+{
+        struct se_container *c = out;
+        int r;
+        (void)ctx;
+        if ((r = get_string(d, cj, "name", &c->name)) < 0 ||
+            (r = get_string(d, cj, "restartPolicy", &c->restart_policy)) < 0 ||
+            (r = GET_LIST(d, cj, "ports", decode_slim_port, NULL, c->ports, c->n_ports)) < 0)
+                return r;
+        if (!c->name)
+                c->name = "";
+        return 0;
+}
+
+/* Slim pods keep the containers a named port can resolve to. */
+static bool has_ports(const json_t *c)
+{
+        return !json_is_object(c) || json_array_size(json_object_get(c, "ports")) > 0;
+}
+
+static bool is_sidecar_with_ports(const json_t *c)
+{
+        const char *policy = json_string_value(json_object_get(c, "restartPolicy"));
+        return !json_is_object(c) || (has_ports(c) && policy && strcmp(policy, "Always") == 0);
+}
+
+static bool is_ready_condition(const json_t *c)
+{
+        const char *type = json_string_value(json_object_get(c, "type"));
+        return !json_is_object(c) || (type && strcmp(type, "Ready") == 0);
+}
+
+static int decode_slim_spec(struct dctx *d, const json_t *spec, struct se_pod *pod)
+{
+        int r;
+        if ((r = get_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
+            (r = get_string(d, spec, "hostname", &pod->hostname)) < 0 ||
+            (r = get_string(d, spec, "subdomain", &pod->subdomain)) < 0 ||
+            (r = get_list_if(d, spec, "containers", sizeof(struct se_container), has_ports,
+                             decode_slim_container, NULL, (void **)&pod->containers,
+                             &pod->n_containers)) < 0 ||
+            (r = get_list_if(d, spec, "initContainers", sizeof(struct se_container),
+                             is_sidecar_with_ports, decode_slim_container, NULL,
+                             (void **)&pod->init_containers, &pod->n_init_containers)) < 0)
+                return r;
+        return 0;
+}
+
 static int decode_container(struct dctx *d, const json_t *cj, void *out, const void *ctx)
 {
         struct se_container *c = out;
@@ -297,9 +358,10 @@ static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
         if ((r = get_object(d, json, "status", &status)) < 0 || !status)
                 return r;
         size_t old = dctx_push_key(d, "status");
+        bool slim = d->flags & SE_DECODE_SLIM_POD;
         if ((r = get_string(d, status, "phase", &pod->phase)) < 0 ||
             (r = get_string(d, status, "podIP", &pod->pod_ip)) < 0 ||
-            (r = get_string(d, status, "hostIP", &pod->host_ip)) < 0)
+            (!slim && (r = get_string(d, status, "hostIP", &pod->host_ip)) < 0))
                 return r;
         if (pod->phase && *pod->phase && (r = check_one_of(d, "phase", pod->phase, phases)) < 0)
                 return r;
@@ -309,10 +371,11 @@ static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
                 return r;
         if ((r = GET_LIST(d, status, "podIPs", decode_ip_entry, NULL, pod->pod_ips.v,
                           pod->pod_ips.n)) < 0 ||
-            (r = GET_LIST(d, status, "hostIPs", decode_ip_entry, NULL, pod->host_ips.v,
-                          pod->host_ips.n)) < 0 ||
-            (r = GET_LIST(d, status, "conditions", decode_condition, NULL, pod->conditions,
-                          pod->n_conditions)) < 0)
+            (!slim && (r = GET_LIST(d, status, "hostIPs", decode_ip_entry, NULL, pod->host_ips.v,
+                                    pod->host_ips.n)) < 0) ||
+            (r = get_list_if(d, status, "conditions", sizeof(struct se_pod_condition),
+                             slim ? is_ready_condition : NULL, decode_condition, NULL,
+                             (void **)&pod->conditions, &pod->n_conditions)) < 0)
                 return r;
         /* the API server keeps podIP == podIPs[0]; fill whichever is missing */
         if ((!pod->pod_ip || !*pod->pod_ip) && pod->pod_ips.n)
@@ -340,6 +403,12 @@ int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod)
         if (!spec)
                 return dctx_fail(d, "spec", "Required value");
         size_t old = dctx_push_key(d, "spec");
+        if (d->flags & SE_DECODE_SLIM_POD) {
+                if ((r = decode_slim_spec(d, spec, pod)) < 0)
+                        return r;
+                dctx_pop(d, old);
+                return decode_status(d, json, pod);
+        }
         if ((r = get_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
             (r = get_string(d, spec, "hostname", &pod->hostname)) < 0 ||
             (r = get_string(d, spec, "subdomain", &pod->subdomain)) < 0 ||

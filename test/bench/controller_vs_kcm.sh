@@ -4,7 +4,8 @@
 # BENCH_SERVICES Services with BENCH_PODS pods each, then the latency from a
 # pod's Ready flip (patch sent) to the Endpoints event a watcher receives,
 # for BENCH_FLIPS flips at BENCH_FLIP_RATE per second (test/bench/flips.py).
-# Prints figures; asserts nothing.
+# Peak RSS is VmHWM; "RSS now" is VmRSS at that moment. Prints figures;
+# asserts nothing.
 #
 #   BENCH_SERVICES=1000 BENCH_PODS=10 BENCH_FLIPS=600 test/bench/controller_vs_kcm.sh
 #
@@ -131,7 +132,7 @@ ctl_pid=$!
 secs=$(wait_converged "$t0")
 echo "svcenv-controller: initial sync (start to all Endpoints+slices written) $secs s, peak RSS $(($(rss_kb $ctl_pid) / 1024)) MB, RSS now $(($(rss_now_kb $ctl_pid) / 1024)) MB"
 flips
-echo "  peak RSS after the flips $(($(rss_kb $ctl_pid) / 1024)) MB, CPU $(ps -o cputime= -p $ctl_pid)"
+echo "  peak RSS after the flips $(($(rss_kb $ctl_pid) / 1024)) MB, RSS now $(($(rss_now_kb $ctl_pid) / 1024)) MB, CPU $(ps -o cputime= -p $ctl_pid)"
 kill -TERM $ctl_pid
 wait $ctl_pid 2>/dev/null
 ctl_pid=
@@ -148,6 +149,6 @@ kcm_pid=$(. "$KUBE_DIR/env" && echo "$KCM_PID")
 secs=$(wait_converged "$t0")
 echo "kube-controller-manager: initial sync $secs s, peak RSS $(($(rss_kb $kcm_pid) / 1024)) MB, RSS now $(($(rss_now_kb $kcm_pid) / 1024)) MB"
 flips
-echo "  peak RSS after the flips $(($(rss_kb $kcm_pid) / 1024)) MB, CPU $(ps -o cputime= -p $kcm_pid)"
+echo "  peak RSS after the flips $(($(rss_kb $kcm_pid) / 1024)) MB, RSS now $(($(rss_now_kb $kcm_pid) / 1024)) MB, CPU $(ps -o cputime= -p $kcm_pid)"
 $CONTROLPLANE stop-kcm "$KUBE_DIR" >/dev/null 2>&1
 fi
