@@ -73,6 +73,23 @@ int se_strbuf_puts(struct se_strbuf *sb, const char *s)
         return se_strbuf_add(sb, s, strlen(s));
 }
 
+int se_strbuf_add_uint(struct se_strbuf *sb, unsigned long long v)
+{
+        char d[24], *p = d + sizeof(d);
+        do
+                *--p = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        return se_strbuf_append(sb, p, (size_t)(d + sizeof(d) - p));
+}
+
+int se_strbuf_add_int(struct se_strbuf *sb, long long v)
+{
+        if (v >= 0)
+                return se_strbuf_add_uint(sb, (unsigned long long)v);
+        se_strbuf_putc(sb, '-');
+        return se_strbuf_add_uint(sb, 0ULL - (unsigned long long)v);
+}
+
 int se_strbuf_putc(struct se_strbuf *sb, char c)
 {
         return se_strbuf_add(sb, &c, 1);
