@@ -28,6 +28,22 @@ int se_sha256(const void *data, size_t n, uint8_t out[SE_SHA256_LEN])
         return 0;
 }
 
+int se_sha256_parts(const struct se_sha256_part *parts, size_t n, uint8_t out[SE_SHA256_LEN])
+{
+        unsigned int len = 0;
+        pthread_once(&md_once, md_init);
+        const EVP_MD *md = md_fetched ? md_fetched : EVP_sha256();
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        if (!ctx)
+                return -ENOMEM;
+        int ok = EVP_DigestInit_ex(ctx, md, NULL);
+        for (size_t i = 0; ok && i < n; i++)
+                ok = EVP_DigestUpdate(ctx, parts[i].data, parts[i].n);
+        ok = ok && EVP_DigestFinal_ex(ctx, out, &len) && len == SE_SHA256_LEN;
+        EVP_MD_CTX_free(ctx);
+        return ok ? 0 : -EIO;
+}
+
 size_t se_base32_encode(const void *data, size_t n, char *out, size_t size)
 {
         static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";

@@ -16,8 +16,21 @@
 struct entry {
         char *key; /* "spn/proto", owned; the map's key points here */
         uint8_t digest[SE_SHA256_LEN];
-        struct se_strv chains;
+        char *names; /* the chain names, each NUL-terminated, one after the other */
+        size_t names_len;
 };
+
+#define names_foreach(c, e) \
+        for (const char *c = (e)->names; c && c < (e)->names + (e)->names_len; c += strlen(c) + 1)
+
+static bool names_has(const struct entry *e, const char *name)
+{
+        names_foreach(c, e) {
+                if (strcmp(c, name) == 0)
+                        return true;
+        }
+        return false;
+}
 
 struct state {
         struct se_hashmap map; /* key -> struct entry */
@@ -35,7 +48,7 @@ static void entry_free(struct entry *e)
 {
         if (!e)
                 return;
-        se_strv_release(&e->chains);
+        free(e->names);
         free(e->key);
         free(e);
 }
@@ -93,30 +106,28 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr)
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
  * "NAME"; nft blocks ("\tchain NAME {", "\tset NAME {") give "chain NAME"
- * and "set NAME". */
-static int chain_names(const char *text, size_t len, struct se_strv *out)
+ * and "set NAME". Appended to out, each NUL-terminated. */
+static void chain_names(const char *text, size_t len, struct se_strbuf *out)
 {
         const char *p = text, *end = text + len;
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
                 size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-                char *c = NULL;
-                if (n > 1 && p[0] == ':')
-                        c = strndup(p + 1, strcspn(p + 1, " \n"));
-                else if (n > 7 &&
-                         (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0)) {
+                if (n > 1 && p[0] == ':') {
+                        size_t k = 0;
+                        while (k < n - 1 && p[1 + k] != ' ')
+                                k++;
+                        se_strbuf_append(out, p + 1, k);
+                        se_strbuf_append(out, "", 1);
+                } else if (n > 7 &&
+                           (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0)) {
                         const char *brace = memchr(p, '{', n);
                         size_t k = brace && brace > p + 2 ? (size_t)(brace - p) - 2 : n - 1;
-                        c = strndup(p + 1, k);
-                } else {
-                        p += n + 1;
-                        continue;
+                        se_strbuf_append(out, p + 1, strnlen(p + 1, k));
+                        se_strbuf_append(out, "", 1);
                 }
-                if (!c || se_strv_push_consume(out, c) < 0)
-                        return -ENOMEM;
                 p += n + 1;
         }
-        return 0;
 }
 
 bool proxy_tracker_full(const struct se_proxy_tracker *tr)
@@ -138,17 +149,24 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
         strcat(e->key, sp->proto);
         /* digest of chain lines and rules together, separated */
         size_t nc = chains->len - chains_at, nr = rules->len - rules_at;
-        char *joined = malloc(nc + nr + 1);
-        if (!joined)
+        const struct se_sha256_part parts[] = { { chains->buf + chains_at, nc },
+                                                { "", 1 },
+                                                { rules->buf + rules_at, nr } };
+        if ((r = se_sha256_parts(parts, SE_ARRAY_SIZE(parts), e->digest)) < 0)
                 goto fail;
-        memcpy(joined, chains->buf + chains_at, nc);
-        joined[nc] = 0;
-        memcpy(joined + nc + 1, rules->buf + rules_at, nr);
-        r = se_sha256(joined, nc + nr + 1, e->digest);
-        free(joined);
-        if (r < 0 || (r = chain_names(chains->buf + chains_at, nc, &e->chains)) < 0 ||
-            (r = chain_names(rules->buf + rules_at, nr, &e->chains)) < 0)
+        struct se_strbuf names;
+        se_strbuf_init(&names, 0);
+        chain_names(chains->buf + chains_at, nc, &names);
+        chain_names(rules->buf + rules_at, nr, &names);
+        if ((r = se_strbuf_failed(&names)) < 0) {
+                se_strbuf_release(&names);
                 goto fail;
+        }
+        e->names_len = names.len;
+        if (names.len && !(e->names = se_strbuf_detach(&names, NULL))) {
+                r = -ENOMEM;
+                goto fail;
+        }
         void *old = NULL;
         if ((r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0)
                 goto fail;
@@ -164,27 +182,49 @@ fail:
         return r < 0 ? r : -ENOMEM;
 }
 
+/* Every name the sync being built writes, into set. */
+static int pending_names(struct se_proxy_tracker *tr, struct se_hashmap *set)
+{
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
+                names_foreach(c, (struct entry *)v) {
+                        if (se_hashmap_put(set, c, SE_UNCONST(char, c), NULL) < 0)
+                                return -ENOMEM;
+                }
+        return 0;
+}
+
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
 {
         const char *k;
         void *v;
         struct se_hashmap now_chains = SE_HASHMAP_INIT; /* every name this sync writes */
+        bool built = false;
         int r = 0;
-        for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
-                se_strv_foreach(c, &((struct entry *)v)->chains) {
-                        if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0)
-                                r = -ENOMEM;
-                }
         /* a name may be in several entries (the seeded "existing" one and a
          * service's): each is deleted once, or the restore fails */
-        for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);) {
+        for (size_t it = 0; r == 0 && se_hashmap_next(&tr->current.map, &it, &k, &v);) {
                 const struct entry *e = v;
-                se_strv_foreach(c, &e->chains) {
-                        if (se_hashmap_get(&now_chains, *c))
+                const struct entry *now = se_hashmap_get(&tr->pending.map, e->key);
+                /* same text, same names: all written again */
+                if (now && memcmp(now->digest, e->digest, SE_SHA256_LEN) == 0)
+                        continue;
+                names_foreach(c, e) {
+                        if (now && names_has(now, c))
                                 continue;
-                        if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0 ||
-                            se_strv_push(gone, *c) < 0)
+                        if (!built) { /* only when some name may be gone */
+                                built = true;
+                                if ((r = pending_names(tr, &now_chains)) < 0)
+                                        break;
+                        }
+                        if (se_hashmap_get(&now_chains, c))
+                                continue;
+                        if (se_hashmap_put(&now_chains, c, SE_UNCONST(char, c), NULL) < 0 ||
+                            se_strv_push(gone, c) < 0) {
                                 r = -ENOMEM;
+                                break;
+                        }
                 }
         }
         se_strv_sort(gone); /* deterministic output */
@@ -237,11 +277,17 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
                 entry_free(e);
                 return -ENOMEM;
         }
+        struct se_strbuf names;
+        se_strbuf_init(&names, 0);
         se_strv_foreach(c, chains) {
-                if (se_strv_push(&e->chains, *c) < 0) {
-                        entry_free(e);
-                        return -ENOMEM;
-                }
+                se_strbuf_puts(&names, *c);
+                se_strbuf_append(&names, "", 1);
+        }
+        e->names_len = names.len;
+        if (se_strbuf_failed(&names) || (names.len && !(e->names = se_strbuf_detach(&names, NULL)))) {
+                se_strbuf_release(&names);
+                entry_free(e);
+                return -ENOMEM;
         }
         void *old = NULL;
         if (se_hashmap_put(&tr->current.map, e->key, e, &old) < 0) {
