@@ -537,6 +537,30 @@ static void nodeports_jump(struct ipt *w)
         }
 }
 
+/* Room for what the table will write, a little over (bytes per line of
+ * each kind), so the big buffers are allocated once: never copied while
+ * growing, and advised as huge pages before they are touched. */
+static void reserve(struct ipt *w, const struct se_proxy_table *t)
+{
+        size_t chains = 512, rules = 4096;
+        for (uint32_t i = 0; i < t->n_ports; i++) {
+                const struct se_proxy_svcport *sp = &t->ports[i];
+                size_t spn = strlen(sp->spn);
+                size_t per_ep = 320 + (w->large ? 0 : 3 * spn + 160);
+                size_t ips = 1 + sp->n_external_ips + sp->n_lb_vips + sp->n_source_ranges;
+                chains += 4 * 32 + (size_t)sp->n_eps * 32;
+                rules += ips * (4 * spn + 400) + (size_t)sp->n_eps * per_ep * (sp->affinity ? 2 : 1);
+        }
+        se_strbuf_grow(&w->nat_chains, chains);
+        se_strbuf_grow(&w->nat_rules, rules);
+}
+
+static void reserve_out(struct se_strbuf *out, size_t n)
+{
+        if (n < out->max - out->len)
+                se_strbuf_grow(out, n);
+}
+
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                             struct se_strbuf *out)
 {
@@ -561,6 +585,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 w.detect = w.detect_buf;
         }
         w.large = t->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
+        reserve(&w, t);
 
         static const char *const filter_top[] = { "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
                                                   "KUBE-FORWARD", "KUBE-NODEPORTS",
@@ -612,6 +637,8 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
 
         struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
         if (!top) {
+                reserve_out(out, w.filter_chains.len + w.filter_rules.len + w.nat_chains.len +
+                                         w.nat_rules.len + 64);
                 se_strbuf_puts(out, "*filter\n");
                 se_strbuf_add(out, w.filter_chains.buf, w.filter_chains.len);
                 se_strbuf_add(out, w.filter_rules.buf, w.filter_rules.len);
