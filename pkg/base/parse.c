@@ -72,11 +72,23 @@ int se_parse_ip(const char *s, struct se_ip *ret)
                         ip.family = SE_IPV6;
                 }
         } else {
-                /* dotted quad; leading zeros are ambiguous (octal) and refused */
-                for (const char *p = s; *p; p++)
-                        if (*p == '0' && (p == s || p[-1] == '.') && p[1] >= '0' && p[1] <= '9')
+                /* dotted quad (what inet_pton takes); leading zeros are
+                 * ambiguous (octal) and refused */
+                const char *p = s;
+                for (int k = 0; k < 4; k++) {
+                        unsigned v = 0, digits = 0;
+                        if (k && *p++ != '.')
                                 return -EINVAL;
-                if (inet_pton(AF_INET, s, ip.addr) != 1)
+                        const char *first = p;
+                        while (*p >= '0' && *p <= '9' && digits < 4) {
+                                v = v * 10 + (unsigned)(*p++ - '0');
+                                digits++;
+                        }
+                        if (digits == 0 || digits > 3 || v > 255 || (digits > 1 && *first == '0'))
+                                return -EINVAL;
+                        ip.addr[k] = (uint8_t)v;
+                }
+                if (*p)
                         return -EINVAL;
                 ip.family = SE_IPV4;
         }

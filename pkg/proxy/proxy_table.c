@@ -137,15 +137,33 @@ static int add_endpoint(struct se_arena *a, struct se_proxy_svcport *sp, const c
                         const struct se_proxy_options *opt)
 {
         struct se_proxy_endpoint *ep = &sp->eps[sp->n_eps];
-        char str[96];
-        if (strchr(ip, ':'))
-                snprintf(str, sizeof(str), "[%s]:%d", ip, port);
-        else
-                snprintf(str, sizeof(str), "%s:%d", ip, port);
+        /* "ip:port", "[ip]:port" for IPv6 (no printf: one per endpoint) */
+        size_t ip_len = strlen(ip);
+        bool v6 = memchr(ip, ':', ip_len) != NULL;
+        char port_text[12], *pe = port_text + sizeof(port_text);
+        uint32_t pv = port < 0 ? 0u - (uint32_t)port : (uint32_t)port;
+        do
+                *--pe = (char)('0' + pv % 10);
+        while ((pv /= 10) != 0);
+        if (port < 0)
+                *--pe = '-';
+        size_t port_len = (size_t)(port_text + sizeof(port_text) - pe);
+        char *str = se_arena_alloc(a, ip_len + port_len + (v6 ? 4 : 2));
+        if (!str)
+                return -ENOMEM;
+        char *w = str;
+        if (v6)
+                *w++ = '[';
+        memcpy(w, ip, ip_len);
+        w += ip_len;
+        if (v6)
+                *w++ = ']';
+        *w++ = ':';
+        memcpy(w, pe, port_len);
+        w[port_len] = 0;
         ep->ip = ip;
         ep->port = port;
-        if (!(ep->str = se_arena_strdup(a, str)))
-                return -ENOMEM;
+        ep->str = str;
         ep->ready = ready;
         ep->serving = serving;
         ep->terminating = terminating;

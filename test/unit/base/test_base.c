@@ -253,6 +253,17 @@ static void test_parse__ips_and_cidrs(void **state)
         assert_string_equal(buf, "10.1.2.3");
         assert_int_equal(se_parse_ip("010.0.0.1", &ip), -EINVAL);
         assert_int_equal(se_parse_ip("10.0.0", &ip), -EINVAL);
+        /* what inet_pton takes as dotted quad, no more */
+        static const char *const bad4[] = { "256.0.0.1", "1.2.3.4.", "1.2.3.4.5", "1..2.3",
+                                            "1.2.3.0004", " 1.2.3.4", "1.2.3.4 ", "+1.2.3.4",
+                                            "1.2.3.00", "1.2.3.-4", ".1.2.3", "1.2.3.4x" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(bad4); i++)
+                assert_int_equal(se_parse_ip(bad4[i], &ip), -EINVAL);
+        assert_int_equal(se_parse_ip("0.0.0.0", &ip), 0);
+        assert_int_equal(se_parse_ip("255.255.255.255", &ip), 0);
+        assert_int_equal(ip.addr[3], 255);
+        assert_int_equal(se_parse_ip("10.0.100.9", &ip), 0);
+        assert_memory_equal(ip.addr, "\x0a\x00\x64\x09", 4);
         assert_int_equal(se_parse_ip("fe80::1%eth0", &ip), -EINVAL);
         assert_int_equal(se_parse_ip("", &ip), -EINVAL);
         assert_int_equal(se_ip_family_of("None"), SE_IP_NONE);
