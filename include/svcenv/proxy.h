@@ -118,7 +118,7 @@ unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family
 
 /* Chain-name suffix kube-proxy uses: the first 16 characters of base32
  * (RFC 4648) of sha256(spn + proto [+ endpoint]). out has >= 17 bytes.
- * 0, -ENOMEM or -EIO. */
+ * 0 or -EIO. */
 int se_proxy_chain_hash(const char *spn, const char *proto, const char *endpoint, char out[17]);
 /* 1/n as kube-proxy prints it ("%0.10f"). */
 void se_proxy_probability(unsigned n, char out[16]);

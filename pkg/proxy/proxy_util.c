@@ -27,20 +27,11 @@ static void base32_16(const uint8_t d[10], char out[17])
 
 int se_proxy_chain_hash(const char *spn, const char *proto, const char *endpoint, char out[17])
 {
-        size_t ls = strlen(spn), lp = strlen(proto), le = endpoint ? strlen(endpoint) : 0;
-        size_t n = ls + lp + le;
-        char small[512];
-        char *in = n <= sizeof(small) ? small : malloc(n);
         uint8_t digest[SE_SHA256_LEN];
-        if (!in)
-                return -ENOMEM;
-        memcpy(in, spn, ls);
-        memcpy(in + ls, proto, lp);
-        if (le)
-                memcpy(in + ls + lp, endpoint, le);
-        int r = se_sha256(in, n, digest);
-        if (in != small)
-                free(in);
+        const struct se_sha256_part parts[] = { { spn, strlen(spn) },
+                                                { proto, strlen(proto) },
+                                                { endpoint, endpoint ? strlen(endpoint) : 0 } };
+        int r = se_sha256_parts(parts, endpoint ? 3 : 2, digest);
         if (r < 0)
                 return r;
         base32_16(digest, out);
