@@ -11,7 +11,11 @@
 #include "proxy_internal.h"
 
 struct ipt {
-        struct se_strbuf filter_chains, filter_rules, nat_chains, nat_rules;
+        struct se_strbuf filter_chains, filter_rules, nat_chains;
+        /* the nat rules, the bulk of the text: written straight into the
+         * output (the rest is put in front at the end) unless the top-level
+         * chains are diffed */
+        struct se_strbuf *nat_rules, nat_rules_buf;
         const struct se_proxy_options *opt;
         enum se_ip_family fam;
         bool large; /* large-cluster mode: no comments on endpoint rules */
@@ -75,7 +79,7 @@ static const char *probability(struct ipt *w, unsigned n, char buf[16])
 static void ep_comment_arrow(struct ipt *w, const struct svc_text *st,
                              const struct se_proxy_endpoint *ep)
 {
-        struct se_strbuf *r = &w->nat_rules;
+        struct se_strbuf *r = w->nat_rules;
         if (w->large)
                 return;
         LIT(r, " -m comment --comment \"");
@@ -97,7 +101,7 @@ static void svc_to_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,
                              const struct svc_text *st, const char *svc_chain,
                              const struct se_proxy_endpoint *const *eps, uint32_t n)
 {
-        struct se_strbuf *r = &w->nat_rules;
+        struct se_strbuf *r = w->nat_rules;
         if (sp->affinity) {
                 for (uint32_t i = 0; i < n; i++) {
                         const char *h = sep_hash(w, sp, eps[i]);
@@ -210,7 +214,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         snprintf(svl, sizeof(svl), "KUBE-SVL-%s", h);
         snprintf(ext, sizeof(ext), "KUBE-EXT-%s", h);
         snprintf(fw, sizeof(fw), "KUBE-FW-%s", h);
-        struct se_strbuf *nr = &w->nat_rules, *nc = &w->nat_chains, *fr = &w->filter_rules;
+        struct se_strbuf *nr = w->nat_rules, *nc = &w->nat_chains, *fr = &w->filter_rules;
         const char *spn = sp->spn, *proto = sp->proto;
         struct svc_text st = { .spn = spn, .proto = proto, .spn_len = strlen(spn) };
         snprintf(st.port, sizeof(st.port), "%d", sp->port);
@@ -488,14 +492,14 @@ static void nodeports_jump(struct ipt *w)
                 "\"kubernetes service nodeports; NOTE: this must be the last rule in this chain\"";
         if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary) {
                 se_strbuf_printf(
-                        &w->nat_rules,
+                        w->nat_rules,
                         "-A KUBE-SERVICES -m comment --comment %s -m addrtype --dst-type LOCAL",
                         comment);
                 if (w->fam == SE_IPV6)
-                        se_strbuf_puts(&w->nat_rules, " ! -d ::1/128");
+                        se_strbuf_puts(w->nat_rules, " ! -d ::1/128");
                 else if (!o->localhost_nodeports)
-                        se_strbuf_puts(&w->nat_rules, " ! -d 127.0.0.0/8");
-                se_strbuf_puts(&w->nat_rules, " -j KUBE-NODEPORTS\n");
+                        se_strbuf_puts(w->nat_rules, " ! -d 127.0.0.0/8");
+                se_strbuf_puts(w->nat_rules, " -j KUBE-NODEPORTS\n");
                 return;
         }
         /* the node IPs the CIDRs select (we know the node's addresses, not its
@@ -518,7 +522,7 @@ static void nodeports_jump(struct ipt *w)
                 char text[64];
                 se_ip_format(ip, text, sizeof(text));
                 se_strbuf_printf(
-                        &w->nat_rules,
+                        w->nat_rules,
                         "-A KUBE-SERVICES -m comment --comment %s -d %s -j KUBE-NODEPORTS\n",
                         comment, text);
         }
@@ -529,12 +533,19 @@ static void nodeports_jump(struct ipt *w)
                         for (unsigned k = 0; k < o->n_nodeport_cidrs; k++)
                                 if (se_cidr_contains(&o->nodeport_cidrs[k], &lo)) {
                                         se_strbuf_printf(
-                                                &w->nat_rules,
+                                                w->nat_rules,
                                                 "-A KUBE-SERVICES -m comment --comment %s -d 127.0.0.1 -j KUBE-NODEPORTS\n",
                                                 comment);
                                         break;
                                 }
         }
+}
+
+/* se_strbuf_grow within the buffer's cap (a reservation must not fail it) */
+static void reserve_out(struct se_strbuf *out, size_t n)
+{
+        if (n < out->max - out->len)
+                se_strbuf_grow(out, n);
 }
 
 /* Room for what the table will write, a little over (bytes per line of
@@ -552,13 +563,7 @@ static void reserve(struct ipt *w, const struct se_proxy_table *t)
                 rules += ips * (4 * spn + 400) + (size_t)sp->n_eps * per_ep * (sp->affinity ? 2 : 1);
         }
         se_strbuf_grow(&w->nat_chains, chains);
-        se_strbuf_grow(&w->nat_rules, rules);
-}
-
-static void reserve_out(struct se_strbuf *out, size_t n)
-{
-        if (n < out->max - out->len)
-                se_strbuf_grow(out, n);
+        reserve_out(w->nat_rules, rules);
 }
 
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
@@ -577,7 +582,10 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         se_strbuf_init(&w.filter_chains, 0);
         se_strbuf_init(&w.filter_rules, 0);
         se_strbuf_init(&w.nat_chains, 0);
-        se_strbuf_init(&w.nat_rules, 0);
+        se_strbuf_init(&w.nat_rules_buf, 0);
+        struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
+        size_t base = out->len;
+        w.nat_rules = top ? &w.nat_rules_buf : out;
         proxy_mark_text(opt, w.mark);
         const struct se_cidr *cc = proxy_cluster_cidr(opt, t->family);
         if (cc) {
@@ -597,14 +605,14 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         for (size_t i = 0; i < SE_ARRAY_SIZE(nat_top); i++)
                 chain(&w.nat_chains, nat_top[i], "");
 
-        se_strbuf_printf(&w.nat_rules, "-A KUBE-POSTROUTING -m mark ! --mark %s/%s -j RETURN\n",
+        se_strbuf_printf(w.nat_rules, "-A KUBE-POSTROUTING -m mark ! --mark %s/%s -j RETURN\n",
                          w.mark, w.mark);
-        se_strbuf_printf(&w.nat_rules, "-A KUBE-POSTROUTING -j MARK --xor-mark %s\n", w.mark);
+        se_strbuf_printf(w.nat_rules, "-A KUBE-POSTROUTING -j MARK --xor-mark %s\n", w.mark);
         se_strbuf_printf(
-                &w.nat_rules,
+                w.nat_rules,
                 "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE%s\n",
                 opt->random_fully ? " --random-fully" : "");
-        se_strbuf_printf(&w.nat_rules, "-A KUBE-MARK-MASQ -j MARK --or-mark %s\n", w.mark);
+        se_strbuf_printf(w.nat_rules, "-A KUBE-MARK-MASQ -j MARK --or-mark %s\n", w.mark);
 
         if (t->family == SE_IPV4 && opt->localhost_nodeports) {
                 chain(&w.filter_chains, "KUBE-FIREWALL", "");
@@ -617,7 +625,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto out;
 
-        if (tracker && (r = proxy_tracker_deletions(tracker, &w.nat_chains, &w.nat_rules)) < 0)
+        if (tracker && (r = proxy_tracker_deletions(tracker, &w.nat_chains, w.nat_rules)) < 0)
                 goto out;
         nodeports_jump(&w);
 
@@ -635,23 +643,40 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 &w.filter_rules,
                 "-A KUBE-FORWARD -m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n");
 
-        struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
         if (!top) {
-                reserve_out(out, w.filter_chains.len + w.filter_rules.len + w.nat_chains.len +
-                                         w.nat_rules.len + 64);
-                se_strbuf_puts(out, "*filter\n");
-                se_strbuf_add(out, w.filter_chains.buf, w.filter_chains.len);
-                se_strbuf_add(out, w.filter_rules.buf, w.filter_rules.len);
-                se_strbuf_puts(out, "COMMIT\n*nat\n");
-                se_strbuf_add(out, w.nat_chains.buf, w.nat_chains.len);
-                se_strbuf_add(out, w.nat_rules.buf, w.nat_rules.len);
+                /* out holds the nat rules from base: put the rest in front */
+                size_t n_rules = out->len - base;
+                static const char head[] = "*filter\n", mid[] = "COMMIT\n*nat\n";
+                const struct {
+                        const char *data;
+                        size_t n;
+                } front[] = {
+                        { head, sizeof(head) - 1 },
+                        { w.filter_chains.buf, w.filter_chains.len },
+                        { w.filter_rules.buf, w.filter_rules.len },
+                        { mid, sizeof(mid) - 1 },
+                        { w.nat_chains.buf, w.nat_chains.len },
+                };
+                size_t n_front = 0;
+                for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++)
+                        n_front += front[i].n;
+                if (se_strbuf_grow(out, n_front + 8) == 0) {
+                        char *p = out->buf + base;
+                        memmove(p + n_front, p, n_rules);
+                        for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++) {
+                                memcpy(p, front[i].data, front[i].n);
+                                p += front[i].n;
+                        }
+                        out->len += n_front;
+                        out->buf[out->len] = 0;
+                }
                 se_strbuf_puts(out, "COMMIT\n");
         } else {
                 static const char *const ftop[] = { "KUBE-SERVICES",       "KUBE-EXTERNAL-SERVICES",
                                                     "KUBE-FORWARD",        "KUBE-NODEPORTS",
                                                     "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL" };
                 struct se_strbuf *bufs[2][2] = { { &w.filter_chains, &w.filter_rules },
-                                                 { &w.nat_chains, &w.nat_rules } };
+                                                 { &w.nat_chains, &w.nat_rules_buf } };
                 bool partial = !proxy_tracker_full(tracker);
                 for (int k = 0; k < 2 && r == 0; k++) {
                         size_t at = out->len;
@@ -672,13 +697,15 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         r = se_strbuf_failed(&w.filter_chains)        ?:
                     se_strbuf_failed(&w.filter_rules) ?:
                     se_strbuf_failed(&w.nat_chains)   ?:
-                    se_strbuf_failed(&w.nat_rules)    ?:
+                    se_strbuf_failed(w.nat_rules)    ?:
                                                         se_strbuf_failed(out);
 out:
         se_strbuf_release(&w.filter_chains);
         se_strbuf_release(&w.filter_rules);
         se_strbuf_release(&w.nat_chains);
-        se_strbuf_release(&w.nat_rules);
+        if (r < 0 && !top)
+                se_strbuf_truncate(out, base); /* no half-written rules */
+        se_strbuf_release(&w.nat_rules_buf);
         free(w.ep_hash);
         return r;
 }
