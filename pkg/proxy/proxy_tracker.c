@@ -1,39 +1,31 @@
-/* Change tracking for partial iptables syncs: per service port, a digest of
- * the nat chains it wrote and their names. A service whose digest did not
- * change since the last applied sync is left out of the next restore input;
- * chains no service writes any more are deleted. */
+/* Change tracking for partial iptables syncs: per service port, the text of
+ * the nat chains it wrote (kept, to compare with the next sync's). A service
+ * whose text did not change since the last applied sync is left out of the
+ * next restore input; chains no service writes any more are deleted. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <svcenv/hash.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
 
 #include "proxy_internal.h"
 
+/* One service port's segment: its chain lines then its rules, at off in its
+ * state's text. Comparing the text itself is cheaper than digesting it (a
+ * full sync writes tens of MiB) and exact. */
 struct entry {
         char *key; /* "spn/proto", owned; the map's key points here */
-        uint8_t digest[SE_SHA256_LEN];
-        char *names; /* the chain names, each NUL-terminated, one after the other */
+        size_t off, n_chains, n_rules;
+        bool same; /* pending: equal to the current entry of the key */
+        char *names; /* the seeded entry: names, each NUL-terminated */
         size_t names_len;
 };
 
-#define names_foreach(c, e) \
-        for (const char *c = (e)->names; c && c < (e)->names + (e)->names_len; c += strlen(c) + 1)
-
-static bool names_has(const struct entry *e, const char *name)
-{
-        names_foreach(c, e) {
-                if (strcmp(c, name) == 0)
-                        return true;
-        }
-        return false;
-}
-
 struct state {
         struct se_hashmap map; /* key -> struct entry */
+        struct se_strbuf text; /* the segments, one after the other */
 };
 
 struct se_proxy_tracker {
@@ -53,6 +45,12 @@ static void entry_free(struct entry *e)
         free(e);
 }
 
+static void state_init(struct state *st)
+{
+        memset(st, 0, sizeof(*st));
+        se_strbuf_init(&st->text, 0);
+}
+
 static void state_release(struct state *st)
 {
         const char *k;
@@ -60,13 +58,18 @@ static void state_release(struct state *st)
         for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);)
                 entry_free(v);
         se_hashmap_release(&st->map);
+        se_strbuf_release(&st->text);
+        state_init(st);
 }
 
 struct se_proxy_tracker *se_proxy_tracker_new(void)
 {
         struct se_proxy_tracker *tr = calloc(1, sizeof(*tr));
-        if (tr)
+        if (tr) {
                 tr->full = true;
+                state_init(&tr->current);
+                state_init(&tr->pending);
+        }
         return tr;
 }
 
@@ -101,7 +104,6 @@ struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr)
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
 {
         state_release(&tr->pending);
-        memset(&tr->pending, 0, sizeof(tr->pending));
 }
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
@@ -130,6 +132,30 @@ static void chain_names(const char *text, size_t len, struct se_strbuf *out)
         }
 }
 
+/* The names entry e of st defines, appended to out. */
+static void entry_names(const struct state *st, const struct entry *e, struct se_strbuf *out)
+{
+        if (e->names) {
+                se_strbuf_append(out, e->names, e->names_len);
+                return;
+        }
+        const char *text = st->text.buf + e->off;
+        chain_names(text, e->n_chains, out);
+        chain_names(text + e->n_chains, e->n_rules, out);
+}
+
+#define names_foreach(c, sb) \
+        for (const char *c = (sb)->buf; c < (sb)->buf + (sb)->len; c += strlen(c) + 1)
+
+static bool names_has(const struct se_strbuf *names, const char *name)
+{
+        names_foreach(c, names) {
+                if (strcmp(c, name) == 0)
+                        return true;
+        }
+        return false;
+}
+
 bool proxy_tracker_full(const struct se_proxy_tracker *tr)
 {
         return tr->full;
@@ -141,38 +167,30 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
 {
         struct entry *e = calloc(1, sizeof(*e));
         size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
+        struct se_strbuf *text = &tr->pending.text;
         int r = -ENOMEM;
         if (!e || !(e->key = malloc(klen)))
                 goto fail;
         strcpy(e->key, sp->spn);
         strcat(e->key, "/");
         strcat(e->key, sp->proto);
-        /* digest of chain lines and rules together, separated */
-        size_t nc = chains->len - chains_at, nr = rules->len - rules_at;
-        const struct se_sha256_part parts[] = { { chains->buf + chains_at, nc },
-                                                { "", 1 },
-                                                { rules->buf + rules_at, nr } };
-        if ((r = se_sha256_parts(parts, SE_ARRAY_SIZE(parts), e->digest)) < 0)
+        e->off = text->len;
+        e->n_chains = chains->len - chains_at;
+        e->n_rules = rules->len - rules_at;
+        se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
+        se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
+        if ((r = se_strbuf_failed(text)) < 0)
                 goto fail;
-        struct se_strbuf names;
-        se_strbuf_init(&names, 0);
-        chain_names(chains->buf + chains_at, nc, &names);
-        chain_names(rules->buf + rules_at, nr, &names);
-        if ((r = se_strbuf_failed(&names)) < 0) {
-                se_strbuf_release(&names);
-                goto fail;
-        }
-        e->names_len = names.len;
-        if (names.len && !(e->names = se_strbuf_detach(&names, NULL))) {
-                r = -ENOMEM;
-                goto fail;
-        }
         void *old = NULL;
         if ((r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0)
                 goto fail;
         entry_free(old); /* the same spn twice cannot happen; be safe */
         const struct entry *prev = se_hashmap_get(&tr->current.map, e->key);
-        if (!tr->full && prev && memcmp(prev->digest, e->digest, SE_SHA256_LEN) == 0) {
+        e->same = prev && !prev->names && prev->n_chains == e->n_chains &&
+                  prev->n_rules == e->n_rules &&
+                  memcmp(tr->current.text.buf + prev->off, text->buf + e->off,
+                         e->n_chains + e->n_rules) == 0;
+        if (!tr->full && e->same) {
                 se_strbuf_truncate(chains, chains_at);
                 se_strbuf_truncate(rules, rules_at);
         }
@@ -182,16 +200,21 @@ fail:
         return r < 0 ? r : -ENOMEM;
 }
 
-/* Every name the sync being built writes, into set. */
-static int pending_names(struct se_proxy_tracker *tr, struct se_hashmap *set)
+/* Every name the sync being built writes: the names into block, the set
+ * pointing into it. */
+static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
+                         struct se_hashmap *set)
 {
         const char *k;
         void *v;
         for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
-                names_foreach(c, (struct entry *)v) {
-                        if (se_hashmap_put(set, c, SE_UNCONST(char, c), NULL) < 0)
-                                return -ENOMEM;
-                }
+                entry_names(&tr->pending, v, block);
+        if (se_strbuf_failed(block))
+                return se_strbuf_failed(block);
+        names_foreach(c, block) {
+                if (se_hashmap_put(set, c, SE_UNCONST(char, c), NULL) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }
 
@@ -200,28 +223,42 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
         const char *k;
         void *v;
         struct se_hashmap now_chains = SE_HASHMAP_INIT; /* every name this sync writes */
+        struct se_strbuf all, was, is;
         bool built = false;
         int r = 0;
+        se_strbuf_init(&all, 0);
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
         /* a name may be in several entries (the seeded "existing" one and a
          * service's): each is deleted once, or the restore fails */
         for (size_t it = 0; r == 0 && se_hashmap_next(&tr->current.map, &it, &k, &v);) {
                 const struct entry *e = v;
                 const struct entry *now = se_hashmap_get(&tr->pending.map, e->key);
-                /* same text, same names: all written again */
-                if (now && memcmp(now->digest, e->digest, SE_SHA256_LEN) == 0)
+                if (now && now->same) /* same text, same names: all written again */
                         continue;
-                names_foreach(c, e) {
-                        if (now && names_has(now, c))
+                se_strbuf_reset(&was);
+                se_strbuf_reset(&is);
+                entry_names(&tr->current, e, &was);
+                if (now)
+                        entry_names(&tr->pending, now, &is);
+                if ((r = se_strbuf_failed(&was) ?: se_strbuf_failed(&is)) < 0)
+                        break;
+                names_foreach(c, &was) {
+                        if (names_has(&is, c))
                                 continue;
                         if (!built) { /* only when some name may be gone */
                                 built = true;
-                                if ((r = pending_names(tr, &now_chains)) < 0)
+                                if ((r = pending_names(tr, &all, &now_chains)) < 0)
                                         break;
                         }
                         if (se_hashmap_get(&now_chains, c))
                                 continue;
-                        if (se_hashmap_put(&now_chains, c, SE_UNCONST(char, c), NULL) < 0 ||
-                            se_strv_push(gone, c) < 0) {
+                        /* c lives in was: gone keeps its own copy, the set
+                         * points at that one */
+                        if ((r = se_strv_push(gone, c)) < 0)
+                                break;
+                        if (se_hashmap_put(&now_chains, gone->v[gone->n - 1],
+                                           SE_UNCONST(char, c), NULL) < 0) {
                                 r = -ENOMEM;
                                 break;
                         }
@@ -229,6 +266,9 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
         }
         se_strv_sort(gone); /* deterministic output */
         se_hashmap_release(&now_chains);
+        se_strbuf_release(&all);
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
         return r;
 }
 
@@ -251,6 +291,7 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
         if (ok) {
                 state_release(&tr->current);
                 tr->current = tr->pending;
+                state_init(&tr->pending);
                 tr->full = false;
                 proxy_top_release(tr->top.cur);
                 memcpy(tr->top.cur, tr->top.pend, sizeof(tr->top.cur));
@@ -262,7 +303,6 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
                 proxy_top_release(tr->top.pend);
                 tr->top.known = false;
         }
-        memset(&tr->pending, 0, sizeof(tr->pending));
         tr->last_partial = partial;
         return partial;
 }
@@ -273,18 +313,14 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
          * is deleted by the next sync */
         static const char key[] = "\001existing";
         struct entry *e = calloc(1, sizeof(*e));
-        if (!e || !(e->key = strdup(key))) {
-                entry_free(e);
-                return -ENOMEM;
-        }
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         se_strv_foreach(c, chains) {
                 se_strbuf_puts(&names, *c);
                 se_strbuf_append(&names, "", 1);
         }
-        e->names_len = names.len;
-        if (se_strbuf_failed(&names) || (names.len && !(e->names = se_strbuf_detach(&names, NULL)))) {
+        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(&names) ||
+            !(e->names = se_strbuf_detach(&names, &e->names_len))) {
                 se_strbuf_release(&names);
                 entry_free(e);
                 return -ENOMEM;
