@@ -34,6 +34,9 @@ struct se_proxy_tracker {
         bool full; /* the next (or current) sync is full */
         struct proxy_top top;
         bool last_partial;
+        /* the text buffer of an earlier state, reused by the next pending
+         * one: its pages are already there (a sync copies tens of MiB) */
+        struct se_strbuf spare;
 };
 
 static void entry_free(struct entry *e)
@@ -69,6 +72,7 @@ struct se_proxy_tracker *se_proxy_tracker_new(void)
                 tr->full = true;
                 state_init(&tr->current);
                 state_init(&tr->pending);
+                se_strbuf_init(&tr->spare, 0);
         }
         return tr;
 }
@@ -78,6 +82,7 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
         if (tr) {
                 state_release(&tr->current);
                 state_release(&tr->pending);
+                se_strbuf_release(&tr->spare);
                 proxy_top_release(tr->top.cur);
                 proxy_top_release(tr->top.pend);
                 free(tr);
@@ -101,9 +106,33 @@ struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr)
         return tr->top.minimal ? &tr->top : NULL;
 }
 
+/* Releases st, keeping its text buffer as the spare when it is bigger. */
+static void state_retire(struct se_proxy_tracker *tr, struct state *st)
+{
+        if (st->text.alloc > tr->spare.alloc) {
+                struct se_strbuf t = tr->spare;
+                tr->spare = st->text;
+                st->text = t;
+        }
+        state_release(st);
+}
+
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
 {
-        state_release(&tr->pending);
+        state_retire(tr, &tr->pending);
+        /* the spare becomes the new text buffer */
+        struct se_strbuf t = tr->pending.text;
+        tr->pending.text = tr->spare;
+        tr->spare = t;
+        se_strbuf_reset(&tr->pending.text);
+        proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8);
+}
+
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n)
+{
+        struct se_strbuf *t = &tr->pending.text;
+        if (n < t->max - t->len)
+                se_strbuf_grow(t, n);
 }
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
@@ -289,7 +318,7 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
 {
         bool partial = !tr->full;
         if (ok) {
-                state_release(&tr->current);
+                state_retire(tr, &tr->current);
                 tr->current = tr->pending;
                 state_init(&tr->pending);
                 tr->full = false;
@@ -298,7 +327,7 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
                 memset(tr->top.pend, 0, sizeof(tr->top.pend));
                 tr->top.known = tr->top.minimal;
         } else {
-                state_release(&tr->pending);
+                state_retire(tr, &tr->pending);
                 tr->full = true;
                 proxy_top_release(tr->top.pend);
                 tr->top.known = false;
