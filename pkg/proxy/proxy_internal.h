@@ -49,6 +49,10 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);
 bool proxy_tracker_full(const struct se_proxy_tracker *tr);
 /* Starts a sync: forgets any pending state of an unfinished one. */
 void proxy_tracker_begin(struct se_proxy_tracker *tr);
+/* The sync being built defines chains only in the chain parts of its
+ * segments (iptables: ":NAME" lines; the rules are "-A" lines): names are
+ * not looked for in the rules. */
+void proxy_tracker_chains_only(struct se_proxy_tracker *tr);
 /* Room for n bytes of segments in the sync being built (a hint). */
 void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n);
 /* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync

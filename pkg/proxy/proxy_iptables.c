@@ -578,8 +578,10 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                            struct se_proxy_tracker *tracker, struct se_strbuf *out)
 {
         struct ipt w = { .opt = opt, .fam = t->family, .tracker = tracker };
-        if (tracker)
+        if (tracker) {
                 proxy_tracker_begin(tracker);
+                proxy_tracker_chains_only(tracker);
+        }
         int r = 0;
         se_strbuf_init(&w.filter_chains, 0);
         se_strbuf_init(&w.filter_rules, 0);

@@ -19,6 +19,7 @@ struct entry {
         char *key; /* "spn/proto", owned; the map's key points here */
         size_t off, n_chains, n_rules;
         bool same; /* pending: equal to the current entry of the key */
+        bool rules_named; /* names are defined in the rules part too (nft) */
         char *names; /* the seeded entry: names, each NUL-terminated */
         size_t names_len;
 };
@@ -37,6 +38,7 @@ struct se_proxy_tracker {
         /* the text buffer of an earlier state, reused by the next pending
          * one: its pages are already there (a sync copies tens of MiB) */
         struct se_strbuf spare;
+        bool chains_only; /* the sync being built defines names in chain parts only */
 };
 
 static void entry_free(struct entry *e)
@@ -125,7 +127,13 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr)
         tr->pending.text = tr->spare;
         tr->spare = t;
         se_strbuf_reset(&tr->pending.text);
+        tr->chains_only = false;
         proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8);
+}
+
+void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
+{
+        tr->chains_only = true;
 }
 
 void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n)
@@ -170,7 +178,8 @@ static void entry_names(const struct state *st, const struct entry *e, struct se
         }
         const char *text = st->text.buf + e->off;
         chain_names(text, e->n_chains, out);
-        chain_names(text + e->n_chains, e->n_rules, out);
+        if (e->rules_named)
+                chain_names(text + e->n_chains, e->n_rules, out);
 }
 
 #define names_foreach(c, sb) \
@@ -204,6 +213,7 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
         strcat(e->key, "/");
         strcat(e->key, sp->proto);
         e->off = text->len;
+        e->rules_named = !tr->chains_only;
         e->n_chains = chains->len - chains_at;
         e->n_rules = rules->len - rules_at;
         se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
