@@ -178,6 +178,21 @@ static void filter_rule(struct ipt *w, const char *chain_name, const char *comme
         dst_port_jump(f, st, dst, st->port, target);
 }
 
+/* v in decimal into out (12 bytes) */
+static void int_text(int32_t v, char out[12])
+{
+        char d[12], *p = d + sizeof(d);
+        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        do
+                *--p = (char)('0' + u % 10);
+        while ((u /= 10) != 0);
+        if (v < 0)
+                *--p = '-';
+        size_t n = (size_t)(d + sizeof(d) - p);
+        memcpy(out, p, n);
+        out[n] = 0;
+}
+
 static int hash_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,
                           const struct proxy_categories *cat)
 {
@@ -210,15 +225,29 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                 return r;
         if ((r = hash_endpoints(w, sp, &cat)) < 0)
                 goto out;
-        snprintf(svc, sizeof(svc), "KUBE-SVC-%s", h);
-        snprintf(svl, sizeof(svl), "KUBE-SVL-%s", h);
-        snprintf(ext, sizeof(ext), "KUBE-EXT-%s", h);
-        snprintf(fw, sizeof(fw), "KUBE-FW-%s", h);
+        memcpy(svc, "KUBE-SVC-", 9);
+        memcpy(svc + 9, h, 17);
+        memcpy(svl, "KUBE-SVL-", 9);
+        memcpy(svl + 9, h, 17);
+        memcpy(ext, "KUBE-EXT-", 9);
+        memcpy(ext + 9, h, 17);
+        memcpy(fw, "KUBE-FW-", 8);
+        memcpy(fw + 8, h, 17);
         struct se_strbuf *nr = w->nat_rules, *nc = &w->nat_chains, *fr = &w->filter_rules;
         const char *spn = sp->spn, *proto = sp->proto;
         struct svc_text st = { .spn = spn, .proto = proto, .spn_len = strlen(spn) };
-        snprintf(st.port, sizeof(st.port), "%d", sp->port);
-        st.mp_len = (size_t)snprintf(st.mp, sizeof(st.mp), " -m %s -p %s", proto, proto);
+        int_text(sp->port, st.port);
+        /* " -m P -p P" */
+        size_t pl = strlen(proto);
+        if (pl > 12)
+                pl = 12; /* "tcp", "udp", "sctp" */
+        char *m = st.mp;
+        memcpy(m, " -m ", 4);
+        memcpy(m + 4, proto, pl);
+        memcpy(m + 4 + pl, " -p ", 4);
+        memcpy(m + 8 + pl, proto, pl);
+        st.mp_len = 8 + 2 * pl;
+        st.mp[st.mp_len] = 0;
 
         bool has_any = cat.has_any;
         bool uses_cluster_chain = cat.n_cluster > 0 && proxy_uses_cluster(sp);
@@ -305,7 +334,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         /* node ports */
         if (sp->node_port) {
                 char np[12];
-                snprintf(np, sizeof(np), "%d", sp->node_port);
+                int_text(sp->node_port, np);
                 if (has_any) {
                         if (w->opt->localhost_nodeports && w->fam == SE_IPV4 && w->opt->nfacct) {
                                 LIT(nr, "-A KUBE-NODEPORTS");
