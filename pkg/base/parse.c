@@ -151,8 +151,8 @@ int se_parse_duration(const char *s, int64_t max_ns, int64_t *ret_ns)
         static const struct {
                 const char *unit;
                 double ns;
-        } units[] = { { "ns", 1 },     { "us", 1e3 },    { "\u00b5s", 1e3 }, { "\u03bcs", 1e3 },
-                      { "ms", 1e6 },   { "s", 1e9 },     { "m", 60e9 },      { "h", 3600e9 } };
+        } units[] = { { "ns", 1 },   { "us", 1e3 }, { "\u00b5s", 1e3 }, { "\u03bcs", 1e3 },
+                      { "ms", 1e6 }, { "s", 1e9 },  { "m", 60e9 },      { "h", 3600e9 } };
         if (!s || !*s)
                 return -EINVAL;
         bool neg = *s == '-';

@@ -589,7 +589,8 @@ static void reserve(struct ipt *w, const struct se_proxy_table *t)
                 size_t per_ep = 320 + (w->large ? 0 : 3 * spn + 160);
                 size_t ips = 1 + sp->n_external_ips + sp->n_lb_vips + sp->n_source_ranges;
                 chains += 4 * 32 + (size_t)sp->n_eps * 32;
-                rules += ips * (4 * spn + 400) + (size_t)sp->n_eps * per_ep * (sp->affinity ? 2 : 1);
+                rules +=
+                        ips * (4 * spn + 400) + (size_t)sp->n_eps * per_ep * (sp->affinity ? 2 : 1);
         }
         se_strbuf_grow(&w->nat_chains, chains);
         reserve_out(w->nat_rules, rules);
@@ -730,7 +731,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         r = se_strbuf_failed(&w.filter_chains)        ?:
                     se_strbuf_failed(&w.filter_rules) ?:
                     se_strbuf_failed(&w.nat_chains)   ?:
-                    se_strbuf_failed(w.nat_rules)    ?:
+                    se_strbuf_failed(w.nat_rules)     ?:
                                                         se_strbuf_failed(out);
 out:
         se_strbuf_release(&w.filter_chains);

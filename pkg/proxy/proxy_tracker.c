@@ -183,11 +183,12 @@ static void entry_names(const struct state *st, const struct entry *e, struct se
 }
 
 #define names_foreach(c, sb) \
-        for (const char *c = (sb)->buf; c < (sb)->buf + (sb)->len; c += strlen(c) + 1)
+ for (const char *c = (sb)->buf; c < (sb)->buf + (sb)->len; c += strlen(c) + 1)
 
 static bool names_has(const struct se_strbuf *names, const char *name)
 {
-        names_foreach(c, names) {
+        names_foreach(c, names)
+        {
                 if (strcmp(c, name) == 0)
                         return true;
         }
@@ -250,7 +251,8 @@ static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
                 entry_names(&tr->pending, v, block);
         if (se_strbuf_failed(block))
                 return se_strbuf_failed(block);
-        names_foreach(c, block) {
+        names_foreach(c, block)
+        {
                 if (se_hashmap_put(set, c, SE_UNCONST(char, c), NULL) < 0)
                         return -ENOMEM;
         }
@@ -282,7 +284,8 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
                         entry_names(&tr->pending, now, &is);
                 if ((r = se_strbuf_failed(&was) ?: se_strbuf_failed(&is)) < 0)
                         break;
-                names_foreach(c, &was) {
+                names_foreach(c, &was)
+                {
                         if (names_has(&is, c))
                                 continue;
                         if (!built) { /* only when some name may be gone */
@@ -296,8 +299,8 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
                          * points at that one */
                         if ((r = se_strv_push(gone, c)) < 0)
                                 break;
-                        if (se_hashmap_put(&now_chains, gone->v[gone->n - 1],
-                                           SE_UNCONST(char, c), NULL) < 0) {
+                        if (se_hashmap_put(&now_chains, gone->v[gone->n - 1], SE_UNCONST(char, c),
+                                           NULL) < 0) {
                                 r = -ENOMEM;
                                 break;
                         }

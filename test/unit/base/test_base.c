@@ -254,9 +254,9 @@ static void test_parse__ips_and_cidrs(void **state)
         assert_int_equal(se_parse_ip("010.0.0.1", &ip), -EINVAL);
         assert_int_equal(se_parse_ip("10.0.0", &ip), -EINVAL);
         /* what inet_pton takes as dotted quad, no more */
-        static const char *const bad4[] = { "256.0.0.1", "1.2.3.4.", "1.2.3.4.5", "1..2.3",
-                                            "1.2.3.0004", " 1.2.3.4", "1.2.3.4 ", "+1.2.3.4",
-                                            "1.2.3.00", "1.2.3.-4", ".1.2.3", "1.2.3.4x" };
+        static const char *const bad4[] = { "256.0.0.1",  "1.2.3.4.", "1.2.3.4.5", "1..2.3",
+                                            "1.2.3.0004", " 1.2.3.4", "1.2.3.4 ",  "+1.2.3.4",
+                                            "1.2.3.00",   "1.2.3.-4", ".1.2.3",    "1.2.3.4x" };
         for (size_t i = 0; i < SE_ARRAY_SIZE(bad4); i++)
                 assert_int_equal(se_parse_ip(bad4[i], &ip), -EINVAL);
         assert_int_equal(se_parse_ip("0.0.0.0", &ip), 0);
