@@ -293,11 +293,24 @@ static int cmp_ep(const void *x, const void *y)
         return (int)b->ready - (int)a->ready; /* ready first among duplicates */
 }
 
+/* Whether v is in strictly increasing order: qsort would leave it as it is
+ * (the slices and the store usually give it so). */
+static bool strictly_sorted(const void *v, size_t n, size_t size,
+                            int (*cmp)(const void *, const void *))
+{
+        const char *p = v;
+        for (size_t i = 1; i < n; i++)
+                if (cmp(p + (i - 1) * size, p + i * size) >= 0)
+                        return false;
+        return true;
+}
+
 static void sort_unique(struct se_proxy_svcport *sp)
 {
         if (sp->n_eps < 2)
                 return;
-        qsort(sp->eps, sp->n_eps, sizeof(*sp->eps), cmp_ep);
+        if (!strictly_sorted(sp->eps, sp->n_eps, sizeof(*sp->eps), cmp_ep))
+                qsort(sp->eps, sp->n_eps, sizeof(*sp->eps), cmp_ep);
         uint32_t k = 1;
         for (uint32_t i = 1; i < sp->n_eps; i++)
                 if (strcmp(sp->eps[i].str, sp->eps[k - 1].str) != 0)
@@ -435,7 +448,7 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                         t->n_endpoints += sp->n_eps;
                 }
         }
-        if (t->n_ports > 1)
+        if (t->n_ports > 1 && !strictly_sorted(t->ports, t->n_ports, sizeof(*t->ports), cmp_port))
                 qsort(t->ports, t->n_ports, sizeof(*t->ports), cmp_port);
         *ret = t;
         return 0;
