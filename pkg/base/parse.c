@@ -58,9 +58,15 @@ static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff
 int se_parse_ip(const char *s, struct se_ip *ret)
 {
         struct se_ip ip = { 0 };
-        if (!s || !*s || strlen(s) > 45)
+        bool colon = false;
+        size_t len = 0;
+        if (!s)
                 return -EINVAL;
-        if (strchr(s, ':')) {
+        for (; s[len] && len <= 45; len++) /* one pass: length and kind */
+                colon |= s[len] == ':';
+        if (len == 0 || len > 45)
+                return -EINVAL;
+        if (colon) {
                 if (inet_pton(AF_INET6, s, ip.addr) != 1)
                         return -EINVAL;
                 /* Go (and so Kubernetes) treats an IPv4-mapped IPv6 address as IPv4 */

@@ -148,10 +148,12 @@ static int add_endpoint(struct se_arena *a, struct se_proxy_svcport *sp, const c
         if (port < 0)
                 *--pe = '-';
         size_t port_len = (size_t)(port_text + sizeof(port_text) - pe);
-        char *str = se_arena_alloc(a, ip_len + port_len + (v6 ? 4 : 2));
-        if (!str)
+        /* one block: the ip (owned: the slice is the store's) then str */
+        char *own_ip = se_arena_alloc(a, ip_len + 1 + ip_len + port_len + (v6 ? 4 : 2));
+        if (!own_ip)
                 return -ENOMEM;
-        char *w = str;
+        memcpy(own_ip, ip, ip_len + 1);
+        char *str = own_ip + ip_len + 1, *w = str;
         if (v6)
                 *w++ = '[';
         memcpy(w, ip, ip_len);
@@ -161,7 +163,7 @@ static int add_endpoint(struct se_arena *a, struct se_proxy_svcport *sp, const c
         *w++ = ':';
         memcpy(w, pe, port_len);
         w[port_len] = 0;
-        ep->ip = ip;
+        ep->ip = own_ip;
         ep->port = port;
         ep->str = str;
         ep->ready = ready;
@@ -275,9 +277,7 @@ static int computed_endpoints(struct se_arena *a, const struct se_store *store,
         /* the slices go away with the plan: copy what the endpoints borrow */
         for (uint32_t i = 0; r == 0 && i < sp->n_eps; i++) {
                 struct se_proxy_endpoint *ep = &sp->eps[i];
-                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
-                        r = -ENOMEM;
-                else if ((r = copy_strs(a, &ep->zone_hints)) == 0)
+                if ((r = copy_strs(a, &ep->zone_hints)) == 0)
                         r = copy_strs(a, &ep->node_hints);
         }
         se_slices_plan_release(&plan);
@@ -398,9 +398,7 @@ static int own_strings(struct se_arena *a, struct se_proxy_svcport *sp)
                         return -ENOMEM;
         for (uint32_t i = 0; i < sp->n_eps; i++) {
                 struct se_proxy_endpoint *ep = &sp->eps[i];
-                int r;
-                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
-                        return -ENOMEM;
+                int r; /* ep->ip is the table's already (add_endpoint) */
                 if ((r = copy_strs(a, &ep->zone_hints)) < 0 ||
                     (r = copy_strs(a, &ep->node_hints)) < 0)
                         return r;
