@@ -3,6 +3,7 @@
  * whose text did not change since the last applied sync is left out of the
  * next restore input; chains no service writes any more are deleted. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,10 +51,14 @@ static void entry_free(struct entry *e)
         free(e);
 }
 
+/* The kept text is part of a restore input the caller built and capped:
+ * no cap of its own. */
+#define TEXT_MAX (SIZE_MAX / 2)
+
 static void state_init(struct state *st)
 {
         memset(st, 0, sizeof(*st));
-        se_strbuf_init(&st->text, 0);
+        se_strbuf_init(&st->text, TEXT_MAX);
 }
 
 static void state_release(struct state *st)
@@ -74,7 +79,7 @@ struct se_proxy_tracker *se_proxy_tracker_new(void)
                 tr->full = true;
                 state_init(&tr->current);
                 state_init(&tr->pending);
-                se_strbuf_init(&tr->spare, 0);
+                se_strbuf_init(&tr->spare, TEXT_MAX);
         }
         return tr;
 }
