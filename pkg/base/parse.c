@@ -62,7 +62,7 @@ int se_parse_ip(const char *s, struct se_ip *ret)
         size_t len = 0;
         if (!s)
                 return -EINVAL;
-        for (; s[len] && len <= 45; len++) /* one pass: length and kind */
+        for (; len <= 45 && s[len]; len++) /* one pass: length and kind */
                 colon |= s[len] == ':';
         if (len == 0 || len > 45)
                 return -EINVAL;
