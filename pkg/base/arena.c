@@ -22,7 +22,7 @@ struct se_arena_chunk {
 /* A big chunk (a proxy table's: tens of MiB) is filled front to back right
  * away: transparent huge pages make that one fault per 2 MiB instead of one
  * per 4 KiB. A hint; errors are ignored. */
-#define HUGE_MIN  ((size_t)8 << 20)
+#define HUGE_MIN  ((size_t)4 << 20)
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
 static void advise_huge(void *p, size_t size)

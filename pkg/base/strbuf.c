@@ -40,7 +40,7 @@ void se_strbuf_reset(struct se_strbuf *sb)
  * to back: transparent huge pages make that one fault per 2 MiB instead of
  * one per 4 KiB, which costs more than the writing. A hint; errors are
  * ignored (no THP, or not allowed). */
-#define HUGE_MIN  ((size_t)8 << 20)
+#define HUGE_MIN  ((size_t)4 << 20)
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
 static void advise_huge(char *p, size_t size)
