@@ -12,6 +12,13 @@
 
 /* SHA-256 of data. 0 or -EIO when libcrypto fails. */
 int se_sha256(const void *data, size_t n, uint8_t out[SE_SHA256_LEN]);
+/* SHA-256 of the concatenation of n parts (no copy made). 0, -ENOMEM or
+ * -EIO. */
+struct se_sha256_part {
+        const void *data;
+        size_t n;
+};
+int se_sha256_parts(const struct se_sha256_part *parts, size_t n, uint8_t out[SE_SHA256_LEN]);
 /* Standard-alphabet base32 with '=' padding, as Go's base32.StdEncoding.
  * Writes at most size-1 characters plus NUL; returns the full encoded
  * length (like snprintf), so size >= se_base32_len(n)+1 gives all of it. */

@@ -44,6 +44,24 @@ int se_strbuf_vprintf(struct se_strbuf *sb, const char *fmt, va_list ap) SE_PRIN
 int se_strbuf_grow(struct se_strbuf *sb, size_t n);
 /* Truncates to len bytes (len <= current length). */
 void se_strbuf_truncate(struct se_strbuf *sb, size_t len);
+/* se_strbuf_add, inlined for the common case of room in the buffer (hot
+ * loops that append many short pieces). */
+static inline int se_strbuf_append(struct se_strbuf *sb, const void *data, size_t n)
+{
+        if (sb->err == 0 && n < sb->alloc - sb->len && n <= sb->max - sb->len) {
+                char *p = sb->buf + sb->len;
+                __builtin_memcpy(p, data, n);
+                sb->len += n;
+                p[n] = '\0';
+                return 0;
+        }
+        return se_strbuf_add(sb, data, n);
+}
+/* Appends a string literal. */
+#define se_strbuf_lit(sb, lit) se_strbuf_append((sb), "" lit, sizeof(lit) - 1)
+/* Appends v in decimal (printf's %u / %lld without the printf). */
+int se_strbuf_add_uint(struct se_strbuf *sb, unsigned long long v);
+int se_strbuf_add_int(struct se_strbuf *sb, long long v);
 /* The sticky error, 0 when all appends succeeded. */
 static inline int se_strbuf_failed(const struct se_strbuf *sb)
 {

@@ -58,9 +58,15 @@ static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff
 int se_parse_ip(const char *s, struct se_ip *ret)
 {
         struct se_ip ip = { 0 };
-        if (!s || !*s || strlen(s) > 45)
+        bool colon = false;
+        size_t len = 0;
+        if (!s)
                 return -EINVAL;
-        if (strchr(s, ':')) {
+        for (; len <= 45 && s[len]; len++) /* one pass: length and kind */
+                colon |= s[len] == ':';
+        if (len == 0 || len > 45)
+                return -EINVAL;
+        if (colon) {
                 if (inet_pton(AF_INET6, s, ip.addr) != 1)
                         return -EINVAL;
                 /* Go (and so Kubernetes) treats an IPv4-mapped IPv6 address as IPv4 */
@@ -72,11 +78,23 @@ int se_parse_ip(const char *s, struct se_ip *ret)
                         ip.family = SE_IPV6;
                 }
         } else {
-                /* dotted quad; leading zeros are ambiguous (octal) and refused */
-                for (const char *p = s; *p; p++)
-                        if (*p == '0' && (p == s || p[-1] == '.') && p[1] >= '0' && p[1] <= '9')
+                /* dotted quad (what inet_pton takes); leading zeros are
+                 * ambiguous (octal) and refused */
+                const char *p = s;
+                for (int k = 0; k < 4; k++) {
+                        unsigned v = 0, digits = 0;
+                        if (k && *p++ != '.')
                                 return -EINVAL;
-                if (inet_pton(AF_INET, s, ip.addr) != 1)
+                        const char *first = p;
+                        while (*p >= '0' && *p <= '9' && digits < 4) {
+                                v = v * 10 + (unsigned)(*p++ - '0');
+                                digits++;
+                        }
+                        if (digits == 0 || digits > 3 || v > 255 || (digits > 1 && *first == '0'))
+                                return -EINVAL;
+                        ip.addr[k] = (uint8_t)v;
+                }
+                if (*p)
                         return -EINVAL;
                 ip.family = SE_IPV4;
         }

@@ -280,6 +280,25 @@ static int cmp_obj(const void *a, const void *b)
         return c ? c : strcmp(x->meta.name, y->meta.name);
 }
 
+/* The shortest posting list of the selector's labels in b; NULL when
+ * some label has none (nothing matches). */
+static const struct posting *best_posting(const struct ns_bucket *b,
+                                          const struct se_kvlist *selector)
+{
+        const struct posting *best = NULL;
+        for (uint32_t i = 0; i < selector->n; i++) {
+                char key[512];
+                if (!label_key(key, sizeof(key), &selector->items[i]))
+                        return NULL; /* no indexed label is that long: none match */
+                const struct posting *p = se_hashmap_get(&b->by_label, key);
+                if (!p)
+                        return NULL;
+                if (!best || p->n < best->n)
+                        best = p;
+        }
+        return best;
+}
+
 /* Appends the bucket's objects that match (selector may be NULL). With a
  * selector, only the shortest posting list of its labels is checked. */
 static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
@@ -288,17 +307,7 @@ static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
         const char *k;
         void *v;
         if (selector && selector->n && !b->index_broken) {
-                const struct posting *best = NULL;
-                for (uint32_t i = 0; i < selector->n; i++) {
-                        char key[512];
-                        if (!label_key(key, sizeof(key), &selector->items[i]))
-                                return; /* no indexed label is that long: none match */
-                        const struct posting *p = se_hashmap_get(&b->by_label, key);
-                        if (!p)
-                                return;
-                        if (!best || p->n < best->n)
-                                best = p;
-                }
+                const struct posting *best = best_posting(b, selector);
                 for (size_t i = 0; best && i < best->n; i++)
                         if (se_selector_matches(selector, &best->objs[i]->meta.labels))
                                 out[(*n)++] = best->objs[i];
@@ -319,6 +328,15 @@ static long list_matching(const struct se_store *s, enum se_kind kind, const cha
                 return -EINVAL;
         const struct kind_table *t = &s->kinds[kind];
         size_t cap = ns ? se_store_count(s, kind, ns) : t->count;
+        if (cap && ns && selector && selector->n) {
+                /* only the posting list is checked: room for it (a label
+                 * select per service must not cost the namespace's size) */
+                const struct ns_bucket *b = se_hashmap_get(&t->by_ns, ns);
+                if (b && !b->index_broken) {
+                        const struct posting *best = best_posting(b, selector);
+                        cap = best ? best->n : 0;
+                }
+        }
         if (cap == 0)
                 return 0;
         const struct se_object **out = se_calloc(cap, sizeof(*out));

@@ -50,12 +50,15 @@ int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char
 /* Carries the names recorded under key by the last applied sync over to
  * this one (a partial sync keeps what a full one recorded). 0 or -ENOMEM. */
 int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key);
-/* The names sp's segment had in the last applied sync, NULL if none. */
-const struct se_strv *proxy_tracker_prev(const struct se_proxy_tracker *tr,
-                                         const struct se_proxy_svcport *sp);
+/* Appends to ret the names sp's segment had in the last applied sync (none
+ * when it had no segment). 0 or -ENOMEM. */
+int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                       struct se_strv *ret);
 /* Adds every name the last successful sync defined (and the seeded ones)
- * to names (values and keys borrowed from the tracker). 0 or -ENOMEM. */
-int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_hashmap *names);
+ * to names; the names are written into store first (keys and values point
+ * into it: keep store, unchanged, while names is used). 0 or -ENOMEM. */
+int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
+                        struct se_hashmap *names);
 /* Names (sorted) the last successful sync defined that this one does not:
  * iptables chains, or nft "chain NAME" / "set NAME" / "map NAME". */
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);
@@ -63,6 +66,12 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);
 bool proxy_tracker_full(const struct se_proxy_tracker *tr);
 /* Starts a sync: forgets any pending state of an unfinished one. */
 void proxy_tracker_begin(struct se_proxy_tracker *tr);
+/* The sync being built defines chains only in the chain parts of its
+ * segments (iptables: ":NAME" lines; the rules are "-A" lines): names are
+ * not looked for in the rules. */
+void proxy_tracker_chains_only(struct se_proxy_tracker *tr);
+/* Room for n bytes of segments in the sync being built (a hint). */
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n);
 /* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync
  * that this one no longer writes. */
 int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,

@@ -3,6 +3,7 @@
  * one service are written together, services in spn order. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <svcenv/proxy.h>
@@ -10,7 +11,11 @@
 #include "proxy_internal.h"
 
 struct ipt {
-        struct se_strbuf filter_chains, filter_rules, nat_chains, nat_rules;
+        struct se_strbuf filter_chains, filter_rules, nat_chains;
+        /* the nat rules, the bulk of the text: written straight into the
+         * output (the rest is put in front at the end) unless the top-level
+         * chains are diffed */
+        struct se_strbuf *nat_rules, nat_rules_buf;
         const struct se_proxy_options *opt;
         enum se_ip_family fam;
         bool large; /* large-cluster mode: no comments on endpoint rules */
@@ -18,68 +23,194 @@ struct ipt {
         const char *detect; /* cluster CIDR text, NULL without a detector */
         char detect_buf[80];
         struct se_proxy_tracker *tracker; /* NULL: plain full output */
+        char (*ep_hash)[17]; /* per endpoint of the service being written */
+        uint32_t ep_hash_cap;
+        char prob[64][16]; /* se_proxy_probability(n) for n < 64, "" until needed */
 };
+
+/* The writer appends pieces (no printf): a sync writes tens of MiB. */
+#define LIT(sb, lit) se_strbuf_lit(sb, lit)
+
+static inline void put(struct se_strbuf *sb, const char *s)
+{
+        se_strbuf_append(sb, s, strlen(s));
+}
+
+/* One service port's strings, made once and used by all its lines. */
+struct svc_text {
+        const char *spn, *proto;
+        size_t spn_len;
+        char port[12]; /* sp->port in decimal */
+        char mp[40]; /* " -m tcp -p tcp" */
+        size_t mp_len;
+};
+
+static void put_spn(struct se_strbuf *sb, const struct svc_text *st)
+{
+        se_strbuf_append(sb, st->spn, st->spn_len);
+}
+
+static void put_mp(struct se_strbuf *sb, const struct svc_text *st)
+{
+        se_strbuf_append(sb, st->mp, st->mp_len);
+}
 
 static void chain(struct se_strbuf *sb, const char *prefix, const char *hash)
 {
-        se_strbuf_printf(sb, ":%s%s - [0:0]\n", prefix, hash);
+        LIT(sb, ":");
+        put(sb, prefix);
+        put(sb, hash);
+        LIT(sb, " - [0:0]\n");
 }
 
-/* `-m comment --comment X` for endpoint rules, left out in large-cluster mode */
-static void ep_comment(struct ipt *w, const char *text, bool quote)
+static const char *probability(struct ipt *w, unsigned n, char buf[16])
 {
+        if (n < SE_ARRAY_SIZE(w->prob)) {
+                if (!w->prob[n][0])
+                        se_proxy_probability(n, w->prob[n]);
+                return w->prob[n];
+        }
+        se_proxy_probability(n, buf);
+        return buf;
+}
+
+/* ` -m comment --comment "spn -> ep"` of endpoint rules, left out in
+ * large-cluster mode */
+static void ep_comment_arrow(struct ipt *w, const struct svc_text *st,
+                             const struct se_proxy_endpoint *ep)
+{
+        struct se_strbuf *r = w->nat_rules;
         if (w->large)
                 return;
-        if (quote)
-                se_strbuf_printf(&w->nat_rules, " -m comment --comment \"%s\"", text);
-        else
-                se_strbuf_printf(&w->nat_rules, " -m comment --comment %s", text);
+        LIT(r, " -m comment --comment \"");
+        put_spn(r, st);
+        LIT(r, " -> ");
+        put(r, ep->str);
+        LIT(r, "\"");
+}
+
+/* The KUBE-SEP- hash of an endpoint of sp (computed by write_service). */
+static const char *sep_hash(const struct ipt *w, const struct se_proxy_svcport *sp,
+                            const struct se_proxy_endpoint *ep)
+{
+        return w->ep_hash[ep - sp->eps];
 }
 
 /* writeServiceToEndpointRules */
-static int svc_to_endpoints(struct ipt *w, const struct se_proxy_svcport *sp, const char *svc_chain,
-                            const struct se_proxy_endpoint *const *eps, uint32_t n)
+static void svc_to_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,
+                             const struct svc_text *st, const char *svc_chain,
+                             const struct se_proxy_endpoint *const *eps, uint32_t n)
 {
-        struct se_strbuf *r = &w->nat_rules;
-        char h[17], c[700];
+        struct se_strbuf *r = w->nat_rules;
         if (sp->affinity) {
                 for (uint32_t i = 0; i < n; i++) {
-                        int e = se_proxy_chain_hash(sp->spn, sp->proto, eps[i]->str, h);
-                        if (e < 0)
-                                return e;
-                        snprintf(c, sizeof(c), "%s -> %s", sp->spn, eps[i]->str);
-                        se_strbuf_printf(r, "-A %s", svc_chain);
-                        ep_comment(w, c, true);
-                        se_strbuf_printf(r,
-                                         " -m recent --name KUBE-SEP-%s --rcheck --seconds %d "
-                                         "--reap -j KUBE-SEP-%s\n",
-                                         h, sp->affinity_timeout, h);
+                        const char *h = sep_hash(w, sp, eps[i]);
+                        LIT(r, "-A ");
+                        put(r, svc_chain);
+                        ep_comment_arrow(w, st, eps[i]);
+                        LIT(r, " -m recent --name KUBE-SEP-");
+                        se_strbuf_append(r, h, 16);
+                        LIT(r, " --rcheck --seconds ");
+                        se_strbuf_add_int(r, sp->affinity_timeout);
+                        LIT(r, " --reap -j KUBE-SEP-");
+                        se_strbuf_append(r, h, 16);
+                        LIT(r, "\n");
                 }
         }
         for (uint32_t i = 0; i < n; i++) {
-                int e = se_proxy_chain_hash(sp->spn, sp->proto, eps[i]->str, h);
-                if (e < 0)
-                        return e;
-                snprintf(c, sizeof(c), "%s -> %s", sp->spn, eps[i]->str);
-                se_strbuf_printf(r, "-A %s", svc_chain);
-                ep_comment(w, c, true);
+                LIT(r, "-A ");
+                put(r, svc_chain);
+                ep_comment_arrow(w, st, eps[i]);
                 if (i + 1 < n) {
                         char p[16];
-                        se_proxy_probability(n - i, p);
-                        se_strbuf_printf(r, " -m statistic --mode random --probability %s", p);
+                        LIT(r, " -m statistic --mode random --probability ");
+                        put(r, probability(w, n - i, p));
                 }
-                se_strbuf_printf(r, " -j KUBE-SEP-%s\n", h);
+                LIT(r, " -j KUBE-SEP-");
+                se_strbuf_append(r, sep_hash(w, sp, eps[i]), 16);
+                LIT(r, "\n");
         }
-        return 0;
 }
 
-static void filter_rule(struct ipt *w, const char *chain_name, const char *comment,
-                        const struct se_proxy_svcport *sp, const char *dst, int32_t port,
-                        const char *target)
+/* " -m comment --comment " then text */
+static void comment(struct se_strbuf *sb, const char *text)
 {
-        se_strbuf_printf(&w->filter_rules,
-                         "-A %s -m comment --comment %s -m %s -p %s -d %s --dport %d -j %s\n",
-                         chain_name, comment, sp->proto, sp->proto, dst, port, target);
+        LIT(sb, " -m comment --comment ");
+        put(sb, text);
+}
+
+/* ` -m comment --comment "spn<what>"` */
+static void comment_q(struct se_strbuf *sb, const struct svc_text *st, const char *what)
+{
+        LIT(sb, " -m comment --comment \"");
+        put_spn(sb, st);
+        put(sb, what);
+        LIT(sb, "\"");
+}
+
+/* "-A chain" */
+static void rule(struct se_strbuf *sb, const char *chain_name)
+{
+        LIT(sb, "-A ");
+        put(sb, chain_name);
+}
+
+/* " -m P -p P -d dst --dport port -j target\n" */
+static void dst_port_jump(struct se_strbuf *sb, const struct svc_text *st, const char *dst,
+                          const char *port, const char *target)
+{
+        put_mp(sb, st);
+        LIT(sb, " -d ");
+        put(sb, dst);
+        LIT(sb, " --dport ");
+        put(sb, port);
+        LIT(sb, " -j ");
+        put(sb, target);
+        LIT(sb, "\n");
+}
+
+static void filter_rule(struct ipt *w, const char *chain_name, const char *comment_text,
+                        const struct svc_text *st, const char *dst, const char *target)
+{
+        struct se_strbuf *f = &w->filter_rules;
+        rule(f, chain_name);
+        comment(f, comment_text);
+        dst_port_jump(f, st, dst, st->port, target);
+}
+
+/* v in decimal into out (12 bytes) */
+static void int_text(int32_t v, char out[12])
+{
+        char d[12], *p = d + sizeof(d);
+        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        do
+                *--p = (char)('0' + u % 10);
+        while ((u /= 10) != 0);
+        if (v < 0)
+                *--p = '-';
+        size_t n = (size_t)(d + sizeof(d) - p);
+        memcpy(out, p, n);
+        out[n] = 0;
+}
+
+static int hash_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,
+                          const struct proxy_categories *cat)
+{
+        if (sp->n_eps > w->ep_hash_cap) {
+                char(*p)[17] = reallocarray(w->ep_hash, sp->n_eps, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                w->ep_hash = p;
+                w->ep_hash_cap = sp->n_eps;
+        }
+        /* every endpoint a chain or rule names is a reachable one */
+        for (uint32_t i = 0; i < cat->n_reachable; i++) {
+                const struct se_proxy_endpoint *ep = cat->reachable[i];
+                int r = se_proxy_chain_hash(sp->spn, sp->proto, ep->str, w->ep_hash[ep - sp->eps]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
@@ -92,12 +223,31 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         r = proxy_categorize(sp, w->opt, &cat);
         if (r < 0)
                 return r;
-        snprintf(svc, sizeof(svc), "KUBE-SVC-%s", h);
-        snprintf(svl, sizeof(svl), "KUBE-SVL-%s", h);
-        snprintf(ext, sizeof(ext), "KUBE-EXT-%s", h);
-        snprintf(fw, sizeof(fw), "KUBE-FW-%s", h);
-        struct se_strbuf *nr = &w->nat_rules, *nc = &w->nat_chains;
+        if ((r = hash_endpoints(w, sp, &cat)) < 0)
+                goto out;
+        memcpy(svc, "KUBE-SVC-", 9);
+        memcpy(svc + 9, h, 17);
+        memcpy(svl, "KUBE-SVL-", 9);
+        memcpy(svl + 9, h, 17);
+        memcpy(ext, "KUBE-EXT-", 9);
+        memcpy(ext + 9, h, 17);
+        memcpy(fw, "KUBE-FW-", 8);
+        memcpy(fw + 8, h, 17);
+        struct se_strbuf *nr = w->nat_rules, *nc = &w->nat_chains, *fr = &w->filter_rules;
         const char *spn = sp->spn, *proto = sp->proto;
+        struct svc_text st = { .spn = spn, .proto = proto, .spn_len = strlen(spn) };
+        int_text(sp->port, st.port);
+        /* " -m P -p P" */
+        size_t pl = strlen(proto);
+        if (pl > 12)
+                pl = 12; /* "tcp", "udp", "sctp" */
+        char *m = st.mp;
+        memcpy(m, " -m ", 4);
+        memcpy(m + 4, proto, pl);
+        memcpy(m + 4 + pl, " -p ", 4);
+        memcpy(m + 8 + pl, proto, pl);
+        st.mp_len = 8 + 2 * pl;
+        st.mp[st.mp_len] = 0;
 
         bool has_any = cat.has_any;
         bool uses_cluster_chain = cat.n_cluster > 0 && proxy_uses_cluster(sp);
@@ -140,116 +290,150 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         }
 
         /* cluster IP */
-        if (has_internal)
-                se_strbuf_printf(
-                        nr,
-                        "-A KUBE-SERVICES -m comment --comment \"%s cluster IP\" -m %s -p %s -d %s --dport %d -j %s\n",
-                        spn, proto, proto, sp->cluster_ip, sp->port, internal_chain);
-        else
-                filter_rule(w, "KUBE-SERVICES", int_comment, sp, sp->cluster_ip, sp->port,
-                            int_target);
+        if (has_internal) {
+                LIT(nr, "-A KUBE-SERVICES");
+                comment_q(nr, &st, " cluster IP");
+                dst_port_jump(nr, &st, sp->cluster_ip, st.port, internal_chain);
+        } else {
+                filter_rule(w, "KUBE-SERVICES", int_comment, &st, sp->cluster_ip, int_target);
+        }
 
         /* external IPs */
         for (uint32_t i = 0; i < sp->n_external_ips; i++) {
-                if (has_any)
-                        se_strbuf_printf(
-                                nr,
-                                "-A KUBE-SERVICES -m comment --comment \"%s external IP\" -m %s -p %s -d %s --dport %d -j %s\n",
-                                spn, proto, proto, sp->external_ips[i], sp->port, ext);
+                if (has_any) {
+                        LIT(nr, "-A KUBE-SERVICES");
+                        comment_q(nr, &st, " external IP");
+                        dst_port_jump(nr, &st, sp->external_ips[i], st.port, ext);
+                }
                 if (!has_external)
-                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, sp,
-                                    sp->external_ips[i], sp->port, ext_target);
+                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, &st,
+                                    sp->external_ips[i], ext_target);
         }
 
         /* load-balancer ingress */
         for (uint32_t i = 0; i < sp->n_lb_vips; i++) {
-                if (has_any)
-                        se_strbuf_printf(
-                                nr,
-                                "-A KUBE-SERVICES -m comment --comment \"%s loadbalancer IP\" -m %s -p %s -d %s --dport %d -j %s\n",
-                                spn, proto, proto, sp->lb_vips[i], sp->port, lb_chain);
-                if (uses_fw)
-                        se_strbuf_printf(
-                                &w->filter_rules,
-                                "-A KUBE-PROXY-FIREWALL -m comment --comment \"%s traffic not accepted by %s\" -m %s -p %s -d %s --dport %d -j DROP\n",
-                                spn, fw, proto, proto, sp->lb_vips[i], sp->port);
+                if (has_any) {
+                        LIT(nr, "-A KUBE-SERVICES");
+                        comment_q(nr, &st, " loadbalancer IP");
+                        dst_port_jump(nr, &st, sp->lb_vips[i], st.port, lb_chain);
+                }
+                if (uses_fw) {
+                        LIT(fr, "-A KUBE-PROXY-FIREWALL -m comment --comment \"");
+                        put_spn(fr, &st);
+                        LIT(fr, " traffic not accepted by ");
+                        put(fr, fw);
+                        LIT(fr, "\"");
+                        dst_port_jump(fr, &st, sp->lb_vips[i], st.port, "DROP");
+                }
         }
         if (!has_external)
                 for (uint32_t i = 0; i < sp->n_lb_vips; i++)
-                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, sp, sp->lb_vips[i],
-                                    sp->port, ext_target);
+                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, &st, sp->lb_vips[i],
+                                    ext_target);
 
         /* node ports */
         if (sp->node_port) {
+                char np[12];
+                int_text(sp->node_port, np);
                 if (has_any) {
-                        if (w->opt->localhost_nodeports && w->fam == SE_IPV4 && w->opt->nfacct)
-                                se_strbuf_printf(
-                                        nr,
-                                        "-A KUBE-NODEPORTS -m comment --comment %s -m %s -p %s -d 127.0.0.0/8 --dport %d -m nfacct --nfacct-name localhost_nps_accepted_pkts -j %s\n",
-                                        spn, proto, proto, sp->node_port, ext);
-                        se_strbuf_printf(
-                                nr,
-                                "-A KUBE-NODEPORTS -m comment --comment %s -m %s -p %s --dport %d -j %s\n",
-                                spn, proto, proto, sp->node_port, ext);
+                        if (w->opt->localhost_nodeports && w->fam == SE_IPV4 && w->opt->nfacct) {
+                                LIT(nr, "-A KUBE-NODEPORTS");
+                                comment(nr, spn);
+                                put_mp(nr, &st);
+                                LIT(nr, " -d 127.0.0.0/8 --dport ");
+                                put(nr, np);
+                                LIT(nr, " -m nfacct --nfacct-name localhost_nps_accepted_pkts -j ");
+                                put(nr, ext);
+                                LIT(nr, "\n");
+                        }
+                        LIT(nr, "-A KUBE-NODEPORTS");
+                        comment(nr, spn);
+                        put_mp(nr, &st);
+                        LIT(nr, " --dport ");
+                        put(nr, np);
+                        LIT(nr, " -j ");
+                        put(nr, ext);
+                        LIT(nr, "\n");
                 }
-                if (!has_external)
-                        se_strbuf_printf(
-                                &w->filter_rules,
-                                "-A KUBE-EXTERNAL-SERVICES -m comment --comment %s -m addrtype --dst-type LOCAL -m %s -p %s --dport %d -j %s\n",
-                                ext_comment, proto, proto, sp->node_port, ext_target);
+                if (!has_external) {
+                        LIT(fr, "-A KUBE-EXTERNAL-SERVICES");
+                        comment(fr, ext_comment);
+                        LIT(fr, " -m addrtype --dst-type LOCAL");
+                        put_mp(fr, &st);
+                        LIT(fr, " --dport ");
+                        put(fr, np);
+                        LIT(fr, " -j ");
+                        put(fr, ext_target);
+                        LIT(fr, "\n");
+                }
         }
 
         /* health-check node port */
-        if (sp->health_check_node_port)
-                se_strbuf_printf(
-                        &w->filter_rules,
-                        "-A KUBE-NODEPORTS -m comment --comment \"%s health check node port\" -m tcp -p tcp --dport %d -j ACCEPT\n",
-                        spn, sp->health_check_node_port);
+        if (sp->health_check_node_port) {
+                LIT(fr, "-A KUBE-NODEPORTS");
+                comment_q(fr, &st, " health check node port");
+                LIT(fr, " -m tcp -p tcp --dport ");
+                se_strbuf_add_int(fr, sp->health_check_node_port);
+                LIT(fr, " -j ACCEPT\n");
+        }
 
         /* from here on only the service's own nat chains (partial syncs may
          * leave them out) */
         size_t chains_at = nc->len, rules_at = nr->len;
 
         /* internal traffic: masquerade off-cluster sources */
-        if (has_internal) {
-                if (w->opt->masquerade_all)
-                        se_strbuf_printf(
-                                nr,
-                                "-A %s -m comment --comment \"%s cluster IP\" -m %s -p %s -d %s --dport %d -j KUBE-MARK-MASQ\n",
-                                internal_chain, spn, proto, proto, sp->cluster_ip, sp->port);
-                else if (w->detect)
-                        se_strbuf_printf(
-                                nr,
-                                "-A %s -m comment --comment \"%s cluster IP\" -m %s -p %s -d %s --dport %d ! -s %s -j KUBE-MARK-MASQ\n",
-                                internal_chain, spn, proto, proto, sp->cluster_ip, sp->port,
-                                w->detect);
+        if (has_internal && (w->opt->masquerade_all || w->detect)) {
+                rule(nr, internal_chain);
+                comment_q(nr, &st, " cluster IP");
+                put_mp(nr, &st);
+                LIT(nr, " -d ");
+                put(nr, sp->cluster_ip);
+                LIT(nr, " --dport ");
+                put(nr, st.port);
+                if (!w->opt->masquerade_all) {
+                        LIT(nr, " ! -s ");
+                        put(nr, w->detect);
+                }
+                LIT(nr, " -j KUBE-MARK-MASQ\n");
         }
 
         /* external traffic */
         if (uses_ext_chain) {
                 chain(nc, "", ext);
                 if (!sp->external_local) {
-                        se_strbuf_printf(
-                                nr,
-                                "-A %s -m comment --comment \"masquerade traffic for %s external destinations\" -j KUBE-MARK-MASQ\n",
-                                ext, spn);
+                        rule(nr, ext);
+                        LIT(nr, " -m comment --comment \"masquerade traffic for ");
+                        put_spn(nr, &st);
+                        LIT(nr, " external destinations\" -j KUBE-MARK-MASQ\n");
                 } else {
-                        if (w->detect)
-                                se_strbuf_printf(
-                                        nr,
-                                        "-A %s -m comment --comment \"pod traffic for %s external destinations\" -s %s -j %s\n",
-                                        ext, spn, w->detect, svc);
-                        se_strbuf_printf(
-                                nr,
-                                "-A %s -m comment --comment \"masquerade LOCAL traffic for %s external destinations\" -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ\n",
-                                ext, spn);
-                        se_strbuf_printf(
-                                nr,
-                                "-A %s -m comment --comment \"route LOCAL traffic for %s external destinations\" -m addrtype --src-type LOCAL -j %s\n",
-                                ext, spn, svc);
+                        if (w->detect) {
+                                rule(nr, ext);
+                                LIT(nr, " -m comment --comment \"pod traffic for ");
+                                put_spn(nr, &st);
+                                LIT(nr, " external destinations\" -s ");
+                                put(nr, w->detect);
+                                LIT(nr, " -j ");
+                                put(nr, svc);
+                                LIT(nr, "\n");
+                        }
+                        rule(nr, ext);
+                        LIT(nr, " -m comment --comment \"masquerade LOCAL traffic for ");
+                        put_spn(nr, &st);
+                        LIT(nr, " external destinations\" -m addrtype --src-type LOCAL -j "
+                                "KUBE-MARK-MASQ\n");
+                        rule(nr, ext);
+                        LIT(nr, " -m comment --comment \"route LOCAL traffic for ");
+                        put_spn(nr, &st);
+                        LIT(nr, " external destinations\" -m addrtype --src-type LOCAL -j ");
+                        put(nr, svc);
+                        LIT(nr, "\n");
                 }
-                if (has_external)
-                        se_strbuf_printf(nr, "-A %s -j %s\n", ext, external_policy_chain);
+                if (has_external) {
+                        rule(nr, ext);
+                        LIT(nr, " -j ");
+                        put(nr, external_policy_chain);
+                        LIT(nr, "\n");
+                }
         }
 
         /* loadBalancerSourceRanges */
@@ -257,10 +441,13 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                 chain(nc, "", fw);
                 bool from_node = false;
                 for (uint32_t i = 0; i < sp->n_source_ranges; i++) {
-                        se_strbuf_printf(
-                                nr,
-                                "-A %s -m comment --comment \"%s loadbalancer IP\" -s %s -j %s\n",
-                                fw, spn, sp->source_ranges[i], ext);
+                        rule(nr, fw);
+                        comment_q(nr, &st, " loadbalancer IP");
+                        LIT(nr, " -s ");
+                        put(nr, sp->source_ranges[i]);
+                        LIT(nr, " -j ");
+                        put(nr, ext);
+                        LIT(nr, "\n");
                         for (unsigned k = 0; k < w->opt->n_node_ips; k++)
                                 if (w->opt->node_ips[k].family == w->fam) {
                                         from_node |= se_cidr_contains(&sp->source_cidrs[i],
@@ -269,44 +456,56 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                                 }
                 }
                 if (from_node)
-                        for (uint32_t i = 0; i < sp->n_lb_vips; i++)
-                                se_strbuf_printf(
-                                        nr,
-                                        "-A %s -m comment --comment \"%s loadbalancer IP\" -s %s -j %s\n",
-                                        fw, spn, sp->lb_vips[i], ext);
-                se_strbuf_printf(
-                        nr,
-                        "-A %s -m comment --comment \"other traffic to %s will be dropped by KUBE-PROXY-FIREWALL\"\n",
-                        fw, spn);
+                        for (uint32_t i = 0; i < sp->n_lb_vips; i++) {
+                                rule(nr, fw);
+                                comment_q(nr, &st, " loadbalancer IP");
+                                LIT(nr, " -s ");
+                                put(nr, sp->lb_vips[i]);
+                                LIT(nr, " -j ");
+                                put(nr, ext);
+                                LIT(nr, "\n");
+                        }
+                rule(nr, fw);
+                LIT(nr, " -m comment --comment \"other traffic to ");
+                put_spn(nr, &st);
+                LIT(nr, " will be dropped by KUBE-PROXY-FIREWALL\"\n");
         }
 
         if (uses_cluster_chain) {
                 chain(nc, "", svc);
-                if ((r = svc_to_endpoints(w, sp, svc, cat.cluster, cat.n_cluster)) < 0)
-                        goto out;
+                svc_to_endpoints(w, sp, &st, svc, cat.cluster, cat.n_cluster);
         }
         if (uses_local_chain) {
                 chain(nc, "", svl);
-                if ((r = svc_to_endpoints(w, sp, svl, cat.local, cat.n_local)) < 0)
-                        goto out;
+                svc_to_endpoints(w, sp, &st, svl, cat.local, cat.n_local);
         }
 
         /* one chain per reachable endpoint */
         for (uint32_t i = 0; i < cat.n_reachable; i++) {
                 const struct se_proxy_endpoint *ep = cat.reachable[i];
-                char eh[17];
-                if ((r = se_proxy_chain_hash(spn, proto, ep->str, eh)) < 0)
-                        goto out;
-                chain(nc, "KUBE-SEP-", eh);
-                se_strbuf_printf(nr, "-A KUBE-SEP-%s", eh);
-                ep_comment(w, spn, false);
-                se_strbuf_printf(nr, " -s %s -j KUBE-MARK-MASQ\n", ep->ip);
-                se_strbuf_printf(nr, "-A KUBE-SEP-%s", eh);
-                ep_comment(w, spn, false);
-                if (sp->affinity)
-                        se_strbuf_printf(nr, " -m recent --name KUBE-SEP-%s --set", eh);
-                se_strbuf_printf(nr, " -m %s -p %s -j DNAT --to-destination %s\n", proto, proto,
-                                 ep->str);
+                const char *eh = sep_hash(w, sp, ep);
+                LIT(nc, ":KUBE-SEP-");
+                se_strbuf_append(nc, eh, 16);
+                LIT(nc, " - [0:0]\n");
+                LIT(nr, "-A KUBE-SEP-");
+                se_strbuf_append(nr, eh, 16);
+                if (!w->large)
+                        comment(nr, spn);
+                LIT(nr, " -s ");
+                put(nr, ep->ip);
+                LIT(nr, " -j KUBE-MARK-MASQ\n-A KUBE-SEP-");
+                se_strbuf_append(nr, eh, 16);
+                if (!w->large)
+                        comment(nr, spn);
+                if (sp->affinity) {
+                        LIT(nr, " -m recent --name KUBE-SEP-");
+                        se_strbuf_append(nr, eh, 16);
+                        LIT(nr, " --set");
+                }
+                put_mp(nr, &st);
+                LIT(nr, " -j DNAT --to-destination ");
+                put(nr, ep->str);
+                LIT(nr, "\n");
         }
         r = w->tracker ? proxy_tracker_segment(w->tracker, sp, nc, chains_at, nr, rules_at) : 0;
 out:
@@ -322,14 +521,14 @@ static void nodeports_jump(struct ipt *w)
                 "\"kubernetes service nodeports; NOTE: this must be the last rule in this chain\"";
         if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary) {
                 se_strbuf_printf(
-                        &w->nat_rules,
+                        w->nat_rules,
                         "-A KUBE-SERVICES -m comment --comment %s -m addrtype --dst-type LOCAL",
                         comment);
                 if (w->fam == SE_IPV6)
-                        se_strbuf_puts(&w->nat_rules, " ! -d ::1/128");
+                        se_strbuf_puts(w->nat_rules, " ! -d ::1/128");
                 else if (!o->localhost_nodeports)
-                        se_strbuf_puts(&w->nat_rules, " ! -d 127.0.0.0/8");
-                se_strbuf_puts(&w->nat_rules, " -j KUBE-NODEPORTS\n");
+                        se_strbuf_puts(w->nat_rules, " ! -d 127.0.0.0/8");
+                se_strbuf_puts(w->nat_rules, " -j KUBE-NODEPORTS\n");
                 return;
         }
         /* the node IPs the CIDRs select (we know the node's addresses, not its
@@ -352,7 +551,7 @@ static void nodeports_jump(struct ipt *w)
                 char text[64];
                 se_ip_format(ip, text, sizeof(text));
                 se_strbuf_printf(
-                        &w->nat_rules,
+                        w->nat_rules,
                         "-A KUBE-SERVICES -m comment --comment %s -d %s -j KUBE-NODEPORTS\n",
                         comment, text);
         }
@@ -363,12 +562,40 @@ static void nodeports_jump(struct ipt *w)
                         for (unsigned k = 0; k < o->n_nodeport_cidrs; k++)
                                 if (se_cidr_contains(&o->nodeport_cidrs[k], &lo)) {
                                         se_strbuf_printf(
-                                                &w->nat_rules,
+                                                w->nat_rules,
                                                 "-A KUBE-SERVICES -m comment --comment %s -d 127.0.0.1 -j KUBE-NODEPORTS\n",
                                                 comment);
                                         break;
                                 }
         }
+}
+
+/* se_strbuf_grow within the buffer's cap (a reservation must not fail it) */
+static void reserve_out(struct se_strbuf *out, size_t n)
+{
+        if (n < out->max - out->len)
+                se_strbuf_grow(out, n);
+}
+
+/* Room for what the table will write, a little over (bytes per line of
+ * each kind), so the big buffers are allocated once: never copied while
+ * growing, and advised as huge pages before they are touched. */
+static void reserve(struct ipt *w, const struct se_proxy_table *t)
+{
+        size_t chains = 512, rules = 4096;
+        for (uint32_t i = 0; i < t->n_ports; i++) {
+                const struct se_proxy_svcport *sp = &t->ports[i];
+                size_t spn = strlen(sp->spn);
+                size_t per_ep = 320 + (w->large ? 0 : 3 * spn + 160);
+                size_t ips = 1 + sp->n_external_ips + sp->n_lb_vips + sp->n_source_ranges;
+                chains += 4 * 32 + (size_t)sp->n_eps * 32;
+                rules +=
+                        ips * (4 * spn + 400) + (size_t)sp->n_eps * per_ep * (sp->affinity ? 2 : 1);
+        }
+        se_strbuf_grow(&w->nat_chains, chains);
+        reserve_out(w->nat_rules, rules);
+        if (w->tracker)
+                proxy_tracker_reserve(w->tracker, chains + rules);
 }
 
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
@@ -381,13 +608,18 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                            struct se_proxy_tracker *tracker, struct se_strbuf *out)
 {
         struct ipt w = { .opt = opt, .fam = t->family, .tracker = tracker };
-        if (tracker)
+        if (tracker) {
                 proxy_tracker_begin(tracker);
+                proxy_tracker_chains_only(tracker);
+        }
         int r = 0;
         se_strbuf_init(&w.filter_chains, 0);
         se_strbuf_init(&w.filter_rules, 0);
         se_strbuf_init(&w.nat_chains, 0);
-        se_strbuf_init(&w.nat_rules, 0);
+        se_strbuf_init(&w.nat_rules_buf, 0);
+        struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
+        size_t base = out->len;
+        w.nat_rules = top ? &w.nat_rules_buf : out;
         proxy_mark_text(opt, w.mark);
         const struct se_cidr *cc = proxy_cluster_cidr(opt, t->family);
         if (cc) {
@@ -395,6 +627,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 w.detect = w.detect_buf;
         }
         w.large = t->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
+        reserve(&w, t);
 
         static const char *const filter_top[] = { "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
                                                   "KUBE-FORWARD", "KUBE-NODEPORTS",
@@ -406,14 +639,14 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         for (size_t i = 0; i < SE_ARRAY_SIZE(nat_top); i++)
                 chain(&w.nat_chains, nat_top[i], "");
 
-        se_strbuf_printf(&w.nat_rules, "-A KUBE-POSTROUTING -m mark ! --mark %s/%s -j RETURN\n",
+        se_strbuf_printf(w.nat_rules, "-A KUBE-POSTROUTING -m mark ! --mark %s/%s -j RETURN\n",
                          w.mark, w.mark);
-        se_strbuf_printf(&w.nat_rules, "-A KUBE-POSTROUTING -j MARK --xor-mark %s\n", w.mark);
+        se_strbuf_printf(w.nat_rules, "-A KUBE-POSTROUTING -j MARK --xor-mark %s\n", w.mark);
         se_strbuf_printf(
-                &w.nat_rules,
+                w.nat_rules,
                 "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE%s\n",
                 opt->random_fully ? " --random-fully" : "");
-        se_strbuf_printf(&w.nat_rules, "-A KUBE-MARK-MASQ -j MARK --or-mark %s\n", w.mark);
+        se_strbuf_printf(w.nat_rules, "-A KUBE-MARK-MASQ -j MARK --or-mark %s\n", w.mark);
 
         if (t->family == SE_IPV4 && opt->localhost_nodeports) {
                 chain(&w.filter_chains, "KUBE-FIREWALL", "");
@@ -426,7 +659,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto out;
 
-        if (tracker && (r = proxy_tracker_deletions(tracker, &w.nat_chains, &w.nat_rules)) < 0)
+        if (tracker && (r = proxy_tracker_deletions(tracker, &w.nat_chains, w.nat_rules)) < 0)
                 goto out;
         nodeports_jump(&w);
 
@@ -444,21 +677,40 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 &w.filter_rules,
                 "-A KUBE-FORWARD -m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n");
 
-        struct proxy_top *top = tracker ? proxy_tracker_top(tracker) : NULL;
         if (!top) {
-                se_strbuf_puts(out, "*filter\n");
-                se_strbuf_add(out, w.filter_chains.buf, w.filter_chains.len);
-                se_strbuf_add(out, w.filter_rules.buf, w.filter_rules.len);
-                se_strbuf_puts(out, "COMMIT\n*nat\n");
-                se_strbuf_add(out, w.nat_chains.buf, w.nat_chains.len);
-                se_strbuf_add(out, w.nat_rules.buf, w.nat_rules.len);
+                /* out holds the nat rules from base: put the rest in front */
+                size_t n_rules = out->len - base;
+                static const char head[] = "*filter\n", mid[] = "COMMIT\n*nat\n";
+                const struct {
+                        const char *data;
+                        size_t n;
+                } front[] = {
+                        { head, sizeof(head) - 1 },
+                        { w.filter_chains.buf, w.filter_chains.len },
+                        { w.filter_rules.buf, w.filter_rules.len },
+                        { mid, sizeof(mid) - 1 },
+                        { w.nat_chains.buf, w.nat_chains.len },
+                };
+                size_t n_front = 0;
+                for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++)
+                        n_front += front[i].n;
+                if (se_strbuf_grow(out, n_front + 8) == 0) {
+                        char *p = out->buf + base;
+                        memmove(p + n_front, p, n_rules);
+                        for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++) {
+                                memcpy(p, front[i].data, front[i].n);
+                                p += front[i].n;
+                        }
+                        out->len += n_front;
+                        out->buf[out->len] = 0;
+                }
                 se_strbuf_puts(out, "COMMIT\n");
         } else {
                 static const char *const ftop[] = { "KUBE-SERVICES",       "KUBE-EXTERNAL-SERVICES",
                                                     "KUBE-FORWARD",        "KUBE-NODEPORTS",
                                                     "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL" };
                 struct se_strbuf *bufs[2][2] = { { &w.filter_chains, &w.filter_rules },
-                                                 { &w.nat_chains, &w.nat_rules } };
+                                                 { &w.nat_chains, &w.nat_rules_buf } };
                 bool partial = !proxy_tracker_full(tracker);
                 for (int k = 0; k < 2 && r == 0; k++) {
                         size_t at = out->len;
@@ -479,12 +731,15 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         r = se_strbuf_failed(&w.filter_chains)        ?:
                     se_strbuf_failed(&w.filter_rules) ?:
                     se_strbuf_failed(&w.nat_chains)   ?:
-                    se_strbuf_failed(&w.nat_rules)    ?:
+                    se_strbuf_failed(w.nat_rules)     ?:
                                                         se_strbuf_failed(out);
 out:
         se_strbuf_release(&w.filter_chains);
         se_strbuf_release(&w.filter_rules);
         se_strbuf_release(&w.nat_chains);
-        se_strbuf_release(&w.nat_rules);
+        if (r < 0 && !top)
+                se_strbuf_truncate(out, base); /* no half-written rules */
+        se_strbuf_release(&w.nat_rules_buf);
+        free(w.ep_hash);
         return r;
 }

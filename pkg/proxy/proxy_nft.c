@@ -288,9 +288,14 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                          0;
         /* a partial sync rewriting this service: its maps the last sync
          * made are emptied first (a full sync does all of them) */
-        if (r == 0 && w->tracker && !proxy_tracker_full(w->tracker) && w->sets.len > sets_at)
-                flush_known(w, w->sets.buf + sets_at, w->sets.len - sets_at, NULL,
-                            proxy_tracker_prev(w->tracker, sp), &w->flushes);
+        if (r == 0 && w->tracker && !proxy_tracker_full(w->tracker) && w->sets.len > sets_at) {
+                struct se_strv had = SE_STRV_INIT;
+                r = proxy_tracker_prev(w->tracker, sp, &had);
+                if (r == 0)
+                        flush_known(w, w->sets.buf + sets_at, w->sets.len - sets_at, NULL, &had,
+                                    &w->flushes);
+                se_strv_release(&had);
+        }
 out:
         proxy_categories_release(&cat);
         return r;
@@ -519,14 +524,15 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
 {
         struct nft w = { .opt = opt, .v6 = t->family == SE_IPV6, .tracker = tracker };
         struct se_hashmap known = SE_HASHMAP_INIT;
-        struct se_strbuf gmaps, gchains;
+        struct se_strbuf gmaps, gchains, known_names;
         if (tracker)
                 proxy_tracker_begin(tracker);
         struct se_strbuf *bufs[] = { &w.service_ips,    &w.service_nodeports,
                                      &w.no_ep_services, &w.no_ep_nodeports,
                                      &w.firewall_ips,   &w.chains,
                                      &w.sets,           &gmaps,
-                                     &gchains,          &w.flushes };
+                                     &gchains,          &w.flushes,
+                                     &known_names };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_init(bufs[i], 0);
@@ -569,7 +575,7 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                  "add table %s " TABLE " { comment \"%s\"; }\nflush table %s " TABLE
                                  "\n",
                                  w.ip, COMMENT, w.ip);
-                if ((r = proxy_tracker_known(tracker, &known)) < 0)
+                if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
                 flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, out);
                 flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, out);

@@ -137,15 +137,35 @@ static int add_endpoint(struct se_arena *a, struct se_proxy_svcport *sp, const c
                         const struct se_proxy_options *opt)
 {
         struct se_proxy_endpoint *ep = &sp->eps[sp->n_eps];
-        char str[96];
-        if (strchr(ip, ':'))
-                snprintf(str, sizeof(str), "[%s]:%d", ip, port);
-        else
-                snprintf(str, sizeof(str), "%s:%d", ip, port);
-        ep->ip = ip;
-        ep->port = port;
-        if (!(ep->str = se_arena_strdup(a, str)))
+        /* "ip:port", "[ip]:port" for IPv6 (no printf: one per endpoint) */
+        size_t ip_len = strlen(ip);
+        bool v6 = memchr(ip, ':', ip_len) != NULL;
+        char port_text[12], *pe = port_text + sizeof(port_text);
+        uint32_t pv = port < 0 ? 0u - (uint32_t)port : (uint32_t)port;
+        do
+                *--pe = (char)('0' + pv % 10);
+        while ((pv /= 10) != 0);
+        if (port < 0)
+                *--pe = '-';
+        size_t port_len = (size_t)(port_text + sizeof(port_text) - pe);
+        /* one block: the ip (owned: the slice is the store's) then str */
+        char *own_ip = se_arena_alloc(a, ip_len + 1 + ip_len + port_len + (v6 ? 4 : 2));
+        if (!own_ip)
                 return -ENOMEM;
+        memcpy(own_ip, ip, ip_len + 1);
+        char *str = own_ip + ip_len + 1, *w = str;
+        if (v6)
+                *w++ = '[';
+        memcpy(w, ip, ip_len);
+        w += ip_len;
+        if (v6)
+                *w++ = ']';
+        *w++ = ':';
+        memcpy(w, pe, port_len);
+        w[port_len] = 0;
+        ep->ip = own_ip;
+        ep->port = port;
+        ep->str = str;
         ep->ready = ready;
         ep->serving = serving;
         ep->terminating = terminating;
@@ -257,9 +277,7 @@ static int computed_endpoints(struct se_arena *a, const struct se_store *store,
         /* the slices go away with the plan: copy what the endpoints borrow */
         for (uint32_t i = 0; r == 0 && i < sp->n_eps; i++) {
                 struct se_proxy_endpoint *ep = &sp->eps[i];
-                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
-                        r = -ENOMEM;
-                else if ((r = copy_strs(a, &ep->zone_hints)) == 0)
+                if ((r = copy_strs(a, &ep->zone_hints)) == 0)
                         r = copy_strs(a, &ep->node_hints);
         }
         se_slices_plan_release(&plan);
@@ -275,11 +293,24 @@ static int cmp_ep(const void *x, const void *y)
         return (int)b->ready - (int)a->ready; /* ready first among duplicates */
 }
 
+/* Whether v is in strictly increasing order: qsort would leave it as it is
+ * (the slices and the store usually give it so). */
+static bool strictly_sorted(const void *v, size_t n, size_t size,
+                            int (*cmp)(const void *, const void *))
+{
+        const char *p = v;
+        for (size_t i = 1; i < n; i++)
+                if (cmp(p + (i - 1) * size, p + i * size) >= 0)
+                        return false;
+        return true;
+}
+
 static void sort_unique(struct se_proxy_svcport *sp)
 {
         if (sp->n_eps < 2)
                 return;
-        qsort(sp->eps, sp->n_eps, sizeof(*sp->eps), cmp_ep);
+        if (!strictly_sorted(sp->eps, sp->n_eps, sizeof(*sp->eps), cmp_ep))
+                qsort(sp->eps, sp->n_eps, sizeof(*sp->eps), cmp_ep);
         uint32_t k = 1;
         for (uint32_t i = 1; i < sp->n_eps; i++)
                 if (strcmp(sp->eps[i].str, sp->eps[k - 1].str) != 0)
@@ -367,9 +398,7 @@ static int own_strings(struct se_arena *a, struct se_proxy_svcport *sp)
                         return -ENOMEM;
         for (uint32_t i = 0; i < sp->n_eps; i++) {
                 struct se_proxy_endpoint *ep = &sp->eps[i];
-                int r;
-                if (!(ep->ip = se_arena_strdup(a, ep->ip)))
-                        return -ENOMEM;
+                int r; /* ep->ip is the table's already (add_endpoint) */
                 if ((r = copy_strs(a, &ep->zone_hints)) < 0 ||
                     (r = copy_strs(a, &ep->node_hints)) < 0)
                         return r;
@@ -417,7 +446,7 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                         t->n_endpoints += sp->n_eps;
                 }
         }
-        if (t->n_ports > 1)
+        if (t->n_ports > 1 && !strictly_sorted(t->ports, t->n_ports, sizeof(*t->ports), cmp_port))
                 qsort(t->ports, t->n_ports, sizeof(*t->ports), cmp_port);
         *ret = t;
         return 0;

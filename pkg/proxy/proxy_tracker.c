@@ -1,27 +1,33 @@
-/* Change tracking for partial iptables syncs: per service port, a digest of
- * the nat chains it wrote and their names. A service whose digest did not
- * change since the last applied sync is left out of the next restore input;
- * chains no service writes any more are deleted. */
+/* Change tracking for partial iptables syncs: per service port, the text of
+ * the nat chains it wrote (kept, to compare with the next sync's). A service
+ * whose text did not change since the last applied sync is left out of the
+ * next restore input; chains no service writes any more are deleted. */
 #include <errno.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <svcenv/hash.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
 
 #include "proxy_internal.h"
 
+/* One service port's segment: its chain lines then its rules, at off in its
+ * state's text. Comparing the text itself is cheaper than digesting it (a
+ * full sync writes tens of MiB) and exact. */
 struct entry {
         char *key; /* "spn/proto", owned; the map's key points here */
-        uint8_t digest[SE_SHA256_LEN];
-        struct se_strv chains;
+        size_t off, n_chains, n_rules;
+        bool same; /* pending: equal to the current entry of the key */
+        bool rules_named; /* names are defined in the rules part too (nft) */
+        char *names; /* the seeded entry: names, each NUL-terminated */
+        size_t names_len;
 };
 
 struct state {
         struct se_hashmap map; /* key -> struct entry */
+        struct se_strbuf text; /* the segments, one after the other */
 };
 
 struct se_proxy_tracker {
@@ -30,15 +36,29 @@ struct se_proxy_tracker {
         bool full; /* the next (or current) sync is full */
         struct proxy_top top;
         bool last_partial;
+        /* the text buffer of an earlier state, reused by the next pending
+         * one: its pages are already there (a sync copies tens of MiB) */
+        struct se_strbuf spare;
+        bool chains_only; /* the sync being built defines names in chain parts only */
 };
 
 static void entry_free(struct entry *e)
 {
         if (!e)
                 return;
-        se_strv_release(&e->chains);
+        free(e->names);
         free(e->key);
         free(e);
+}
+
+/* The kept text is part of a restore input the caller built and capped:
+ * no cap of its own. */
+#define TEXT_MAX (SIZE_MAX / 2)
+
+static void state_init(struct state *st)
+{
+        memset(st, 0, sizeof(*st));
+        se_strbuf_init(&st->text, TEXT_MAX);
 }
 
 static void state_release(struct state *st)
@@ -48,13 +68,19 @@ static void state_release(struct state *st)
         for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);)
                 entry_free(v);
         se_hashmap_release(&st->map);
+        se_strbuf_release(&st->text);
+        state_init(st);
 }
 
 struct se_proxy_tracker *se_proxy_tracker_new(void)
 {
         struct se_proxy_tracker *tr = calloc(1, sizeof(*tr));
-        if (tr)
+        if (tr) {
                 tr->full = true;
+                state_init(&tr->current);
+                state_init(&tr->pending);
+                se_strbuf_init(&tr->spare, TEXT_MAX);
+        }
         return tr;
 }
 
@@ -63,6 +89,7 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
         if (tr) {
                 state_release(&tr->current);
                 state_release(&tr->pending);
+                se_strbuf_release(&tr->spare);
                 proxy_top_release(tr->top.cur);
                 proxy_top_release(tr->top.pend);
                 free(tr);
@@ -78,7 +105,6 @@ void se_proxy_tracker_force_full(struct se_proxy_tracker *tr)
 void se_proxy_tracker_reset(struct se_proxy_tracker *tr)
 {
         state_release(&tr->current);
-        memset(&tr->current, 0, sizeof(tr->current));
         proxy_top_release(tr->top.cur);
         tr->top.known = false;
         tr->full = true;
@@ -95,38 +121,92 @@ struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr)
         return tr->top.minimal ? &tr->top : NULL;
 }
 
+/* Releases st, keeping its text buffer as the spare when it is bigger. */
+static void state_retire(struct se_proxy_tracker *tr, struct state *st)
+{
+        if (st->text.alloc > tr->spare.alloc) {
+                struct se_strbuf t = tr->spare;
+                tr->spare = st->text;
+                st->text = t;
+        }
+        state_release(st);
+}
+
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
 {
-        state_release(&tr->pending);
-        memset(&tr->pending, 0, sizeof(tr->pending));
+        state_retire(tr, &tr->pending);
+        /* the spare becomes the new text buffer */
+        struct se_strbuf t = tr->pending.text;
+        tr->pending.text = tr->spare;
+        tr->spare = t;
+        se_strbuf_reset(&tr->pending.text);
+        tr->chains_only = false;
+        proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8);
+}
+
+void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
+{
+        tr->chains_only = true;
+}
+
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n)
+{
+        struct se_strbuf *t = &tr->pending.text;
+        if (n < t->max - t->len)
+                se_strbuf_grow(t, n);
 }
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
  * "NAME"; nft blocks ("\tchain NAME {", "\tset NAME {", "\tmap NAME {")
- * give "chain NAME", "set NAME" and "map NAME". */
-static int chain_names(const char *text, size_t len, struct se_strv *out)
+ * give "chain NAME", "set NAME" and "map NAME". Appended to out, each
+ * NUL-terminated. */
+static void chain_names(const char *text, size_t len, struct se_strbuf *out)
 {
         const char *p = text, *end = text + len;
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
                 size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-                char *c = NULL;
-                if (n > 1 && p[0] == ':')
-                        c = strndup(p + 1, strcspn(p + 1, " \n"));
-                else if (n > 7 && (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0 ||
-                                   strncmp(p, "\tmap ", 5) == 0)) {
+                if (n > 1 && p[0] == ':') {
+                        size_t k = 0;
+                        while (k < n - 1 && p[1 + k] != ' ')
+                                k++;
+                        se_strbuf_append(out, p + 1, k);
+                        se_strbuf_append(out, "", 1);
+                } else if (n > 7 && (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0 ||
+                                     strncmp(p, "\tmap ", 5) == 0)) {
                         const char *brace = memchr(p, '{', n);
                         size_t k = brace && brace > p + 2 ? (size_t)(brace - p) - 2 : n - 1;
-                        c = strndup(p + 1, k);
-                } else {
-                        p += n + 1;
-                        continue;
+                        se_strbuf_append(out, p + 1, strnlen(p + 1, k));
+                        se_strbuf_append(out, "", 1);
                 }
-                if (!c || se_strv_push_consume(out, c) < 0)
-                        return -ENOMEM;
                 p += n + 1;
         }
-        return 0;
+}
+
+/* The names entry e of st defines, appended to out. */
+static void entry_names(const struct state *st, const struct entry *e, struct se_strbuf *out)
+{
+        if (e->names) {
+                se_strbuf_append(out, e->names, e->names_len);
+                return;
+        }
+        const char *text = st->text.buf + e->off;
+        chain_names(text, e->n_chains, out);
+        if (e->rules_named)
+                chain_names(text + e->n_chains, e->n_rules, out);
+}
+
+#define names_foreach(c, sb) \
+ for (const char *c = (sb)->buf; c < (sb)->buf + (sb)->len; c += strlen(c) + 1)
+
+static bool names_has(const struct se_strbuf *names, const char *name)
+{
+        names_foreach(c, names)
+        {
+                if (strcmp(c, name) == 0)
+                        return true;
+        }
+        return false;
 }
 
 bool proxy_tracker_full(const struct se_proxy_tracker *tr)
@@ -140,31 +220,31 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
 {
         struct entry *e = calloc(1, sizeof(*e));
         size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
+        struct se_strbuf *text = &tr->pending.text;
         int r = -ENOMEM;
         if (!e || !(e->key = malloc(klen)))
                 goto fail;
         strcpy(e->key, sp->spn);
         strcat(e->key, "/");
         strcat(e->key, sp->proto);
-        /* digest of chain lines and rules together, separated */
-        size_t nc = chains->len - chains_at, nr = rules->len - rules_at;
-        char *joined = malloc(nc + nr + 1);
-        if (!joined)
-                goto fail;
-        memcpy(joined, chains->buf + chains_at, nc);
-        joined[nc] = 0;
-        memcpy(joined + nc + 1, rules->buf + rules_at, nr);
-        r = se_sha256(joined, nc + nr + 1, e->digest);
-        free(joined);
-        if (r < 0 || (r = chain_names(chains->buf + chains_at, nc, &e->chains)) < 0 ||
-            (r = chain_names(rules->buf + rules_at, nr, &e->chains)) < 0)
+        e->off = text->len;
+        e->rules_named = !tr->chains_only;
+        e->n_chains = chains->len - chains_at;
+        e->n_rules = rules->len - rules_at;
+        se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
+        se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
+        if ((r = se_strbuf_failed(text)) < 0)
                 goto fail;
         void *old = NULL;
         if ((r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0)
                 goto fail;
         entry_free(old); /* the same spn twice cannot happen; be safe */
         const struct entry *prev = se_hashmap_get(&tr->current.map, e->key);
-        if (!tr->full && prev && memcmp(prev->digest, e->digest, SE_SHA256_LEN) == 0) {
+        e->same = prev && !prev->names && prev->n_chains == e->n_chains &&
+                  prev->n_rules == e->n_rules &&
+                  memcmp(tr->current.text.buf + prev->off, text->buf + e->off,
+                         e->n_chains + e->n_rules) == 0;
+        if (!tr->full && e->same) {
                 se_strbuf_truncate(chains, chains_at);
                 se_strbuf_truncate(rules, rules_at);
         }
@@ -174,65 +254,101 @@ fail:
         return r < 0 ? r : -ENOMEM;
 }
 
-int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char *text, size_t len)
+/* Puts an entry holding just names under key into the pending state. */
+static int put_names(struct se_proxy_tracker *tr, const char *key, struct se_strbuf *names)
 {
         struct entry *e = calloc(1, sizeof(*e));
         void *old = NULL;
-        int r = -ENOMEM;
-        if (!e || !(e->key = strdup(key)) || (r = chain_names(text, len, &e->chains)) < 0 ||
-            (r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0) {
+        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(names) ||
+            !(e->names = se_strbuf_detach(names, &e->names_len)) ||
+            se_hashmap_put(&tr->pending.map, e->key, e, &old) < 0) {
+                se_strbuf_release(names);
                 entry_free(e);
-                return r < 0 ? r : -ENOMEM;
+                return -ENOMEM;
         }
         entry_free(old);
         return 0;
+}
+
+int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char *text, size_t len)
+{
+        struct se_strbuf names;
+        se_strbuf_init(&names, 0);
+        chain_names(text, len, &names);
+        return put_names(tr, key, &names);
 }
 
 int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
 {
         const struct entry *prev = se_hashmap_get(&tr->current.map, key);
-        struct entry *e = NULL;
-        void *old = NULL;
         if (!prev)
                 return 0;
-        if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(key)))
-                goto fail;
-        memcpy(e->digest, prev->digest, sizeof(e->digest));
-        se_strv_foreach(c, &prev->chains) {
-                if (se_strv_push(&e->chains, *c) < 0)
-                        goto fail;
-        }
-        if (se_hashmap_put(&tr->pending.map, e->key, e, &old) < 0)
-                goto fail;
-        entry_free(old);
-        return 0;
-fail:
-        entry_free(e);
-        return -ENOMEM;
+        struct se_strbuf names;
+        se_strbuf_init(&names, 0);
+        entry_names(&tr->current, prev, &names);
+        return put_names(tr, key, &names);
 }
 
-const struct se_strv *proxy_tracker_prev(const struct se_proxy_tracker *tr,
-                                         const struct se_proxy_svcport *sp)
+int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                       struct se_strv *ret)
 {
         size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
         char *key = malloc(klen);
         if (!key)
-                return NULL; /* nothing flushed: the apply fails, a full sync follows */
-        snprintf(key, klen, "%s/%s", sp->spn, sp->proto);
+                return -ENOMEM;
+        strcpy(key, sp->spn);
+        strcat(key, "/");
+        strcat(key, sp->proto);
         const struct entry *e = se_hashmap_get(&tr->current.map, key);
         free(key);
-        return e ? &e->chains : NULL;
+        if (!e)
+                return 0;
+        struct se_strbuf names;
+        se_strbuf_init(&names, 0);
+        entry_names(&tr->current, e, &names);
+        int r = se_strbuf_failed(&names);
+        names_foreach(c, &names)
+        {
+                if (r == 0)
+                        r = se_strv_push(ret, c);
+        }
+        se_strbuf_release(&names);
+        return r;
 }
 
-int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_hashmap *names)
+int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
+                        struct se_hashmap *names)
 {
         const char *k;
         void *v;
         for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);)
-                se_strv_foreach(c, &((struct entry *)v)->chains) {
-                        if (se_hashmap_put(names, *c, *c, NULL) < 0)
-                                return -ENOMEM;
-                }
+                entry_names(&tr->current, v, store);
+        if (se_strbuf_failed(store))
+                return se_strbuf_failed(store);
+        names_foreach(c, store)
+        {
+                if (se_hashmap_put(names, c, SE_UNCONST(char, c), NULL) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Every name the sync being built writes: the names into block, the set
+ * pointing into it. */
+static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
+                         struct se_hashmap *set)
+{
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
+                entry_names(&tr->pending, v, block);
+        if (se_strbuf_failed(block))
+                return se_strbuf_failed(block);
+        names_foreach(c, block)
+        {
+                if (se_hashmap_put(set, c, SE_UNCONST(char, c), NULL) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }
 
@@ -241,26 +357,53 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
         const char *k;
         void *v;
         struct se_hashmap now_chains = SE_HASHMAP_INIT; /* every name this sync writes */
+        struct se_strbuf all, was, is;
+        bool built = false;
         int r = 0;
-        for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
-                se_strv_foreach(c, &((struct entry *)v)->chains) {
-                        if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0)
-                                r = -ENOMEM;
-                }
+        se_strbuf_init(&all, 0);
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
         /* a name may be in several entries (the seeded "existing" one and a
          * service's): each is deleted once, or the restore fails */
-        for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);) {
+        for (size_t it = 0; r == 0 && se_hashmap_next(&tr->current.map, &it, &k, &v);) {
                 const struct entry *e = v;
-                se_strv_foreach(c, &e->chains) {
-                        if (se_hashmap_get(&now_chains, *c))
+                const struct entry *now = se_hashmap_get(&tr->pending.map, e->key);
+                if (now && now->same) /* same text, same names: all written again */
+                        continue;
+                se_strbuf_reset(&was);
+                se_strbuf_reset(&is);
+                entry_names(&tr->current, e, &was);
+                if (now)
+                        entry_names(&tr->pending, now, &is);
+                if ((r = se_strbuf_failed(&was) ?: se_strbuf_failed(&is)) < 0)
+                        break;
+                names_foreach(c, &was)
+                {
+                        if (names_has(&is, c))
                                 continue;
-                        if (se_hashmap_put(&now_chains, *c, *c, NULL) < 0 ||
-                            se_strv_push(gone, *c) < 0)
+                        if (!built) { /* only when some name may be gone */
+                                built = true;
+                                if ((r = pending_names(tr, &all, &now_chains)) < 0)
+                                        break;
+                        }
+                        if (se_hashmap_get(&now_chains, c))
+                                continue;
+                        /* c lives in was: gone keeps its own copy, the set
+                         * points at that one */
+                        if ((r = se_strv_push(gone, c)) < 0)
+                                break;
+                        if (se_hashmap_put(&now_chains, gone->v[gone->n - 1], SE_UNCONST(char, c),
+                                           NULL) < 0) {
                                 r = -ENOMEM;
+                                break;
+                        }
                 }
         }
         se_strv_sort(gone); /* deterministic output */
         se_hashmap_release(&now_chains);
+        se_strbuf_release(&all);
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
         return r;
 }
 
@@ -281,20 +424,20 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
 {
         bool partial = !tr->full;
         if (ok) {
-                state_release(&tr->current);
+                state_retire(tr, &tr->current);
                 tr->current = tr->pending;
+                state_init(&tr->pending);
                 tr->full = false;
                 proxy_top_release(tr->top.cur);
                 memcpy(tr->top.cur, tr->top.pend, sizeof(tr->top.cur));
                 memset(tr->top.pend, 0, sizeof(tr->top.pend));
                 tr->top.known = tr->top.minimal;
         } else {
-                state_release(&tr->pending);
+                state_retire(tr, &tr->pending);
                 tr->full = true;
                 proxy_top_release(tr->top.pend);
                 tr->top.known = false;
         }
-        memset(&tr->pending, 0, sizeof(tr->pending));
         tr->last_partial = partial;
         return partial;
 }
@@ -305,15 +448,17 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
          * is deleted by the next sync */
         static const char key[] = "\001existing";
         struct entry *e = calloc(1, sizeof(*e));
-        if (!e || !(e->key = strdup(key))) {
+        struct se_strbuf names;
+        se_strbuf_init(&names, 0);
+        se_strv_foreach(c, chains) {
+                se_strbuf_puts(&names, *c);
+                se_strbuf_append(&names, "", 1);
+        }
+        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(&names) ||
+            !(e->names = se_strbuf_detach(&names, &e->names_len))) {
+                se_strbuf_release(&names);
                 entry_free(e);
                 return -ENOMEM;
-        }
-        se_strv_foreach(c, chains) {
-                if (se_strv_push(&e->chains, *c) < 0) {
-                        entry_free(e);
-                        return -ENOMEM;
-                }
         }
         void *old = NULL;
         if (se_hashmap_put(&tr->current.map, e->key, e, &old) < 0) {

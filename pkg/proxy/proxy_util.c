@@ -11,27 +11,34 @@
 
 #include "proxy_internal.h"
 
+/* base32 of the first 10 digest bytes: the 16 characters kept */
+static void base32_16(const uint8_t d[10], char out[17])
+{
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        for (int half = 0; half < 2; half++) {
+                const uint8_t *b = d + 5 * half;
+                uint64_t bits = ((uint64_t)b[0] << 32) | ((uint64_t)b[1] << 24) |
+                                ((uint64_t)b[2] << 16) | ((uint64_t)b[3] << 8) | b[4];
+                for (int k = 0; k < 8; k++)
+                        out[8 * half + k] = alphabet[(bits >> (35 - 5 * k)) & 31];
+        }
+        out[16] = 0;
+}
+
 int se_proxy_chain_hash(const char *spn, const char *proto, const char *endpoint, char out[17])
 {
-        _cleanup_strbuf_ struct se_strbuf sb;
         uint8_t digest[SE_SHA256_LEN];
-        char b32[64];
-        se_strbuf_init(&sb, 4096);
-        se_strbuf_puts(&sb, spn);
-        se_strbuf_puts(&sb, proto);
-        if (endpoint)
-                se_strbuf_puts(&sb, endpoint);
-        if (se_strbuf_failed(&sb))
-                return se_strbuf_failed(&sb);
-        int r = se_sha256(sb.buf, sb.len, digest);
+        const struct se_sha256_part parts[] = { { spn, strlen(spn) },
+                                                { proto, strlen(proto) },
+                                                { endpoint, endpoint ? strlen(endpoint) : 0 } };
+        int r = se_sha256_parts(parts, endpoint ? 3 : 2, digest);
         if (r < 0)
                 return r;
-        se_base32_encode(digest, sizeof(digest), b32, sizeof(b32));
-        memcpy(out, b32, 16);
-        out[16] = 0;
+        base32_16(digest, out);
         return 0;
 }
 
+/* "%0.10f" of 1/n: Go's and C's formatting agree (correctly rounded) */
 void se_proxy_probability(unsigned n, char out[16])
 {
         snprintf(out, 16, "%0.10f", 1.0 / (double)(n ? n : 1));

@@ -86,6 +86,41 @@ static void test_strbuf__allocation_failure(void **state)
         se_strbuf_release(&sb);
 }
 
+static void test_strbuf__numbers_and_inline_append(void **state)
+{
+        (void)state;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_strbuf_add_uint(&sb, 0), 0);
+        se_strbuf_lit(&sb, " ");
+        se_strbuf_add_uint(&sb, 18446744073709551615ULL);
+        se_strbuf_lit(&sb, " ");
+        se_strbuf_add_int(&sb, -9223372036854775807LL - 1);
+        se_strbuf_lit(&sb, " ");
+        se_strbuf_add_int(&sb, 10800);
+        assert_string_equal(sb.buf, "0 18446744073709551615 -9223372036854775808 10800");
+        assert_int_equal(sb.len, strlen(sb.buf));
+        se_strbuf_release(&sb);
+
+        /* the inline path keeps the cap and the sticky error */
+        se_strbuf_init(&sb, 8);
+        assert_int_equal(se_strbuf_grow(&sb, 4), 0); /* room past the cap */
+        assert_int_equal(se_strbuf_append(&sb, "1234567", 7), 0);
+        assert_int_equal(se_strbuf_append(&sb, "89", 2), -E2BIG);
+        assert_int_equal(se_strbuf_append(&sb, "", 0), -E2BIG);
+        assert_string_equal(sb.buf, "1234567");
+        se_strbuf_release(&sb);
+
+        /* a big buffer (advised as huge pages) holds what was written */
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_strbuf_grow(&sb, (size_t)12 << 20), 0);
+        for (int i = 0; i < 100000; i++)
+                se_strbuf_add_int(&sb, i % 10);
+        assert_int_equal(sb.len, 100000);
+        assert_int_equal(sb.buf[99999], '9');
+        se_strbuf_release(&sb);
+}
+
 static void test_strv__push_sort_split(void **state)
 {
         (void)state;
@@ -218,6 +253,17 @@ static void test_parse__ips_and_cidrs(void **state)
         assert_string_equal(buf, "10.1.2.3");
         assert_int_equal(se_parse_ip("010.0.0.1", &ip), -EINVAL);
         assert_int_equal(se_parse_ip("10.0.0", &ip), -EINVAL);
+        /* what inet_pton takes as dotted quad, no more */
+        static const char *const bad4[] = { "256.0.0.1",  "1.2.3.4.", "1.2.3.4.5", "1..2.3",
+                                            "1.2.3.0004", " 1.2.3.4", "1.2.3.4 ",  "+1.2.3.4",
+                                            "1.2.3.00",   "1.2.3.-4", ".1.2.3",    "1.2.3.4x" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(bad4); i++)
+                assert_int_equal(se_parse_ip(bad4[i], &ip), -EINVAL);
+        assert_int_equal(se_parse_ip("0.0.0.0", &ip), 0);
+        assert_int_equal(se_parse_ip("255.255.255.255", &ip), 0);
+        assert_int_equal(ip.addr[3], 255);
+        assert_int_equal(se_parse_ip("10.0.100.9", &ip), 0);
+        assert_memory_equal(ip.addr, "\x0a\x00\x64\x09", 4);
         assert_int_equal(se_parse_ip("fe80::1%eth0", &ip), -EINVAL);
         assert_int_equal(se_parse_ip("", &ip), -EINVAL);
         assert_int_equal(se_ip_family_of("None"), SE_IP_NONE);
@@ -247,6 +293,11 @@ static void test_hash__sha256_base32_chain_name(void **state)
         assert_int_equal(se_sha256(in, strlen(in), digest), 0);
         assert_int_equal(se_base32_encode(digest, sizeof(digest), b32, sizeof(b32)), 56);
         assert_memory_equal(b32, "XPGD46QRK7WJZT7O", 16);
+        /* the same digest from parts */
+        uint8_t parts_digest[SE_SHA256_LEN];
+        const struct se_sha256_part parts[] = { { "ns1/svc1", 8 }, { "", 0 }, { ":p80tcp", 7 } };
+        assert_int_equal(se_sha256_parts(parts, 3, parts_digest), 0);
+        assert_memory_equal(parts_digest, digest, SE_SHA256_LEN);
         assert_int_equal(se_base32_encode("foobar", 6, b32, sizeof(b32)), 16);
         assert_string_equal(b32, "MZXW6YTBOI======");
         se_base32_encode("f", 1, b32, sizeof(b32));
@@ -384,6 +435,7 @@ int main(void)
                 cmocka_unit_test(test_strbuf__cap_is_sticky),
                 cmocka_unit_test(test_strbuf__long_printf),
                 cmocka_unit_test(test_strbuf__allocation_failure),
+                cmocka_unit_test(test_strbuf__numbers_and_inline_append),
                 cmocka_unit_test(test_strv__push_sort_split),
                 cmocka_unit_test(test_hashmap__put_get_remove_many),
                 cmocka_unit_test(test_parse__numbers),

@@ -255,6 +255,22 @@ static void test_proxy__chain_names(void **state)
         assert_string_equal(h, "SXIVWICOYRO3J4NJ");
         assert_int_equal(se_proxy_chain_hash("kube-system/kube-dns:dns", "udp", NULL, h), 0);
         assert_string_equal(h, "TCOU7JCQXEZGVUNU");
+        /* input longer than the stack buffer (here 4 x a 143-byte spn) */
+        char spn[4 * 143 + 1] = "";
+        for (int i = 0; i < 4; i++) {
+                char part[144];
+                memset(part, 0, sizeof(part));
+                memcpy(part, "ns-", 3);
+                memset(part + 3, 'a', 60);
+                part[63] = '/';
+                memset(part + 64, 's', 63);
+                part[127] = ':';
+                memset(part + 128, 'p', 15);
+                strcat(spn, part);
+        }
+        assert_int_equal(se_proxy_chain_hash(spn, "tcp", "[fd00::1234:5678:9abc:def0]:65535", h),
+                         0);
+        assert_string_equal(h, "6HQPM4IPC4CNFWSA");
 }
 
 /* TestComputeProbability */
