@@ -172,8 +172,9 @@ static void chain_names(const char *text, size_t len, struct se_strbuf *out)
                                 k++;
                         se_strbuf_append(out, p + 1, k);
                         se_strbuf_append(out, "", 1);
-                } else if (n > 7 && (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0 ||
-                                     strncmp(p, "\tmap ", 5) == 0)) {
+                } else if (n > 7 &&
+                           (strncmp(p, "\tchain ", 7) == 0 || strncmp(p, "\tset ", 5) == 0 ||
+                            strncmp(p, "\tmap ", 5) == 0)) {
                         const char *brace = memchr(p, '{', n);
                         size_t k = brace && brace > p + 2 ? (size_t)(brace - p) - 2 : n - 1;
                         se_strbuf_append(out, p + 1, strnlen(p + 1, k));
