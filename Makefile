@@ -125,7 +125,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/test/bench/%.o $(LIB)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
-unit: deps $(BINS) $(TEST_BINS) $(FUZZ_REPLAY) $(INTEG_BINS)
+unit: deps $(BINS) $(TEST_BINS) $(FUZZ_REPLAY) $(INTEG_BINS) $(BENCH_BINS)
 
 # The test command of the README: unit tests, corpus replay, golden and CLI tests,
 # integration tests. Ends with one line `N passed, N failed`.

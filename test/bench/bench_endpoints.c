@@ -92,9 +92,9 @@ static void fill(struct se_store *st, size_t *ret_pods)
                         p->pod_ips.n = 1;
                         p->pod_ip = p->pod_ips.v[0];
                         p->conditions = se_arena_alloc(&po->arena, sizeof(*p->conditions));
-                        p->conditions[0] =
-                                (struct se_pod_condition){ "Ready",
-                                                           pod % 20 == 0 ? "False" : "True" };
+                        p->conditions[0] = (struct se_pod_condition){
+                                .type = "Ready", .status = pod % 20 == 0 ? "False" : "True"
+                        };
                         p->n_conditions = 1;
                         if (pod % 50 == 1)
                                 po->meta.deletion_timestamp = "2026-11-30T08:00:00Z";
