@@ -52,7 +52,10 @@ struct nft {
         char detect_buf[80];
         /* map and set elements, filled per service, written at the end */
         struct se_strbuf service_ips, service_nodeports, no_ep_services, no_ep_nodeports,
-                firewall_ips, chains, sets;
+                firewall_ips, sets;
+        /* the service chains: chains_buf, or on full syncs out itself (the
+         * rest is put in front of them at the end) */
+        struct se_strbuf chains_buf, *chains;
         struct se_strbuf flushes; /* partial syncs: changed services' maps to empty */
         struct se_proxy_tracker *tracker; /* NULL: always the whole table */
         /* the service being written: its name base, its endpoints' names */
@@ -230,7 +233,7 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                              const struct se_proxy_endpoint *const *eps, uint32_t n,
                              bool internal_masq)
 {
-        struct se_strbuf *c = &w->chains, *s = &w->sets;
+        struct se_strbuf *c = w->chains, *s = &w->sets;
         int r = 0;
         se_strbuf_lit(c, "\tchain ");
         put_name(c, chain_name);
@@ -287,7 +290,7 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
 static int endpoint_chain(struct nft *w, const struct se_proxy_svcport *sp,
                           const struct se_proxy_endpoint *ep)
 {
-        struct se_strbuf *c = &w->chains, *s = &w->sets;
+        struct se_strbuf *c = w->chains, *s = &w->sets;
         int r = 0;
         const struct nft_name *en = ep_name(w, sp, ep, &r);
         if (!en)
@@ -354,7 +357,7 @@ static int ep_names_reserve(struct nft *w, const struct se_proxy_svcport *sp)
 /* Firewall chain and its source-range set. */
 static void firewall(struct nft *w, const struct se_proxy_svcport *sp, const struct nft_name *fw)
 {
-        struct se_strbuf *c = &w->chains, *s = &w->sets;
+        struct se_strbuf *c = w->chains, *s = &w->sets;
         se_strbuf_lit(c, "\tchain ");
         put_name(c, fw);
         se_strbuf_lit(c, " {\n\t\t");
@@ -408,7 +411,7 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         if (r < 0 || (r = ep_names_reserve(w, sp)) < 0 ||
             (r = proxy_categorize(sp, w->opt, &cat)) < 0)
                 return r;
-        size_t chains_at = w->chains.len, sets_at = w->sets.len;
+        size_t chains_at = w->chains->len, sets_at = w->sets.len;
         prefixed(&svc, "service-", &h);
         prefixed(&loc, "local-", &h);
         prefixed(&ext, "external-", &h);
@@ -483,7 +486,7 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                 }
         }
 
-        struct se_strbuf *c = &w->chains;
+        struct se_strbuf *c = w->chains;
         if (uses_ext) {
                 se_strbuf_lit(c, "\tchain ");
                 put_name(c, &ext);
@@ -525,7 +528,7 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         for (uint32_t i = 0; i < cat.n_reachable; i++)
                 if ((r = endpoint_chain(w, sp, cat.reachable[i])) < 0)
                         goto out;
-        r = w->tracker ? proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, &w->chains,
+        r = w->tracker ? proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, w->chains,
                                                chains_at) :
                          0;
         /* a partial sync rewriting this service: its maps the last sync
@@ -546,10 +549,17 @@ out:
 static void vmap(struct se_strbuf *out, const char *name, const char *type,
                  const struct se_strbuf *elems)
 {
-        se_strbuf_printf(out, "\tmap %s {\n\t\ttype %s : verdict\n", name, type);
-        if (elems->len)
-                se_strbuf_printf(out, "\t\telements = {\n%s\n\t\t}\n", elems->buf);
-        se_strbuf_puts(out, "\t}\n");
+        se_strbuf_lit(out, "\tmap ");
+        put(out, name);
+        se_strbuf_lit(out, " {\n\t\ttype ");
+        put(out, type);
+        se_strbuf_lit(out, " : verdict\n");
+        if (elems->len) {
+                se_strbuf_lit(out, "\t\telements = {\n");
+                se_strbuf_append(out, elems->buf, elems->len);
+                se_strbuf_lit(out, "\n\t\t}\n");
+        }
+        se_strbuf_lit(out, "\t}\n");
 }
 
 static void nodeport_match(struct nft *w, struct se_strbuf *out)
@@ -622,7 +632,7 @@ static int delete_gone(struct nft *w, struct se_strbuf *out)
  * endpoints keep their entries. */
 static int partial(struct nft *w, const char *key, struct se_strbuf *out)
 {
-        const char *p = w->chains.buf, *end = w->chains.buf + w->chains.len;
+        const char *p = w->chains->buf, *end = w->chains->buf + w->chains->len;
         static const char *const maps[] = { "service-ips", "service-nodeports",
                                             "no-endpoint-services", "no-endpoint-nodeports",
                                             "firewall-ips" };
@@ -659,7 +669,7 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
-        bool block = w->sets.len || w->chains.len;
+        bool block = w->sets.len || w->chains->len;
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 block |= !edited[i];
         /* an empty block still costs nft a read of the whole ruleset */
@@ -669,7 +679,7 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
                 if (!edited[i])
                         vmap(out, maps[i], types[i], elems[i]);
         se_strbuf_add(out, w->sets.buf, w->sets.len);
-        se_strbuf_add(out, w->chains.buf, w->chains.len);
+        se_strbuf_add(out, w->chains->buf, w->chains->len);
         if (block)
                 se_strbuf_puts(out, "}\n");
         se_strbuf_add(out, del.buf, del.len);
@@ -755,6 +765,50 @@ static void globals(struct nft *w, const char *key, struct se_strbuf *maps,
         se_strbuf_puts(out, "\tchain reject-chain {\n\t\treject\n\t}\n");
 }
 
+/* se_strbuf_grow within the buffer's cap (a reservation must not fail it) */
+static void reserve_out(struct se_strbuf *out, size_t n)
+{
+        if (n < out->max - out->len)
+                se_strbuf_grow(out, n);
+}
+
+/* Room for what the table will write, a little over, so the big buffers
+ * are allocated once (never copied while growing, advised as huge pages
+ * before they are touched). */
+static void reserve(struct nft *w, const struct se_proxy_table *t)
+{
+        size_t ips = 0, nodeports = 0, fw = 0, sets = 0, chains = 0;
+        for (uint32_t i = 0; i < t->n_ports; i++) {
+                const struct se_proxy_svcport *sp = &t->ports[i];
+                /* a chain name ("HASH8-ns/name/proto/port") and an
+                 * endpoint's (its base + "__IP/PORT"), with prefixes */
+                size_t hn = 32 + strlen(sp->ns) + strlen(sp->name) + strlen(sp->port_name);
+                size_t en = hn + 64;
+                size_t n_ips = 1 + sp->n_external_ips + sp->n_lb_vips;
+                size_t eps = sp->n_eps;
+                ips += n_ips * (hn + 96);
+                nodeports += sp->node_port ? hn + 48 : 0;
+                fw += sp->n_lb_vips * (hn + 96);
+                sets += 2 * (hn + 96) + eps * 2 * (en + 32) +
+                        (sp->affinity ? eps * (en + 96) : 0) +
+                        (sp->n_source_ranges ? hn + 128 + (sp->n_source_ranges + sp->n_lb_vips) * 48 : 0);
+                chains += 10 * hn + 640 + eps * (2 * en + 192) +
+                          (sp->affinity ? eps * (4 * en + 128) : 0);
+        }
+        se_strbuf_grow(&w->service_ips, ips);
+        se_strbuf_grow(&w->no_ep_services, ips);
+        se_strbuf_grow(&w->service_nodeports, nodeports);
+        se_strbuf_grow(&w->no_ep_nodeports, nodeports);
+        se_strbuf_grow(&w->firewall_ips, fw);
+        se_strbuf_grow(&w->sets, sets);
+        if (w->chains == &w->chains_buf)
+                se_strbuf_grow(w->chains, chains);
+        else /* out: everything goes there */
+                reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
+        if (w->tracker)
+                proxy_tracker_reserve(w->tracker, sets + chains);
+}
+
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out)
 {
@@ -766,15 +820,15 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
 {
         struct nft w = { .opt = opt, .v6 = t->family == SE_IPV6, .tracker = tracker };
         struct se_hashmap known = SE_HASHMAP_INIT;
-        struct se_strbuf gmaps, gchains, known_names;
+        struct se_strbuf gmaps, gchains, known_names, head;
         if (tracker)
                 proxy_tracker_begin(tracker);
         struct se_strbuf *bufs[] = { &w.service_ips,    &w.service_nodeports,
                                      &w.no_ep_services, &w.no_ep_nodeports,
-                                     &w.firewall_ips,   &w.chains,
+                                     &w.firewall_ips,   &w.chains_buf,
                                      &w.sets,           &gmaps,
                                      &gchains,          &w.flushes,
-                                     &known_names };
+                                     &known_names,      &head };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_init(bufs[i], 0);
@@ -786,12 +840,17 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                 proxy_cidr_text(cc, w.detect_buf, sizeof(w.detect_buf));
                 w.detect = w.detect_buf;
         }
+        /* a full sync writes the service chains straight into out */
+        size_t base = out->len;
+        bool direct = !tracker || proxy_tracker_full(tracker);
+        w.chains = direct ? out : &w.chains_buf;
+        reserve(&w, t);
         for (uint32_t i = 0; i < t->n_ports; i++)
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto done;
         char key[64];
         snprintf(key, sizeof(key), "%s . inet_proto . inet_service", w.addr_type);
-        if (tracker && !proxy_tracker_full(tracker)) {
+        if (!direct) {
                 r = proxy_tracker_keep(tracker, GLOBAL_MAPS)           ?:
                             proxy_tracker_keep(tracker, GLOBAL_CHAINS) ?:
                                                                          partial(&w, key, out);
@@ -804,6 +863,8 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         }
         if (r < 0)
                 goto done;
+        se_strbuf_grow(&gmaps, w.service_ips.len + w.service_nodeports.len + w.no_ep_services.len +
+                                       w.no_ep_nodeports.len + w.firewall_ips.len + 4096);
         globals(&w, key, &gmaps, &gchains);
         if (tracker) {
                 /* the table stays, so affinity sets keep their entries: its
@@ -813,24 +874,36 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                     (r = proxy_tracker_names(tracker, GLOBAL_CHAINS, gchains.buf, gchains.len)) < 0)
                         goto done;
                 /* (a table's comment is set only when it is made) */
-                se_strbuf_printf(out,
+                se_strbuf_printf(&head,
                                  "add table %s " TABLE " { comment \"%s\"; }\nflush table %s " TABLE
                                  "\n",
                                  w.ip, COMMENT, w.ip);
                 if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
-                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, out);
-                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, out);
+                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
+                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
         } else {
-                se_strbuf_printf(out, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
-                                 w.ip);
+                se_strbuf_printf(&head, "add table %s " TABLE "\ndelete table %s " TABLE "\n",
+                                 w.ip, w.ip);
         }
-        se_strbuf_printf(out, "table %s " TABLE " {\n\tcomment \"%s\"\n", w.ip, COMMENT);
-        se_strbuf_add(out, gmaps.buf, gmaps.len);
-        se_strbuf_add(out, w.sets.buf, w.sets.len);
-        se_strbuf_add(out, gchains.buf, gchains.len);
-        se_strbuf_add(out, w.chains.buf, w.chains.len);
-        se_strbuf_puts(out, "}\n");
+        se_strbuf_printf(&head, "table %s " TABLE " {\n\tcomment \"%s\"\n", w.ip, COMMENT);
+        /* out holds the service chains from base: the rest goes in front */
+        const struct se_strbuf *front[] = { &head, &gmaps, &w.sets, &gchains };
+        size_t n_front = 0, n_chains = out->len - base;
+        for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++)
+                n_front += front[i]->len;
+        if ((r = se_strbuf_failed(&head)) < 0 || (r = se_strbuf_failed(out)) < 0 ||
+            (r = se_strbuf_grow(out, n_front + 2)) < 0)
+                goto done;
+        char *p = out->buf + base;
+        memmove(p + n_front, p, n_chains);
+        for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++) {
+                memcpy(p, front[i]->buf, front[i]->len);
+                p += front[i]->len;
+        }
+        out->len += n_front;
+        out->buf[out->len] = 0;
+        se_strbuf_lit(out, "}\n");
         if (tracker)
                 r = delete_gone(&w, out);
 check:
@@ -839,6 +912,8 @@ check:
         if (!r)
                 r = se_strbuf_failed(out);
 done:
+        if (r < 0 && w.chains == out)
+                se_strbuf_truncate(out, base); /* no half-written ruleset */
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_release(bufs[i]);
         se_hashmap_release(&known);
