@@ -528,9 +528,9 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         for (uint32_t i = 0; i < cat.n_reachable; i++)
                 if ((r = endpoint_chain(w, sp, cat.reachable[i])) < 0)
                         goto out;
-        r = w->tracker ? proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, w->chains,
-                                               chains_at) :
-                         0;
+        r = w->tracker ?
+                    proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, w->chains, chains_at) :
+                    0;
         /* a partial sync rewriting this service: its maps the last sync
          * made are emptied first (a full sync does all of them) */
         if (r == 0 && w->tracker && !proxy_tracker_full(w->tracker) && w->sets.len > sets_at) {
@@ -789,9 +789,10 @@ static void reserve(struct nft *w, const struct se_proxy_table *t)
                 ips += n_ips * (hn + 96);
                 nodeports += sp->node_port ? hn + 48 : 0;
                 fw += sp->n_lb_vips * (hn + 96);
-                sets += 2 * (hn + 96) + eps * 2 * (en + 32) +
-                        (sp->affinity ? eps * (en + 96) : 0) +
-                        (sp->n_source_ranges ? hn + 128 + (sp->n_source_ranges + sp->n_lb_vips) * 48 : 0);
+                sets += 2 * (hn + 96) + eps * 2 * (en + 32) + (sp->affinity ? eps * (en + 96) : 0) +
+                        (sp->n_source_ranges ?
+                                 hn + 128 + (sp->n_source_ranges + sp->n_lb_vips) * 48 :
+                                 0);
                 chains += 10 * hn + 640 + eps * (2 * en + 192) +
                           (sp->affinity ? eps * (4 * en + 128) : 0);
         }
@@ -823,12 +824,11 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         struct se_strbuf gmaps, gchains, known_names, head;
         if (tracker)
                 proxy_tracker_begin(tracker);
-        struct se_strbuf *bufs[] = { &w.service_ips,    &w.service_nodeports,
-                                     &w.no_ep_services, &w.no_ep_nodeports,
-                                     &w.firewall_ips,   &w.chains_buf,
-                                     &w.sets,           &gmaps,
-                                     &gchains,          &w.flushes,
-                                     &known_names,      &head };
+        struct se_strbuf *bufs[] = {
+                &w.service_ips,  &w.service_nodeports, &w.no_ep_services, &w.no_ep_nodeports,
+                &w.firewall_ips, &w.chains_buf,        &w.sets,           &gmaps,
+                &gchains,        &w.flushes,           &known_names,      &head
+        };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_init(bufs[i], 0);
@@ -883,8 +883,8 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                 flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
                 flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
         } else {
-                se_strbuf_printf(&head, "add table %s " TABLE "\ndelete table %s " TABLE "\n",
-                                 w.ip, w.ip);
+                se_strbuf_printf(&head, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
+                                 w.ip);
         }
         se_strbuf_printf(&head, "table %s " TABLE " {\n\tcomment \"%s\"\n", w.ip, COMMENT);
         /* out holds the service chains from base: the rest goes in front */
