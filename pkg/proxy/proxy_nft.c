@@ -395,7 +395,7 @@ static void firewall(struct nft *w, const struct se_proxy_svcport *sp, const str
 static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
 {
         struct proxy_categories cat;
-        struct nft_name h, svc, loc, ext, fw;
+        struct nft_name h = { .n = 0 }, svc, loc, ext, fw;
         size_t pos = 0;
         /* the base "ns/name/proto/port_name", kept for the endpoints' */
         base_add(&w->base, &pos, sp->ns, strlen(sp->ns));
