@@ -774,38 +774,41 @@ static void reserve_out(struct se_strbuf *out, size_t n)
 
 /* Room for what the table will write, a little over, so the big buffers
  * are allocated once (never copied while growing, advised as huge pages
- * before they are touched). */
+ * before they are touched). Partial syncs keep little of the services'
+ * text (the tracker reserved its own from the last sync's). */
 static void reserve(struct nft *w, const struct se_proxy_table *t)
 {
         size_t ips = 0, nodeports = 0, fw = 0, sets = 0, chains = 0;
+        size_t ipl = w->v6 ? 40 : 16; /* the longest IP text, and a space */
         for (uint32_t i = 0; i < t->n_ports; i++) {
                 const struct se_proxy_svcport *sp = &t->ports[i];
                 /* a chain name ("HASH8-ns/name/proto/port") and an
-                 * endpoint's (its base + "__IP/PORT"), with prefixes */
-                size_t hn = 32 + strlen(sp->ns) + strlen(sp->name) + strlen(sp->port_name);
-                size_t en = hn + 64;
+                 * endpoint's (its base + "__IP/PORT") */
+                size_t hn = 16 + strlen(sp->ns) + strlen(sp->name) + strlen(sp->port_name);
+                size_t en = hn + ipl + 8;
                 size_t n_ips = 1 + sp->n_external_ips + sp->n_lb_vips;
-                size_t eps = sp->n_eps;
-                ips += n_ips * (hn + 96);
+                size_t eps = sp->n_eps, maps = 1 + (sp->internal_local || sp->external_local);
+                size_t aff = sp->affinity ? eps : 0;
+                ips += n_ips * (ipl + hn + 48);
                 nodeports += sp->node_port ? hn + 48 : 0;
-                fw += sp->n_lb_vips * (hn + 96);
-                sets += 2 * (hn + 96) + eps * 2 * (en + 32) + (sp->affinity ? eps * (en + 96) : 0) +
+                fw += sp->n_lb_vips * (ipl + hn + 48);
+                sets += maps * (hn + 96 + eps * (en + 24)) + aff * (en + 96) +
                         (sp->n_source_ranges ?
                                  hn + 128 + (sp->n_source_ranges + sp->n_lb_vips) * 48 :
                                  0);
-                chains += 10 * hn + 640 + eps * (2 * en + 192) +
-                          (sp->affinity ? eps * (4 * en + 128) : 0);
+                chains += 4 * hn + 400 + maps * (2 * hn + 2 * ipl + 200) +
+                          eps * (en + 2 * ipl + 112) + aff * (maps * (2 * en + 64) + en + 48);
         }
         se_strbuf_grow(&w->service_ips, ips);
         se_strbuf_grow(&w->no_ep_services, ips);
         se_strbuf_grow(&w->service_nodeports, nodeports);
         se_strbuf_grow(&w->no_ep_nodeports, nodeports);
         se_strbuf_grow(&w->firewall_ips, fw);
-        se_strbuf_grow(&w->sets, sets);
         if (w->chains == &w->chains_buf)
-                se_strbuf_grow(w->chains, chains);
-        else /* out: everything goes there */
-                reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
+                return;
+        se_strbuf_grow(&w->sets, sets);
+        /* out: everything goes there */
+        reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
         if (w->tracker)
                 proxy_tracker_reserve(w->tracker, sets + chains);
 }
