@@ -143,10 +143,9 @@ static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcpo
         struct nft_name *nm = &w->ep_names[i];
         if (w->ep_done[i])
                 return nm;
-        size_t pos = 0, n = strlen(ep->ip);
+        size_t pos = w->base_n, n = strlen(ep->ip);
         char digits[16];
-        memcpy(nm->s + 9, w->base.s + 9, w->base_n);
-        pos = w->base_n;
+        memcpy(nm->s + 9, w->base.s + 9, pos);
         base_add(nm, &pos, "__", 2);
         if (n > 63)
                 n = 63;
