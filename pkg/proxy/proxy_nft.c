@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <svcenv/hash.h>
@@ -31,6 +32,16 @@
 /* the per-chain endpoint maps: the key is what `numgen random mod N` gives */
 #define DISPATCH_TYPE "typeof numgen random mod 1 : verdict"
 
+/* room for "HASH8-" + a base of at most BASE_MAX characters */
+#define BASE_MAX  299 /* the bases were once snprintf'd into 300 bytes */
+#define NAME_SIZE 320
+
+/* one chain/map name: text and length */
+struct nft_name {
+        char s[NAME_SIZE];
+        size_t n;
+};
+
 struct nft {
         const struct se_proxy_options *opt;
         bool v6;
@@ -41,53 +52,132 @@ struct nft {
         char detect_buf[80];
         /* map and set elements, filled per service, written at the end */
         struct se_strbuf service_ips, service_nodeports, no_ep_services, no_ep_nodeports,
-                firewall_ips, chains, sets;
+                firewall_ips, sets;
+        /* the service chains: chains_buf, or on full syncs out itself (the
+         * rest is put in front of them at the end) */
+        struct se_strbuf chains_buf, *chains;
         struct se_strbuf flushes; /* partial syncs: changed services' maps to empty */
         struct se_proxy_tracker *tracker; /* NULL: always the whole table */
+        /* the service being written: its name base, its endpoints' names */
+        struct nft_name base;
+        size_t base_n;
+        struct nft_name *ep_names;
+        bool *ep_done;
+        size_t ep_cap;
 };
 
-/* "HASH8-base": kube-proxy's nftables chain-name suffix */
-static int nft_name(const char *base, char *out, size_t size)
+/* "HASH8-base" (kube-proxy's nftables chain-name suffix) with the base
+ * already at nm->s + 9, bn characters long. */
+static int name_finish(struct nft_name *nm, size_t bn)
 {
         uint8_t d[SE_SHA256_LEN];
-        char b32[64];
-        int r = se_sha256(base, strlen(base), d);
+        char b32[16];
+        int r = se_sha256(nm->s + 9, bn, d);
         if (r < 0)
                 return r;
-        se_base32_encode(d, sizeof(d), b32, sizeof(b32));
-        snprintf(out, size, "%.8s-%s", b32, base);
+        /* 8 characters of base32 come from the first 5 bytes */
+        se_base32_encode(d, 5, b32, sizeof(b32));
+        memcpy(nm->s, b32, 8);
+        nm->s[8] = '-';
+        nm->n = 9 + bn;
         /* kube-proxy's hashAndTruncate: nft names have at most 255
          * characters and our prefixes 16 ("endpoint-", "affinity-", ...) */
-        if (size > NAME_BASE_MAX && strlen(out) > NAME_BASE_MAX)
-                memcpy(out + NAME_BASE_MAX - 3, "...", 4);
+        if (nm->n > NAME_BASE_MAX) {
+                memcpy(nm->s + NAME_BASE_MAX - 3, "...", 3);
+                nm->n = NAME_BASE_MAX;
+        }
+        nm->s[nm->n] = 0;
         return 0;
 }
 
-static void ep_base(const struct se_proxy_svcport *sp, const struct se_proxy_endpoint *ep,
-                    char *out, size_t size)
+/* Appends src (n bytes) at *pos of nm's base, within BASE_MAX. */
+static void base_add(struct nft_name *nm, size_t *pos, const char *src, size_t n)
 {
-        char ip[64];
-        snprintf(ip, sizeof(ip), "%s", ep->ip);
-        for (char *p = ip; *p; p++)
-                if (*p == ':')
-                        *p = '.';
-        snprintf(out, size, "%s/%s/%s/%s__%s/%d", sp->ns, sp->name, sp->proto, sp->port_name, ip,
-                 ep->port);
+        size_t room = BASE_MAX - *pos;
+        if (n > room)
+                n = room;
+        memcpy(nm->s + 9 + *pos, src, n);
+        *pos += n;
 }
 
-static void elem(struct se_strbuf *sb, const char *fmt, ...) SE_PRINTF(2, 3);
-static void elem(struct se_strbuf *sb, const char *fmt, ...)
+/* Decimal text of v into out (>= 12 bytes, no NUL); returns its length. */
+static size_t int_text(int32_t v, char *out)
 {
-        va_list ap;
-        se_strbuf_puts(sb, sb->len ? ",\n\t\t\t" : "\t\t\t");
-        va_start(ap, fmt);
-        se_strbuf_vprintf(sb, fmt, ap);
-        va_end(ap);
+        char d[12], *p = d + sizeof(d);
+        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        do
+                *--p = (char)('0' + u % 10);
+        while ((u /= 10) != 0);
+        if (v < 0)
+                *--p = '-';
+        size_t n = (size_t)(d + sizeof(d) - p);
+        memcpy(out, p, n);
+        return n;
 }
 
-static void addr_text(const char *ip, bool v6, char *out, size_t size)
+static inline void put(struct se_strbuf *sb, const char *s)
 {
-        snprintf(out, size, v6 ? "[%s]" : "%s", ip);
+        se_strbuf_append(sb, s, strlen(s));
+}
+
+static inline void put_name(struct se_strbuf *sb, const struct nft_name *nm)
+{
+        se_strbuf_append(sb, nm->s, nm->n);
+}
+
+/* nm = prefix + h */
+static void prefixed(struct nft_name *nm, const char *prefix, const struct nft_name *h)
+{
+        size_t pl = strlen(prefix);
+        memcpy(nm->s, prefix, pl);
+        memcpy(nm->s + pl, h->s, h->n + 1);
+        nm->n = pl + h->n;
+}
+
+/* The name of endpoint chain ep of the service being written, made once
+ * per service: "HASH8-ns/name/proto/port__ip/port" (':' of IPv6 as '.'). */
+static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcport *sp,
+                                      const struct se_proxy_endpoint *ep, int *r)
+{
+        size_t i = (size_t)(ep - sp->eps);
+        struct nft_name *nm = &w->ep_names[i];
+        if (w->ep_done[i])
+                return nm;
+        size_t pos = w->base_n, n = strlen(ep->ip);
+        char digits[16];
+        memcpy(nm->s + 9, w->base.s + 9, pos);
+        base_add(nm, &pos, "__", 2);
+        if (n > 63)
+                n = 63;
+        for (size_t k = 0; k < n; k++) {
+                char c = ep->ip[k] == ':' ? '.' : ep->ip[k];
+                base_add(nm, &pos, &c, 1);
+        }
+        base_add(nm, &pos, "/", 1);
+        base_add(nm, &pos, digits, int_text(ep->port, digits));
+        if ((*r = name_finish(nm, pos)) < 0)
+                return NULL;
+        w->ep_done[i] = true;
+        return nm;
+}
+
+/* ",\n\t\t\t" between the elements of a verdict map */
+static inline void elem_begin(struct se_strbuf *sb)
+{
+        if (sb->len)
+                se_strbuf_lit(sb, ",\n\t\t\t");
+        else
+                se_strbuf_lit(sb, "\t\t\t");
+}
+
+/* "IP . proto . port : verdict" (tail is " . proto . port : ") */
+static void elem_ip(struct se_strbuf *sb, const char *ip, const char *tail, size_t tn,
+                    const char *verdict, size_t vn)
+{
+        elem_begin(sb);
+        put(sb, ip);
+        se_strbuf_append(sb, tail, tn);
+        se_strbuf_append(sb, verdict, vn);
 }
 
 /* `flush map|set` for each map and set that text declares and the kernel
@@ -109,183 +199,337 @@ static void flush_known(struct nft *w, const char *text, size_t len, const struc
                         memcpy(key, p + 1, n - 3);
                         key[n - 3] = 0;
                         if (known ? se_hashmap_get(known, key) != NULL :
-                                    had && se_strv_contains(had, key))
-                                se_strbuf_printf(out, "flush %.3s %s " TABLE " %s\n", key, w->ip,
-                                                 key + 4);
+                                    had && se_strv_contains(had, key)) {
+                                /* "flush KIND FAMILY svcenv NAME" */
+                                se_strbuf_lit(out, "flush ");
+                                se_strbuf_append(out, key, 4);
+                                put(out, w->ip);
+                                se_strbuf_lit(out, " " TABLE " ");
+                                se_strbuf_append(out, key + 4, n - 7);
+                                se_strbuf_lit(out, "\n");
+                        }
                 }
                 p += n + 1;
         }
 }
 
+/* "\t\tIP daddr CLUSTER-IP PROTO dport PORT " of a service's own traffic */
+static void svc_match(struct nft *w, const struct se_proxy_svcport *sp, struct se_strbuf *c)
+{
+        se_strbuf_lit(c, "\t\t");
+        put(c, w->ip);
+        se_strbuf_lit(c, " daddr ");
+        put(c, sp->cluster_ip);
+        se_strbuf_lit(c, " ");
+        put(c, sp->proto);
+        se_strbuf_lit(c, " dport ");
+        se_strbuf_add_int(c, sp->port);
+}
+
 /* chain `service-…` / `local-…`: affinity checks, then the random pick */
 static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
-                             const char *chain_name, const struct se_proxy_endpoint *const *eps,
-                             uint32_t n, bool internal_masq)
+                             const struct nft_name *chain_name,
+                             const struct se_proxy_endpoint *const *eps, uint32_t n,
+                             bool internal_masq)
 {
-        struct se_strbuf *c = &w->chains;
-        se_strbuf_printf(c, "\tchain %s {\n", chain_name);
+        struct se_strbuf *c = w->chains, *s = &w->sets;
+        int r = 0;
+        se_strbuf_lit(c, "\tchain ");
+        put_name(c, chain_name);
+        se_strbuf_lit(c, " {\n");
         if (internal_masq) {
-                if (w->opt->masquerade_all)
-                        se_strbuf_printf(c,
-                                         "\t\t%s daddr %s %s dport %d jump mark-for-masquerade\n",
-                                         w->ip, sp->cluster_ip, sp->proto, sp->port);
-                else if (w->detect)
-                        se_strbuf_printf(c,
-                                         "\t\t%s daddr %s %s dport %d %s saddr != %s jump "
-                                         "mark-for-masquerade\n",
-                                         w->ip, sp->cluster_ip, sp->proto, sp->port, w->ip,
-                                         w->detect);
+                if (w->opt->masquerade_all) {
+                        svc_match(w, sp, c);
+                        se_strbuf_lit(c, " jump mark-for-masquerade\n");
+                } else if (w->detect) {
+                        svc_match(w, sp, c);
+                        se_strbuf_lit(c, " ");
+                        put(c, w->ip);
+                        se_strbuf_lit(c, " saddr != ");
+                        put(c, w->detect);
+                        se_strbuf_lit(c, " jump mark-for-masquerade\n");
+                }
         }
-        char base[300], name[320];
         if (sp->affinity)
                 for (uint32_t i = 0; i < n; i++) {
-                        ep_base(sp, eps[i], base, sizeof(base));
-                        int r = nft_name(base, name, sizeof(name));
-                        if (r < 0)
+                        const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
+                        if (!nm)
                                 return r;
-                        se_strbuf_printf(c, "\t\t%s saddr @affinity-%s goto endpoint-%s\n", w->ip,
-                                         name, name);
+                        se_strbuf_lit(c, "\t\t");
+                        put(c, w->ip);
+                        se_strbuf_lit(c, " saddr @affinity-");
+                        put_name(c, nm);
+                        se_strbuf_lit(c, " goto endpoint-");
+                        put_name(c, nm);
+                        se_strbuf_lit(c, "\n");
                 }
-        se_strbuf_printf(c, "\t\tnumgen random mod %u vmap @%s\n\t}\n", n, chain_name);
-        se_strbuf_printf(&w->sets, "\tmap %s {\n\t\t" DISPATCH_TYPE "\n\t\telements = { ",
-                         chain_name);
+        se_strbuf_lit(c, "\t\tnumgen random mod ");
+        se_strbuf_add_uint(c, n);
+        se_strbuf_lit(c, " vmap @");
+        put_name(c, chain_name);
+        se_strbuf_lit(c, "\n\t}\n");
+        se_strbuf_lit(s, "\tmap ");
+        put_name(s, chain_name);
+        se_strbuf_lit(s, " {\n\t\t" DISPATCH_TYPE "\n\t\telements = { ");
         for (uint32_t i = 0; i < n; i++) {
-                ep_base(sp, eps[i], base, sizeof(base));
-                int r = nft_name(base, name, sizeof(name));
-                if (r < 0)
+                const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
+                if (!nm)
                         return r;
-                se_strbuf_printf(&w->sets, "%s%u : goto endpoint-%s", i ? ", " : "", i, name);
+                if (i)
+                        se_strbuf_lit(s, ", ");
+                se_strbuf_add_uint(s, i);
+                se_strbuf_lit(s, " : goto endpoint-");
+                put_name(s, nm);
         }
-        se_strbuf_puts(&w->sets, " }\n\t}\n");
+        se_strbuf_lit(s, " }\n\t}\n");
         return 0;
+}
+
+/* Endpoint chain (and affinity set) of ep. */
+static int endpoint_chain(struct nft *w, const struct se_proxy_svcport *sp,
+                          const struct se_proxy_endpoint *ep)
+{
+        struct se_strbuf *c = w->chains, *s = &w->sets;
+        int r = 0;
+        const struct nft_name *en = ep_name(w, sp, ep, &r);
+        if (!en)
+                return r;
+        if (sp->affinity) {
+                se_strbuf_lit(s, "\tset affinity-");
+                put_name(s, en);
+                se_strbuf_lit(s, " {\n\t\ttype ");
+                put(s, w->addr_type);
+                se_strbuf_lit(s, "\n\t\tflags dynamic,timeout\n\t\ttimeout ");
+                se_strbuf_add_int(s, sp->affinity_timeout);
+                se_strbuf_lit(s, "s\n\t}\n");
+        }
+        se_strbuf_lit(c, "\tchain endpoint-");
+        put_name(c, en);
+        se_strbuf_lit(c, " {\n\t\t");
+        put(c, w->ip);
+        se_strbuf_lit(c, " saddr ");
+        put(c, ep->ip);
+        se_strbuf_lit(c, " jump mark-for-masquerade\n");
+        if (sp->affinity) {
+                se_strbuf_lit(c, "\t\tupdate @affinity-");
+                put_name(c, en);
+                se_strbuf_lit(c, " { ");
+                put(c, w->ip);
+                se_strbuf_lit(c, " saddr }\n");
+        }
+        se_strbuf_lit(c, "\t\tmeta l4proto ");
+        put(c, sp->proto);
+        se_strbuf_lit(c, " dnat to ");
+        if (w->v6) {
+                se_strbuf_lit(c, "[");
+                put(c, ep->ip);
+                se_strbuf_lit(c, "]:");
+        } else {
+                put(c, ep->ip);
+                se_strbuf_lit(c, ":");
+        }
+        se_strbuf_add_int(c, ep->port);
+        se_strbuf_lit(c, "\n\t}\n");
+        return 0;
+}
+
+/* Room for a name per endpoint of sp. 0 or -ENOMEM. */
+static int ep_names_reserve(struct nft *w, const struct se_proxy_svcport *sp)
+{
+        if (sp->n_eps > w->ep_cap) {
+                size_t cap = sp->n_eps < 16 ? 16 : sp->n_eps;
+                struct nft_name *names = realloc(w->ep_names, cap * sizeof(*names));
+                if (!names)
+                        return -ENOMEM;
+                w->ep_names = names;
+                bool *done = realloc(w->ep_done, cap);
+                if (!done)
+                        return -ENOMEM;
+                w->ep_done = done;
+                w->ep_cap = cap;
+        }
+        if (sp->n_eps)
+                memset(w->ep_done, 0, sp->n_eps);
+        return 0;
+}
+
+/* Firewall chain and its source-range set. */
+static void firewall(struct nft *w, const struct se_proxy_svcport *sp, const struct nft_name *fw)
+{
+        struct se_strbuf *c = w->chains, *s = &w->sets;
+        se_strbuf_lit(c, "\tchain ");
+        put_name(c, fw);
+        se_strbuf_lit(c, " {\n\t\t");
+        put(c, w->ip);
+        se_strbuf_lit(c, " saddr != @");
+        put_name(c, fw);
+        se_strbuf_lit(c, " drop\n\t}\n");
+        /* auto-merge: ranges may overlap (10.0.0.0/8, 10.1.0.0/16) */
+        se_strbuf_lit(s, "\tset ");
+        put_name(s, fw);
+        se_strbuf_lit(s, " {\n\t\ttype ");
+        put(s, w->addr_type);
+        se_strbuf_lit(s, "\n\t\tflags interval\n\t\tauto-merge\n\t\telements = { ");
+        bool from_node = false;
+        enum se_ip_family fam = w->v6 ? SE_IPV6 : SE_IPV4;
+        for (uint32_t i = 0; i < sp->n_source_ranges; i++) {
+                if (i)
+                        se_strbuf_lit(s, ", ");
+                put(s, sp->source_ranges[i]);
+                for (unsigned k = 0; k < w->opt->n_node_ips; k++)
+                        if (w->opt->node_ips[k].family == fam) {
+                                from_node |= se_cidr_contains(&sp->source_cidrs[i],
+                                                              &w->opt->node_ips[k]);
+                                break; /* the primary node IP */
+                        }
+        }
+        /* VIPs looped back locally arrive with the VIP as source */
+        for (uint32_t i = 0; from_node && i < sp->n_lb_vips; i++) {
+                se_strbuf_lit(s, ", ");
+                put(s, sp->lb_vips[i]);
+        }
+        se_strbuf_lit(s, " }\n\t}\n");
 }
 
 static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
 {
         struct proxy_categories cat;
-        char base[300], h[320], svc[340], loc[340], ext[340], fw[340];
-        snprintf(base, sizeof(base), "%s/%s/%s/%s", sp->ns, sp->name, sp->proto, sp->port_name);
-        int r = nft_name(base, h, sizeof(h));
-        if (r < 0 || (r = proxy_categorize(sp, w->opt, &cat)) < 0)
+        struct nft_name h = { .n = 0 }, svc, loc, ext, fw;
+        size_t pos = 0;
+        /* the base "ns/name/proto/port_name", kept for the endpoints' */
+        base_add(&w->base, &pos, sp->ns, strlen(sp->ns));
+        base_add(&w->base, &pos, "/", 1);
+        base_add(&w->base, &pos, sp->name, strlen(sp->name));
+        base_add(&w->base, &pos, "/", 1);
+        base_add(&w->base, &pos, sp->proto, strlen(sp->proto));
+        base_add(&w->base, &pos, "/", 1);
+        base_add(&w->base, &pos, sp->port_name, strlen(sp->port_name));
+        w->base_n = pos;
+        memcpy(h.s + 9, w->base.s + 9, pos);
+        int r = name_finish(&h, pos);
+        if (r < 0 || (r = ep_names_reserve(w, sp)) < 0 ||
+            (r = proxy_categorize(sp, w->opt, &cat)) < 0)
                 return r;
-        size_t chains_at = w->chains.len, sets_at = w->sets.len;
-        snprintf(svc, sizeof(svc), "service-%s", h);
-        snprintf(loc, sizeof(loc), "local-%s", h);
-        snprintf(ext, sizeof(ext), "external-%s", h);
-        snprintf(fw, sizeof(fw), "firewall-%s", h);
-        const char *proto = sp->proto;
+        size_t chains_at = w->chains->len, sets_at = w->sets.len;
+        prefixed(&svc, "service-", &h);
+        prefixed(&loc, "local-", &h);
+        prefixed(&ext, "external-", &h);
+        prefixed(&fw, "firewall-", &h);
         bool has_any = cat.has_any;
         bool has_internal = has_any && !(sp->internal_local && cat.n_local == 0);
         bool has_external = has_any && !(sp->external_local && cat.n_local == 0);
-        const char *internal_chain = sp->internal_local ? loc : svc;
-        const char *external_policy = sp->external_local ? loc : svc;
+        const struct nft_name *internal_chain = sp->internal_local ? &loc : &svc;
+        const struct nft_name *external_policy = sp->external_local ? &loc : &svc;
         bool uses_ext = has_any && proxy_externally_accessible(sp);
         bool uses_fw = has_any && sp->n_lb_vips > 0 && sp->n_source_ranges > 0;
-        const char *no_int = !has_any ? "goto reject-chain" : "drop";
-        const char *no_ext = no_int;
+        /* verdicts: "goto CHAIN" and for no endpoints */
+        char go_int[NAME_SIZE + 8], go_ext[NAME_SIZE + 8], go_fw[NAME_SIZE + 8];
+        size_t go_int_n = 5 + internal_chain->n, go_ext_n = 5 + ext.n, go_fw_n = 5 + fw.n;
+        memcpy(go_int, "goto ", 5);
+        memcpy(go_int + 5, internal_chain->s, internal_chain->n);
+        memcpy(go_ext, "goto ", 5);
+        memcpy(go_ext + 5, ext.s, ext.n);
+        memcpy(go_fw, "goto ", 5);
+        memcpy(go_fw + 5, fw.s, fw.n);
+        const char *no_ep = !has_any ? "goto reject-chain" : "drop";
+        size_t no_ep_n = strlen(no_ep);
+        /* " . proto . port : " after each IP */
+        char tail[48], digits[16];
+        size_t pl = strlen(sp->proto), tn = 0;
+        memcpy(tail, " . ", 3);
+        memcpy(tail + 3, sp->proto, pl);
+        memcpy(tail + 3 + pl, " . ", 3);
+        tn = 6 + pl;
+        size_t dn = int_text(sp->port, digits);
+        memcpy(tail + tn, digits, dn);
+        memcpy(tail + tn + dn, " : ", 3);
+        tn += dn + 3;
 
         if (has_internal)
-                elem(&w->service_ips, "%s . %s . %d : goto %s", sp->cluster_ip, proto, sp->port,
-                     internal_chain);
+                elem_ip(&w->service_ips, sp->cluster_ip, tail, tn, go_int, go_int_n);
         else
-                elem(&w->no_ep_services, "%s . %s . %d : %s", sp->cluster_ip, proto, sp->port,
-                     no_int);
+                elem_ip(&w->no_ep_services, sp->cluster_ip, tail, tn, no_ep, no_ep_n);
         for (uint32_t i = 0; i < sp->n_external_ips; i++) {
                 if (has_any)
-                        elem(&w->service_ips, "%s . %s . %d : goto %s", sp->external_ips[i], proto,
-                             sp->port, ext);
+                        elem_ip(&w->service_ips, sp->external_ips[i], tail, tn, go_ext, go_ext_n);
                 if (!has_external)
-                        elem(&w->no_ep_services, "%s . %s . %d : %s", sp->external_ips[i], proto,
-                             sp->port, no_ext);
+                        elem_ip(&w->no_ep_services, sp->external_ips[i], tail, tn, no_ep, no_ep_n);
         }
         for (uint32_t i = 0; i < sp->n_lb_vips; i++) {
                 if (has_any)
-                        elem(&w->service_ips, "%s . %s . %d : goto %s", sp->lb_vips[i], proto,
-                             sp->port, ext);
+                        elem_ip(&w->service_ips, sp->lb_vips[i], tail, tn, go_ext, go_ext_n);
                 if (!has_external)
-                        elem(&w->no_ep_services, "%s . %s . %d : %s", sp->lb_vips[i], proto,
-                             sp->port, no_ext);
+                        elem_ip(&w->no_ep_services, sp->lb_vips[i], tail, tn, no_ep, no_ep_n);
                 if (uses_fw)
-                        elem(&w->firewall_ips, "%s . %s . %d : goto %s", sp->lb_vips[i], proto,
-                             sp->port, fw);
+                        elem_ip(&w->firewall_ips, sp->lb_vips[i], tail, tn, go_fw, go_fw_n);
         }
         if (sp->node_port) {
-                if (has_any)
-                        elem(&w->service_nodeports, "%s . %d : goto %s", proto, sp->node_port, ext);
-                if (!has_external)
-                        elem(&w->no_ep_nodeports, "%s . %d : %s", proto, sp->node_port, no_ext);
+                /* "proto . nodeport : " */
+                char np[32];
+                size_t npn = pl;
+                memcpy(np, sp->proto, pl);
+                memcpy(np + npn, " . ", 3);
+                npn += 3;
+                npn += int_text(sp->node_port, np + npn);
+                memcpy(np + npn, " : ", 3);
+                npn += 3;
+                if (has_any) {
+                        elem_begin(&w->service_nodeports);
+                        se_strbuf_append(&w->service_nodeports, np, npn);
+                        se_strbuf_append(&w->service_nodeports, go_ext, go_ext_n);
+                }
+                if (!has_external) {
+                        elem_begin(&w->no_ep_nodeports);
+                        se_strbuf_append(&w->no_ep_nodeports, np, npn);
+                        se_strbuf_append(&w->no_ep_nodeports, no_ep, no_ep_n);
+                }
         }
 
-        struct se_strbuf *c = &w->chains;
+        struct se_strbuf *c = w->chains;
         if (uses_ext) {
-                se_strbuf_printf(c, "\tchain %s {\n", ext);
+                se_strbuf_lit(c, "\tchain ");
+                put_name(c, &ext);
+                se_strbuf_lit(c, " {\n");
                 if (!sp->external_local) {
-                        se_strbuf_puts(c, "\t\tjump mark-for-masquerade\n");
+                        se_strbuf_lit(c, "\t\tjump mark-for-masquerade\n");
                 } else {
-                        if (w->detect)
-                                se_strbuf_printf(c, "\t\t%s saddr %s goto %s\n", w->ip, w->detect,
-                                                 svc);
-                        se_strbuf_puts(c, "\t\tfib saddr type local jump mark-for-masquerade\n");
-                        se_strbuf_printf(c, "\t\tfib saddr type local goto %s\n", svc);
+                        if (w->detect) {
+                                se_strbuf_lit(c, "\t\t");
+                                put(c, w->ip);
+                                se_strbuf_lit(c, " saddr ");
+                                put(c, w->detect);
+                                se_strbuf_lit(c, " goto ");
+                                put_name(c, &svc);
+                                se_strbuf_lit(c, "\n");
+                        }
+                        se_strbuf_lit(c, "\t\tfib saddr type local jump mark-for-masquerade\n");
+                        se_strbuf_lit(c, "\t\tfib saddr type local goto ");
+                        put_name(c, &svc);
+                        se_strbuf_lit(c, "\n");
                 }
-                if (has_external)
-                        se_strbuf_printf(c, "\t\tgoto %s\n", external_policy);
-                se_strbuf_puts(c, "\t}\n");
-        }
-        if (uses_fw) {
-                struct se_strbuf *s = &w->sets;
-                se_strbuf_printf(c, "\tchain %s {\n\t\t%s saddr != @%s drop\n\t}\n", fw, w->ip, fw);
-                /* auto-merge: ranges may overlap (10.0.0.0/8, 10.1.0.0/16) */
-                se_strbuf_printf(s,
-                                 "\tset %s {\n\t\ttype %s\n\t\tflags interval\n\t\tauto-merge\n"
-                                 "\t\telements = { ",
-                                 fw, w->addr_type);
-                bool from_node = false;
-                enum se_ip_family fam = w->v6 ? SE_IPV6 : SE_IPV4;
-                for (uint32_t i = 0; i < sp->n_source_ranges; i++) {
-                        se_strbuf_printf(s, "%s%s", i ? ", " : "", sp->source_ranges[i]);
-                        for (unsigned k = 0; k < w->opt->n_node_ips; k++)
-                                if (w->opt->node_ips[k].family == fam) {
-                                        from_node |= se_cidr_contains(&sp->source_cidrs[i],
-                                                                      &w->opt->node_ips[k]);
-                                        break; /* the primary node IP */
-                                }
+                if (has_external) {
+                        se_strbuf_lit(c, "\t\tgoto ");
+                        put_name(c, external_policy);
+                        se_strbuf_lit(c, "\n");
                 }
-                /* VIPs looped back locally arrive with the VIP as source */
-                for (uint32_t i = 0; from_node && i < sp->n_lb_vips; i++)
-                        se_strbuf_printf(s, ", %s", sp->lb_vips[i]);
-                se_strbuf_puts(s, " }\n\t}\n");
+                se_strbuf_lit(c, "\t}\n");
         }
+        if (uses_fw)
+                firewall(w, sp, &fw);
         bool uses_cluster = cat.n_cluster > 0 && proxy_uses_cluster(sp);
         bool uses_local = cat.n_local > 0 && proxy_uses_local(sp);
-        if (uses_cluster && (r = endpoint_dispatch(w, sp, svc, cat.cluster, cat.n_cluster,
+        if (uses_cluster && (r = endpoint_dispatch(w, sp, &svc, cat.cluster, cat.n_cluster,
                                                    has_internal && !sp->internal_local)) < 0)
                 goto out;
-        if (uses_local && (r = endpoint_dispatch(w, sp, loc, cat.local, cat.n_local,
+        if (uses_local && (r = endpoint_dispatch(w, sp, &loc, cat.local, cat.n_local,
                                                  has_internal && sp->internal_local)) < 0)
                 goto out;
-        for (uint32_t i = 0; i < cat.n_reachable; i++) {
-                const struct se_proxy_endpoint *ep = cat.reachable[i];
-                char eb[300], en[320], a[80];
-                ep_base(sp, ep, eb, sizeof(eb));
-                if ((r = nft_name(eb, en, sizeof(en))) < 0)
+        for (uint32_t i = 0; i < cat.n_reachable; i++)
+                if ((r = endpoint_chain(w, sp, cat.reachable[i])) < 0)
                         goto out;
-                addr_text(ep->ip, w->v6, a, sizeof(a));
-                if (sp->affinity)
-                        se_strbuf_printf(
-                                &w->sets,
-                                "\tset affinity-%s {\n\t\ttype %s\n\t\tflags dynamic,timeout\n"
-                                "\t\ttimeout %ds\n\t}\n",
-                                en, w->addr_type, sp->affinity_timeout);
-                se_strbuf_printf(c, "\tchain endpoint-%s {\n", en);
-                se_strbuf_printf(c, "\t\t%s saddr %s jump mark-for-masquerade\n", w->ip, ep->ip);
-                if (sp->affinity)
-                        se_strbuf_printf(c, "\t\tupdate @affinity-%s { %s saddr }\n", en, w->ip);
-                se_strbuf_printf(c, "\t\tmeta l4proto %s dnat to %s:%d\n\t}\n", proto, a, ep->port);
-        }
-        r = w->tracker ? proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, &w->chains,
-                                               chains_at) :
-                         0;
+        r = w->tracker ?
+                    proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, w->chains, chains_at) :
+                    0;
         /* a partial sync rewriting this service: its maps the last sync
          * made are emptied first (a full sync does all of them) */
         if (r == 0 && w->tracker && !proxy_tracker_full(w->tracker) && w->sets.len > sets_at) {
@@ -304,10 +548,17 @@ out:
 static void vmap(struct se_strbuf *out, const char *name, const char *type,
                  const struct se_strbuf *elems)
 {
-        se_strbuf_printf(out, "\tmap %s {\n\t\ttype %s : verdict\n", name, type);
-        if (elems->len)
-                se_strbuf_printf(out, "\t\telements = {\n%s\n\t\t}\n", elems->buf);
-        se_strbuf_puts(out, "\t}\n");
+        se_strbuf_lit(out, "\tmap ");
+        put(out, name);
+        se_strbuf_lit(out, " {\n\t\ttype ");
+        put(out, type);
+        se_strbuf_lit(out, " : verdict\n");
+        if (elems->len) {
+                se_strbuf_lit(out, "\t\telements = {\n");
+                se_strbuf_append(out, elems->buf, elems->len);
+                se_strbuf_lit(out, "\n\t\t}\n");
+        }
+        se_strbuf_lit(out, "\t}\n");
 }
 
 static void nodeport_match(struct nft *w, struct se_strbuf *out)
@@ -380,7 +631,7 @@ static int delete_gone(struct nft *w, struct se_strbuf *out)
  * endpoints keep their entries. */
 static int partial(struct nft *w, const char *key, struct se_strbuf *out)
 {
-        const char *p = w->chains.buf, *end = w->chains.buf + w->chains.len;
+        const char *p = w->chains->buf, *end = w->chains->buf + w->chains->len;
         static const char *const maps[] = { "service-ips", "service-nodeports",
                                             "no-endpoint-services", "no-endpoint-nodeports",
                                             "firewall-ips" };
@@ -417,7 +668,7 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
-        bool block = w->sets.len || w->chains.len;
+        bool block = w->sets.len || w->chains->len;
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 block |= !edited[i];
         /* an empty block still costs nft a read of the whole ruleset */
@@ -427,7 +678,7 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
                 if (!edited[i])
                         vmap(out, maps[i], types[i], elems[i]);
         se_strbuf_add(out, w->sets.buf, w->sets.len);
-        se_strbuf_add(out, w->chains.buf, w->chains.len);
+        se_strbuf_add(out, w->chains->buf, w->chains->len);
         if (block)
                 se_strbuf_puts(out, "}\n");
         se_strbuf_add(out, del.buf, del.len);
@@ -513,6 +764,54 @@ static void globals(struct nft *w, const char *key, struct se_strbuf *maps,
         se_strbuf_puts(out, "\tchain reject-chain {\n\t\treject\n\t}\n");
 }
 
+/* se_strbuf_grow within the buffer's cap (a reservation must not fail it) */
+static void reserve_out(struct se_strbuf *out, size_t n)
+{
+        if (n < out->max - out->len)
+                se_strbuf_grow(out, n);
+}
+
+/* Room for what the table will write, a little over, so the big buffers
+ * are allocated once (never copied while growing, advised as huge pages
+ * before they are touched). Partial syncs keep little of the services'
+ * text (the tracker reserved its own from the last sync's). */
+static void reserve(struct nft *w, const struct se_proxy_table *t)
+{
+        size_t ips = 0, nodeports = 0, fw = 0, sets = 0, chains = 0;
+        size_t ipl = w->v6 ? 40 : 16; /* the longest IP text, and a space */
+        for (uint32_t i = 0; i < t->n_ports; i++) {
+                const struct se_proxy_svcport *sp = &t->ports[i];
+                /* a chain name ("HASH8-ns/name/proto/port") and an
+                 * endpoint's (its base + "__IP/PORT") */
+                size_t hn = 16 + strlen(sp->ns) + strlen(sp->name) + strlen(sp->port_name);
+                size_t en = hn + ipl + 8;
+                size_t n_ips = 1 + sp->n_external_ips + sp->n_lb_vips;
+                size_t eps = sp->n_eps, maps = 1 + (sp->internal_local || sp->external_local);
+                size_t aff = sp->affinity ? eps : 0;
+                ips += n_ips * (ipl + hn + 48);
+                nodeports += sp->node_port ? hn + 48 : 0;
+                fw += sp->n_lb_vips * (ipl + hn + 48);
+                sets += maps * (hn + 96 + eps * (en + 24)) + aff * (en + 96) +
+                        (sp->n_source_ranges ?
+                                 hn + 128 + (sp->n_source_ranges + sp->n_lb_vips) * 48 :
+                                 0);
+                chains += 4 * hn + 400 + maps * (2 * hn + 2 * ipl + 200) +
+                          eps * (en + 2 * ipl + 112) + aff * (maps * (2 * en + 64) + en + 48);
+        }
+        se_strbuf_grow(&w->service_ips, ips);
+        se_strbuf_grow(&w->no_ep_services, ips);
+        se_strbuf_grow(&w->service_nodeports, nodeports);
+        se_strbuf_grow(&w->no_ep_nodeports, nodeports);
+        se_strbuf_grow(&w->firewall_ips, fw);
+        if (w->chains == &w->chains_buf)
+                return;
+        se_strbuf_grow(&w->sets, sets);
+        /* out: everything goes there */
+        reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
+        if (w->tracker)
+                proxy_tracker_reserve(w->tracker, sets + chains);
+}
+
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                        struct se_strbuf *out)
 {
@@ -524,15 +823,14 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
 {
         struct nft w = { .opt = opt, .v6 = t->family == SE_IPV6, .tracker = tracker };
         struct se_hashmap known = SE_HASHMAP_INIT;
-        struct se_strbuf gmaps, gchains, known_names;
+        struct se_strbuf gmaps, gchains, known_names, head;
         if (tracker)
                 proxy_tracker_begin(tracker);
-        struct se_strbuf *bufs[] = { &w.service_ips,    &w.service_nodeports,
-                                     &w.no_ep_services, &w.no_ep_nodeports,
-                                     &w.firewall_ips,   &w.chains,
-                                     &w.sets,           &gmaps,
-                                     &gchains,          &w.flushes,
-                                     &known_names };
+        struct se_strbuf *bufs[] = {
+                &w.service_ips,  &w.service_nodeports, &w.no_ep_services, &w.no_ep_nodeports,
+                &w.firewall_ips, &w.chains_buf,        &w.sets,           &gmaps,
+                &gchains,        &w.flushes,           &known_names,      &head
+        };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_init(bufs[i], 0);
@@ -544,12 +842,17 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                 proxy_cidr_text(cc, w.detect_buf, sizeof(w.detect_buf));
                 w.detect = w.detect_buf;
         }
+        /* a full sync writes the service chains straight into out */
+        size_t base = out->len;
+        bool direct = !tracker || proxy_tracker_full(tracker);
+        w.chains = direct ? out : &w.chains_buf;
+        reserve(&w, t);
         for (uint32_t i = 0; i < t->n_ports; i++)
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto done;
         char key[64];
         snprintf(key, sizeof(key), "%s . inet_proto . inet_service", w.addr_type);
-        if (tracker && !proxy_tracker_full(tracker)) {
+        if (!direct) {
                 r = proxy_tracker_keep(tracker, GLOBAL_MAPS)           ?:
                             proxy_tracker_keep(tracker, GLOBAL_CHAINS) ?:
                                                                          partial(&w, key, out);
@@ -562,6 +865,8 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         }
         if (r < 0)
                 goto done;
+        se_strbuf_grow(&gmaps, w.service_ips.len + w.service_nodeports.len + w.no_ep_services.len +
+                                       w.no_ep_nodeports.len + w.firewall_ips.len + 4096);
         globals(&w, key, &gmaps, &gchains);
         if (tracker) {
                 /* the table stays, so affinity sets keep their entries: its
@@ -571,24 +876,36 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                     (r = proxy_tracker_names(tracker, GLOBAL_CHAINS, gchains.buf, gchains.len)) < 0)
                         goto done;
                 /* (a table's comment is set only when it is made) */
-                se_strbuf_printf(out,
+                se_strbuf_printf(&head,
                                  "add table %s " TABLE " { comment \"%s\"; }\nflush table %s " TABLE
                                  "\n",
                                  w.ip, COMMENT, w.ip);
                 if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
-                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, out);
-                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, out);
+                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
+                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
         } else {
-                se_strbuf_printf(out, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
+                se_strbuf_printf(&head, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
                                  w.ip);
         }
-        se_strbuf_printf(out, "table %s " TABLE " {\n\tcomment \"%s\"\n", w.ip, COMMENT);
-        se_strbuf_add(out, gmaps.buf, gmaps.len);
-        se_strbuf_add(out, w.sets.buf, w.sets.len);
-        se_strbuf_add(out, gchains.buf, gchains.len);
-        se_strbuf_add(out, w.chains.buf, w.chains.len);
-        se_strbuf_puts(out, "}\n");
+        se_strbuf_printf(&head, "table %s " TABLE " {\n\tcomment \"%s\"\n", w.ip, COMMENT);
+        /* out holds the service chains from base: the rest goes in front */
+        const struct se_strbuf *front[] = { &head, &gmaps, &w.sets, &gchains };
+        size_t n_front = 0, n_chains = out->len - base;
+        for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++)
+                n_front += front[i]->len;
+        if ((r = se_strbuf_failed(&head)) < 0 || (r = se_strbuf_failed(out)) < 0 ||
+            (r = se_strbuf_grow(out, n_front + 2)) < 0)
+                goto done;
+        char *p = out->buf + base;
+        memmove(p + n_front, p, n_chains);
+        for (size_t i = 0; i < SE_ARRAY_SIZE(front); i++) {
+                memcpy(p, front[i]->buf, front[i]->len);
+                p += front[i]->len;
+        }
+        out->len += n_front;
+        out->buf[out->len] = 0;
+        se_strbuf_lit(out, "}\n");
         if (tracker)
                 r = delete_gone(&w, out);
 check:
@@ -597,8 +914,12 @@ check:
         if (!r)
                 r = se_strbuf_failed(out);
 done:
+        if (r < 0 && w.chains == out)
+                se_strbuf_truncate(out, base); /* no half-written ruleset */
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_release(bufs[i]);
         se_hashmap_release(&known);
+        free(w.ep_names);
+        free(w.ep_done);
         return r;
 }

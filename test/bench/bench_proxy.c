@@ -3,8 +3,9 @@
  * iptables-restore takes to apply it in a scratch network namespace.
  * Prints figures; asserts nothing. BENCH_APPLY=N applies sizes up to N
  * (default 1000, 0 = none); BENCH_DUMP=PREFIX saves each ruleset as
- * PREFIX.N.iptables and PREFIX.N.nft; BENCH_BACKEND=iptables|nftables runs
- * one backend only (iptables-restore of 10,000 services takes very long). */
+ * PREFIX.N.iptables and PREFIX.N.nft (partial syncs: PREFIX.N.partial.*);
+ * BENCH_BACKEND=iptables|nftables runs one backend only (iptables-restore of 10,000 services takes
+ * very long). */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -60,6 +61,17 @@ static void partial_sync(struct se_store *s, const struct se_proxy_options *o,
         if (r == 0) {
                 printf("  partial sync, 1 of %u services changed: build+write %.1f ms, %.1f KiB\n",
                        n_svc, (t1 - t0) * 1e3, (double)sb.len / 1024);
+                const char *dump = getenv("BENCH_DUMP");
+                if (dump) { /* PREFIX.N.partial.iptables / .nft */
+                        char path[4096];
+                        snprintf(path, sizeof(path), "%s.%u.partial.%s", dump, n_svc,
+                                 backend ? "nft" : "iptables");
+                        FILE *f = fopen(path, "w");
+                        if (f) {
+                                fwrite(sb.buf, 1, sb.len, f);
+                                fclose(f);
+                        }
+                }
                 if (apply) {
                         char err[512];
                         double a0 = now();
