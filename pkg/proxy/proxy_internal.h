@@ -59,6 +59,8 @@ int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_
  * into it: keep store, unchanged, while names is used). 0 or -ENOMEM. */
 int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
                         struct se_hashmap *names);
+/* Decimal text of v into out (>= 11 bytes, no NUL); returns its length. */
+size_t proxy_int_text(int32_t v, char *out);
 /* Names (sorted) the last successful sync defined that this one does not:
  * iptables chains, or nft "chain NAME" / "set NAME" / "map NAME". */
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone);

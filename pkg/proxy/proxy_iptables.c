@@ -178,19 +178,10 @@ static void filter_rule(struct ipt *w, const char *chain_name, const char *comme
         dst_port_jump(f, st, dst, st->port, target);
 }
 
-/* v in decimal into out (12 bytes) */
+/* v in decimal into out (12 bytes, NUL-terminated) */
 static void int_text(int32_t v, char out[12])
 {
-        char d[12], *p = d + sizeof(d);
-        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-        do
-                *--p = (char)('0' + u % 10);
-        while ((u /= 10) != 0);
-        if (v < 0)
-                *--p = '-';
-        size_t n = (size_t)(d + sizeof(d) - p);
-        memcpy(out, p, n);
-        out[n] = 0;
+        out[proxy_int_text(v, out)] = 0;
 }
 
 static int hash_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,

@@ -100,21 +100,6 @@ static void base_add(struct nft_name *nm, size_t *pos, const char *src, size_t n
         *pos += n;
 }
 
-/* Decimal text of v into out (>= 12 bytes, no NUL); returns its length. */
-static size_t int_text(int32_t v, char *out)
-{
-        char d[12], *p = d + sizeof(d);
-        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-        do
-                *--p = (char)('0' + u % 10);
-        while ((u /= 10) != 0);
-        if (v < 0)
-                *--p = '-';
-        size_t n = (size_t)(d + sizeof(d) - p);
-        memcpy(out, p, n);
-        return n;
-}
-
 static inline void put(struct se_strbuf *sb, const char *s)
 {
         se_strbuf_append(sb, s, strlen(s));
@@ -154,7 +139,7 @@ static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcpo
                 base_add(nm, &pos, &c, 1);
         }
         base_add(nm, &pos, "/", 1);
-        base_add(nm, &pos, digits, int_text(ep->port, digits));
+        base_add(nm, &pos, digits, proxy_int_text(ep->port, digits));
         if ((*r = name_finish(nm, pos)) < 0)
                 return NULL;
         w->ep_done[i] = true;
@@ -440,7 +425,7 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         memcpy(tail + 3, sp->proto, pl);
         memcpy(tail + 3 + pl, " . ", 3);
         tn = 6 + pl;
-        size_t dn = int_text(sp->port, digits);
+        size_t dn = proxy_int_text(sp->port, digits);
         memcpy(tail + tn, digits, dn);
         memcpy(tail + tn + dn, " : ", 3);
         tn += dn + 3;
@@ -470,7 +455,7 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                 memcpy(np, sp->proto, pl);
                 memcpy(np + npn, " . ", 3);
                 npn += 3;
-                npn += int_text(sp->node_port, np + npn);
+                npn += proxy_int_text(sp->node_port, np + npn);
                 memcpy(np + npn, " : ", 3);
                 npn += 3;
                 if (has_any) {

@@ -252,3 +252,17 @@ int se_proxy_parse_cidr_list(const char *s, struct se_cidr *cidrs, unsigned max,
         }
         return (int)n;
 }
+
+size_t proxy_int_text(int32_t v, char *out)
+{
+        char d[12], *p = d + sizeof(d);
+        uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        do
+                *--p = (char)('0' + u % 10);
+        while ((u /= 10) != 0);
+        if (v < 0)
+                *--p = '-';
+        size_t n = (size_t)(d + sizeof(d) - p);
+        memcpy(out, p, n);
+        return n;
+}

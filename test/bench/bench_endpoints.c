@@ -15,21 +15,11 @@
 #include <svcenv/store.h>
 #include <svcenv/timeutil.h>
 
+#include "bench_objects.h"
+
 #define N_NS    50
 #define N_SVC   10000
 #define N_NODES 5000
-
-static const char *dup(struct se_object *o, const char *s)
-{
-        return se_arena_strdup(&o->arena, s);
-}
-
-static void one_label(struct se_object *o, struct se_kvlist *l, const char *k, const char *v)
-{
-        l->items = se_arena_alloc(&o->arena, sizeof(*l->items));
-        l->items[0] = (struct se_kv){ dup(o, k), dup(o, v) };
-        l->n = 1;
-}
 
 static int pods_of(int i)
 {
@@ -49,7 +39,7 @@ static void fill(struct se_store *st, size_t *ret_pods)
                 o->meta.name = dup(o, name);
                 o->meta.namespace = "";
                 snprintf(ns, sizeof(ns), "zone-%c", 'a' + n % 3);
-                one_label(o, &o->meta.labels, "topology.kubernetes.io/zone", ns);
+                one_kv(o, &o->meta.labels, "topology.kubernetes.io/zone", ns);
                 se_store_put(st, o);
         }
         size_t pod = 0;
@@ -62,8 +52,8 @@ static void fill(struct se_store *st, size_t *ret_pods)
                 o->meta.namespace = dup(o, ns);
                 snprintf(uid, sizeof(uid), "uid-%s", name);
                 o->meta.uid = dup(o, uid);
-                one_label(o, &o->meta.labels, "svc", name);
-                one_label(o, &s->selector, "svc", name);
+                one_kv(o, &o->meta.labels, "svc", name);
+                one_kv(o, &s->selector, "svc", name);
                 snprintf(ip, sizeof(ip), "10.96.%d.%d", i / 250, i % 250 + 1);
                 s->cluster_ip = dup(o, ip);
                 s->ports = se_arena_alloc(&o->arena, sizeof(*s->ports));
@@ -81,7 +71,7 @@ static void fill(struct se_store *st, size_t *ret_pods)
                         snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012zu", pod);
                         po->meta.uid = dup(po, uid);
                         snprintf(name, sizeof(name), "svc-%05d", i);
-                        one_label(po, &po->meta.labels, "svc", name);
+                        one_kv(po, &po->meta.labels, "svc", name);
                         snprintf(name, sizeof(name), "node-%04zu", pod / 30);
                         p->node_name = dup(po, name);
                         p->phase = "Running";

@@ -15,6 +15,8 @@
 #include <svcenv/timeutil.h>
 #include <svcenv/topology.h>
 
+#include "bench_objects.h"
+
 #define N_NODES 5000
 #define N_SMALL 2000
 #define N_BIG   20
@@ -22,18 +24,6 @@
 
 enum mode { M_AUTO, M_CLOSE, M_NONE, M_COUNT };
 static const char *const mode_names[M_COUNT] = { "topology-mode Auto", "PreferClose", "no hints" };
-
-static const char *dup(struct se_object *o, const char *s)
-{
-        return se_arena_strdup(&o->arena, s);
-}
-
-static void one_kv(struct se_object *o, struct se_kvlist *l, const char *k, const char *v)
-{
-        l->items = se_arena_alloc(&o->arena, sizeof(*l->items));
-        l->items[0] = (struct se_kv){ dup(o, k), dup(o, v) };
-        l->n = 1;
-}
 
 static struct se_service *mk_service(int i, enum mode m)
 {
