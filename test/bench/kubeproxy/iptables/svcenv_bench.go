@@ -7,11 +7,9 @@ package iptables
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/kubernetes/pkg/proxy"
 	"k8s.io/kubernetes/pkg/proxy/conntrack"
 	"k8s.io/kubernetes/pkg/proxy/healthcheck"
@@ -104,58 +102,16 @@ func newBenchProxier(ipt utiliptables.Interface) *Proxier {
 	return p
 }
 
-// Run feeds nSvc services with eps endpoints each through the proxier's event
-// handlers, times the first sync (what OnEndpointSlicesSynced triggers at
-// start-up), then one service's endpoints change and a partial sync.
+// Run times kube-proxy's iptables proxier on the bench cluster (see
+// cluster.Drive).
 func Run(nSvc, eps int, keep bool) cluster.Result {
 	metrics.RegisterMetrics("iptables")
 	sink := &restoreSink{keep: keep}
 	p := newBenchProxier(sink)
-	svcs := make([]*v1.Service, nSvc)
-	for i := range svcs {
-		svcs[i] = cluster.Service(i)
-	}
-	slices := make([]*discovery.EndpointSlice, nSvc)
-	for i := range slices {
-		slices[i] = cluster.Slice(i, eps, i*eps)
-	}
-	var r cluster.Result
-
-	c0, t0 := cluster.CPUMs(), time.Now()
-	for i := range svcs {
-		p.OnServiceAdd(svcs[i])
-		p.OnEndpointSliceAdd(slices[i])
-	}
-	p.OnServiceSynced() // not initialised yet: returns at once
-	t1 := time.Now()
-	p.OnEndpointSlicesSynced() // the start-up full sync
-	t2, c2 := time.Now(), cluster.CPUMs()
-	r.GenCPUMs = c2 - c0
-	r.HandlersMs = ms(t1.Sub(t0))
-	r.SyncMs = ms(t2.Sub(t1))
-	r.Bytes = sink.bytes
-	r.Lines = bytes.Count(p.iptablesData.Bytes(), []byte{'\n'})
-	r.LargeCluster = p.largeClusterMode
-	r.Ruleset = sink.last
-	svcs, slices = nil, nil
-	r.HeapMiB = liveHeapMiB()
-
-	old := cluster.Slice(0, eps, 0)
-	changed := cluster.Slice(0, eps, 1000003) // endpoints nobody else uses
-	t3 := time.Now()
-	p.OnEndpointSliceUpdate(old, changed)
-	p.syncProxyRules()
-	t4 := time.Now()
-	r.PartialMs = ms(t4.Sub(t3))
-	r.PartialBytes = sink.bytes
-	return r
-}
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-func liveHeapMiB() float64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return float64(m.HeapAlloc) / (1 << 20)
+	return cluster.Drive(p, func() { _ = p.syncProxyRules() }, nSvc, eps, func(r *cluster.Result) {
+		r.Bytes = sink.bytes
+		r.Lines = bytes.Count(p.iptablesData.Bytes(), []byte{'\n'})
+		r.LargeCluster = p.largeClusterMode
+		r.Ruleset = sink.last
+	}, func(r *cluster.Result) { r.PartialBytes = sink.bytes })
 }
