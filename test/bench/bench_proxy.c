@@ -42,6 +42,36 @@ static int add_service(struct se_store *s, unsigned i, unsigned eps, unsigned sh
 }
 
 /* one service's endpoints change: the partial sync's cost */
+/* BENCH_DUMP=PREFIX: the text into PREFIX.N[.partial].iptables / .nft */
+static void dump(const struct se_strbuf *sb, unsigned n_svc, int backend, const char *what)
+{
+        const char *prefix = getenv("BENCH_DUMP");
+        if (!prefix)
+                return;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.%u%s.%s", prefix, n_svc, what,
+                 backend ? "nft" : "iptables");
+        FILE *f = fopen(path, "w");
+        if (f) {
+                fwrite(sb->buf, 1, sb->len, f);
+                fclose(f);
+        }
+}
+
+/* Applies sb and prints how long it took, after label; 0 or -errno. */
+static int timed_apply(const struct se_strbuf *sb, int backend, const char *label)
+{
+        char err[512];
+        double a0 = now();
+        int r = se_proxy_apply(backend ? SE_PROXY_NFT : SE_PROXY_IPTABLES_RESTORE, sb->buf, sb->len,
+                               err, sizeof(err));
+        if (r < 0)
+                printf("  %s failed: %s\n", label, err);
+        else
+                printf("  %s: %.2f s\n", label, now() - a0);
+        return r;
+}
+
 static void partial_sync(struct se_store *s, const struct se_proxy_options *o,
                          struct se_proxy_tracker *tr, unsigned n_svc, unsigned eps, int backend,
                          bool apply)
@@ -61,28 +91,9 @@ static void partial_sync(struct se_store *s, const struct se_proxy_options *o,
         if (r == 0) {
                 printf("  partial sync, 1 of %u services changed: build+write %.1f ms, %.1f KiB\n",
                        n_svc, (t1 - t0) * 1e3, (double)sb.len / 1024);
-                const char *dump = getenv("BENCH_DUMP");
-                if (dump) { /* PREFIX.N.partial.iptables / .nft */
-                        char path[4096];
-                        snprintf(path, sizeof(path), "%s.%u.partial.%s", dump, n_svc,
-                                 backend ? "nft" : "iptables");
-                        FILE *f = fopen(path, "w");
-                        if (f) {
-                                fwrite(sb.buf, 1, sb.len, f);
-                                fclose(f);
-                        }
-                }
-                if (apply) {
-                        char err[512];
-                        double a0 = now();
-                        r = se_proxy_apply(backend ? SE_PROXY_NFT : SE_PROXY_IPTABLES_RESTORE,
-                                           sb.buf, sb.len, err, sizeof(err));
-                        double a1 = now();
-                        if (r < 0)
-                                printf("  partial apply failed: %s\n", err);
-                        else
-                                printf("  partial apply: %.2f s\n", a1 - a0);
-                }
+                dump(&sb, n_svc, backend, ".partial");
+                if (apply)
+                        r = timed_apply(&sb, backend, "partial apply");
         }
         se_proxy_tracker_done(tr, r == 0);
         se_strbuf_release(&sb);
@@ -156,17 +167,7 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
                         se_proxy_tracker_free(tr);
                         continue;
                 }
-                const char *dump = getenv("BENCH_DUMP");
-                if (dump) { /* BENCH_DUMP=PREFIX writes PREFIX.N.iptables / .nft */
-                        char path[4096];
-                        snprintf(path, sizeof(path), "%s.%u.%s", dump, n_svc,
-                                 backend ? "nft" : "iptables");
-                        FILE *f = fopen(path, "w");
-                        if (f) {
-                                fwrite(sb.buf, 1, sb.len, f);
-                                fclose(f);
-                        }
-                }
+                dump(&sb, n_svc, backend, "");
                 size_t lines = 0;
                 for (size_t k = 0; k < sb.len; k++)
                         lines += sb.buf[k] == '\n';
@@ -174,19 +175,11 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
                        "%7zu lines, peak RSS %6.1f MiB\n",
                        backend ? "nftables" : "iptables", n_svc, eps, (t1 - t0) * 1e3,
                        (t2 - t1) * 1e3, (double)sb.len / (1 << 20), lines, (double)rss_kb() / 1024);
-                if (apply) {
-                        char err[512];
-                        double a0 = now();
-                        r = se_proxy_apply(backend ? SE_PROXY_NFT : SE_PROXY_IPTABLES_RESTORE,
-                                           sb.buf, sb.len, err, sizeof(err));
-                        double a1 = now();
-                        if (r < 0)
-                                printf("  apply failed: %s\n", err);
-                        else
-                                printf("  apply (%s, fresh netns): %.2f s\n",
-                                       backend ? "nft -f" : "iptables-restore", a1 - a0);
-                }
-                se_proxy_tracker_done(tr, true);
+                if (apply)
+                        r = timed_apply(&sb, backend,
+                                        backend ? "apply (nft -f, fresh netns)" :
+                                                  "apply (iptables-restore, fresh netns)");
+                se_proxy_tracker_done(tr, r == 0);
                 se_strbuf_release(&sb);
                 if (apply && backend)
                         nft_resync(t, &o);
