@@ -365,6 +365,41 @@ static void test_http__event_recorder(void **state)
         stop(s);
 }
 
+/* A repeat whose Event is gone (expired, deleted): the PATCH answers 404 and
+ * the event is created anew. */
+static void test_http__event_recreated_when_gone(void **state)
+{
+        (void)state;
+        static const struct reply script[] = {
+                { "HTTP/1.1 201 Created\r\nContent-Type: application/json",
+                  "{\"metadata\":{\"name\":\"web.1\"}}", 0 },
+                { "HTTP/1.1 404 Not Found\r\nContent-Type: application/json",
+                  "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}", 0 },
+                { "HTTP/1.1 201 Created\r\nContent-Type: application/json",
+                  "{\"metadata\":{\"name\":\"web.2\"}}", 0 },
+        };
+        struct server *s = start(script, 3);
+        struct se_kube_client *c = client(s, 0);
+        struct se_kube_recorder *r = se_kube_recorder_new(c, "endpoint-controller");
+        struct se_kube_objref ref = { "Service", "v1", "ns", "web", "u-1", "5" };
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(
+                        se_kube_recorder_eventf(r, &ref, SE_KUBE_EVENT_WARNING, "Failed", "same"),
+                        0);
+                assert_true(se_kube_recorder_flush(r, 5000));
+        }
+        assert_non_null(strstr(s->last_request, "POST /api/v1/namespaces/ns/events HTTP/1.1"));
+        struct se_kube_recorder_stats st;
+        se_kube_recorder_stats(r, &st);
+        assert_int_equal(st.created, 2);
+        assert_int_equal(st.patched, 0);
+        assert_int_equal(st.dropped, 0);
+        assert_int_equal(atomic_load(&s->served), 3);
+        se_kube_recorder_free(r);
+        se_kube_client_free(c);
+        stop(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -374,6 +409,7 @@ int main(void)
                 cmocka_unit_test(test_http__cancel_from_another_thread),
                 cmocka_unit_test(test_http__watch_stream),
                 cmocka_unit_test(test_http__event_recorder),
+                cmocka_unit_test(test_http__event_recreated_when_gone),
         };
         return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }
