@@ -52,6 +52,12 @@ enum {
          * Such a pod is for se_endpoints_* only, never for envvars or
          * encoding. */
         SE_DECODE_SLIM_POD = 1u << 0,
+        /* Endpoints for the controller's cache: the subsets are replaced by
+         * their digest (se_endpoints.digest); see model.h. */
+        SE_DECODE_SLIM_ENDPOINTS = 1u << 1,
+        /* EndpointSlices for the controller's cache: the endpoints are
+         * replaced by per-endpoint digests; see model.h. */
+        SE_DECODE_SLIM_SLICES = 1u << 2,
 };
 
 /* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */

@@ -377,6 +377,22 @@ static void queue_startup_keys(struct se_controller *ctl)
         se_store_unlock(ctl->store);
 }
 
+/* The cache keeps only what the syncs read: most of its bytes are pods,
+ * and the Endpoints and slices are compared, never copied. */
+static unsigned informer_decode_flags(enum se_kind kind)
+{
+        switch (kind) {
+        case SE_KIND_POD:
+                return SE_DECODE_SLIM_POD;
+        case SE_KIND_ENDPOINTS:
+                return SE_DECODE_SLIM_ENDPOINTS;
+        case SE_KIND_ENDPOINT_SLICE:
+                return SE_DECODE_SLIM_SLICES;
+        default:
+                return 0;
+        }
+}
+
 int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
 {
         uint64_t t0 = se_now_mono_ns();
@@ -384,10 +400,8 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
          * 500 objects) while it decodes it, and five at once would set the
          * peak memory */
         for (size_t i = 0; i < CTL_N_INFORMERS; i++) {
-                /* pods are most of the cache: keep only what the sync reads */
-                struct se_kube_informer_opts io = {
-                        .decode_flags = informer_kinds[i] == SE_KIND_POD ? SE_DECODE_SLIM_POD : 0
-                };
+                struct se_kube_informer_opts io = { .decode_flags = informer_decode_flags(
+                                                            informer_kinds[i]) };
                 ctl->informers[i] = se_kube_informer_new(ctl->client, informer_kinds[i], ctl->store,
                                                          &io, informer_error, ctl);
                 if (!ctl->informers[i])

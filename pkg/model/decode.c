@@ -30,12 +30,27 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
         }
 }
 
+/* Each SE_DECODE_* flag is about one kind; other kinds ignore it. */
+static unsigned kind_flags(enum se_kind kind, unsigned flags)
+{
+        switch (kind) {
+        case SE_KIND_POD:
+                return flags & SE_DECODE_SLIM_POD;
+        case SE_KIND_ENDPOINTS:
+                return flags & SE_DECODE_SLIM_ENDPOINTS;
+        case SE_KIND_ENDPOINT_SLICE:
+                return flags & SE_DECODE_SLIM_SLICES;
+        default:
+                return 0;
+        }
+}
+
 /* One decode into an arena of `size` bytes (0: grow as needed). */
 static int decode_sized(const json_t *json, enum se_kind kind, const char *default_ns,
                         unsigned flags, size_t size, struct se_object **ret,
                         struct se_decode_error *err)
 {
-        struct dctx d = { .err = err, .flags = kind == SE_KIND_POD ? flags : 0 };
+        struct dctx d = { .err = err, .flags = kind_flags(kind, flags) };
         struct se_object *obj = se_object_new_sized(kind, size);
         if (!obj)
                 return -ENOMEM;
