@@ -1,6 +1,5 @@
 /* Endpoints (v1) and EndpointSlices (discovery.k8s.io/v1). */
 #include <errno.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "decode_internal.h"
