@@ -52,8 +52,12 @@ enum {
          * Such a pod is for se_endpoints_* only, never for envvars or
          * encoding. */
         SE_DECODE_SLIM_POD = 1u << 0,
-        /* Endpoints for the controller's cache: the subsets are replaced by
-         * their digest (se_endpoints.digest); see model.h. */
+        /* Endpoints for the controller's cache: the subsets are checked as
+         * without the flag (the same errors) and then replaced by their
+         * digest and address count (se_endpoints.slim; see model.h); the
+         * metadata is kept whole. Such an Endpoints is for
+         * se_endpoints_equal/_plan only, never for encoding. -EIO is
+         * possible too (libcrypto). */
         SE_DECODE_SLIM_ENDPOINTS = 1u << 1,
         /* EndpointSlices for the controller's cache: the endpoints are
          * replaced by per-endpoint digests; see model.h. */

@@ -141,7 +141,8 @@ int se_endpoints_build(const struct se_endpoints_input *in, const struct se_endp
  * subsets equal (targetRef.resourceVersion ignored; see ordering above),
  * labels correct for the Service (headless label ignored, managed-by ours)
  * and the over-capacity annotation absent with at most 1000 addresses.
- * Annotations (the trigger time) are not compared. */
+ * Annotations (the trigger time) are not compared. existing may be slim
+ * (model.h): its subsets digest is compared, with the same verdict. */
 bool se_endpoints_equal(const struct se_endpoints *desired, const struct se_endpoints *existing,
                         const struct se_service *svc, const struct se_endpoints_opts *opts);
 

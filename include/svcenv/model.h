@@ -295,11 +295,35 @@ struct se_endpoint_subset {
         uint32_t n_ports;
 };
 
+/* Bytes of an Endpoints' subsets digest (the first of a SHA-256). */
+#define SE_ENDPOINTS_DIGEST_LEN 16
+
+/* A slim Endpoints (decode.h SE_DECODE_SLIM_ENDPOINTS, the controller's
+ * cache) has its metadata but no subsets (NULL/0): n_addresses and digest
+ * stand for them. It may only be compared (se_endpoints_equal, whose
+ * verdict is the same as for the full object) and have its metadata read;
+ * the encoder refuses it. A full object has slim false and the two fields
+ * zero. */
 struct se_endpoints {
         struct se_object obj;
         struct se_endpoint_subset *subsets;
         uint32_t n_subsets;
+        bool slim;
+        uint32_t n_addresses; /* slim: ready + not ready, capped at UINT32_MAX */
+        uint8_t digest[SE_ENDPOINTS_DIGEST_LEN]; /* slim: se_endpoints_digest() */
 };
+
+/* The digest of ep's subsets (a slim ep: the stored one). Two Endpoints get
+ * the same digest exactly when the controller counts their subsets equal:
+ * subsets and each subset's ports in any order (sorted by first port, then
+ * by port name, number, protocol, appProtocol), addresses in order;
+ * an absent hostname, nodeName or targetRef field is the same as an empty
+ * one, an absent ip or appProtocol is not; targetRef compares kind,
+ * namespace, name and uid only (not resourceVersion). Subsets tied on their
+ * first port are ordered by content. 0, -ENOMEM or -EIO (libcrypto). */
+int se_endpoints_digest(const struct se_endpoints *ep, uint8_t out[SE_ENDPOINTS_DIGEST_LEN]);
+/* Ready plus not-ready addresses of all subsets (a slim ep: stored). */
+size_t se_endpoints_n_addresses(const struct se_endpoints *ep);
 
 /* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
 

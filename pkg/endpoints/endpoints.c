@@ -396,8 +396,22 @@ static int cmp_sorted_subset(const void *pa, const void *pb)
         return cmp_port(a->ports[0], b->ports[0]);
 }
 
+/* A slim existing object (the controller's cache) holds only the digest of
+ * its subsets, which is equal exactly when the comparison below is. */
+static bool subsets_equal_slim(const struct se_endpoints *want, const struct se_endpoints *have)
+{
+        uint8_t w[SE_ENDPOINTS_DIGEST_LEN], h[SE_ENDPOINTS_DIGEST_LEN];
+        if (se_endpoints_n_addresses(want) != se_endpoints_n_addresses(have))
+                return false;
+        /* on -ENOMEM: not equal, a write, as the comparison below does */
+        return se_endpoints_digest(want, w) == 0 && se_endpoints_digest(have, h) == 0 &&
+               memcmp(w, h, sizeof(w)) == 0;
+}
+
 static bool subsets_equal(const struct se_endpoints *want, const struct se_endpoints *have)
 {
+        if (want->slim || have->slim)
+                return subsets_equal_slim(want, have);
         if (want->n_subsets != have->n_subsets)
                 return false;
         uint32_t n = have->n_subsets, total_ports = 0;
@@ -452,20 +466,12 @@ static bool labels_correct(const struct se_kvlist *have, const struct se_service
         return have->n == svc->obj.meta.labels.n + skipped;
 }
 
-static size_t count_addresses(const struct se_endpoints *ep)
-{
-        size_t n = 0;
-        for (uint32_t i = 0; i < ep->n_subsets; i++)
-                n += ep->subsets[i].n_addresses + ep->subsets[i].n_not_ready;
-        return n;
-}
-
 bool se_endpoints_equal(const struct se_endpoints *desired, const struct se_endpoints *existing,
                         const struct se_service *svc, const struct se_endpoints_opts *opts)
 {
         return subsets_equal(desired, existing) &&
                labels_correct(&existing->obj.meta.labels, svc, opt_endpoints_managed_by(opts)) &&
-               count_addresses(existing) <= SE_ENDPOINTS_MAX_CAPACITY &&
+               se_endpoints_n_addresses(existing) <= SE_ENDPOINTS_MAX_CAPACITY &&
                !se_kvlist_get(&existing->obj.meta.annotations, SE_OVER_CAPACITY_ANNOTATION);
 }
 

@@ -65,8 +65,36 @@ static int decode_subset(struct dctx *d, const json_t *e, void *out, const void 
         return GET_LIST(d, e, "ports", decode_ep_port, NULL, s->ports, s->n_ports);
 }
 
+/* SE_DECODE_SLIM_ENDPOINTS: the subsets are decoded (and so checked) as
+ * always, but into a scratch arena; the object keeps their digest and
+ * address count only, so neither decode of decode_sized() sizes the
+ * object's arena for them. */
+static int decode_endpoints_slim(struct dctx *d, const json_t *json, struct se_endpoints *ep)
+{
+        struct se_arena scratch = SE_ARENA_INIT, *kept = d->arena;
+        const char *seen[SE_ARRAY_SIZE(d->seen)];
+        struct se_endpoints full = { .obj.kind = SE_KIND_ENDPOINTS };
+        /* strings interned now live in the scratch: forget them after */
+        memcpy(seen, d->seen, sizeof(seen));
+        d->arena = &scratch;
+        int r = GET_LIST(d, json, "subsets", decode_subset, NULL, full.subsets, full.n_subsets);
+        d->arena = kept;
+        memcpy(d->seen, seen, sizeof(seen));
+        if (r == 0)
+                r = se_endpoints_digest(&full, ep->digest);
+        if (r == 0) {
+                size_t n = se_endpoints_n_addresses(&full);
+                ep->n_addresses = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+                ep->slim = true;
+        }
+        se_arena_release(&scratch);
+        return r;
+}
+
 int decode_endpoints(struct dctx *d, const json_t *json, struct se_endpoints *ep)
 {
+        if (d->flags & SE_DECODE_SLIM_ENDPOINTS)
+                return decode_endpoints_slim(d, json, ep);
         return GET_LIST(d, json, "subsets", decode_subset, NULL, ep->subsets, ep->n_subsets);
 }
 

@@ -494,7 +494,9 @@ json_t *se_encode_object(const struct se_object *obj)
                         break;
                 }
                 case SE_KIND_ENDPOINTS:
-                        ok = encode_endpoints(o, se_endpoints_of(obj));
+                        /* a slim one has no subsets to write */
+                        ok = !se_endpoints_of(obj)->slim &&
+                             encode_endpoints(o, se_endpoints_of(obj));
                         break;
                 case SE_KIND_ENDPOINT_SLICE:
                         ok = encode_slice(o, se_endpoint_slice_of(obj));

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "slim_ep.h"
 
 #define MAXP 4096
 
@@ -48,7 +49,7 @@ static const struct se_endpoints *plan(struct fx *f, const struct se_endpoints *
 {
         struct se_endpoints_input in = input(f);
         se_endpoints_plan_release(&f->plan);
-        assert_int_equal(se_endpoints_plan(&in, existing, NULL, &f->plan), 0);
+        assert_int_equal(fx_ep_plan_both(&in, existing, NULL, &f->plan), 0);
         return f->plan.obj;
 }
 
@@ -341,19 +342,21 @@ static void test_endpoints__service_deleted(void **state)
 {
         (void)state;
         struct se_endpoints *ep = (struct se_endpoints *)se_object_new(SE_KIND_ENDPOINTS);
+        ep->obj.meta.name = "web";
+        ep->obj.meta.namespace = "ns";
         struct se_endpoints_input in = { .namespace = "ns", .name = "web" };
         struct se_endpoints_plan p;
-        assert_int_equal(se_endpoints_plan(&in, ep, NULL, &p), 0);
+        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_SKIP);
         fx_kv(&ep->obj, &ep->obj.meta.labels, SE_ENDPOINTS_MANAGED_BY_LABEL, "endpoint-controller");
-        assert_int_equal(se_endpoints_plan(&in, ep, NULL, &p), 0);
+        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_DELETE);
         assert_null(p.obj);
         struct se_endpoints_opts o = { .endpoints_managed_by = "svcenv" };
-        assert_int_equal(se_endpoints_plan(&in, ep, &o, &p), 0);
+        assert_int_equal(fx_ep_plan_both(&in, ep, &o, &p), 0);
         assert_int_equal(p.action, SE_EP_SKIP);
         fx_kv(&ep->obj, &ep->obj.meta.annotations, SE_LEADER_ANNOTATION, "{}");
-        assert_int_equal(se_endpoints_plan(&in, ep, NULL, &p), 0);
+        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_SKIP);
         assert_int_equal(se_endpoints_plan(&in, NULL, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_SKIP);
@@ -382,13 +385,13 @@ static void test_endpoints__no_write_when_equal(void **state)
         stored->obj.meta.resource_version = "7";
         in.trigger_time_ns += 1000000000;
         struct se_endpoints_plan second;
-        assert_int_equal(se_endpoints_plan(&in, stored, NULL, &second), 0);
+        assert_int_equal(fx_ep_plan_both(&in, stored, NULL, &second), 0);
         assert_int_equal(second.action, SE_EP_UNCHANGED);
         assert_null(second.obj);
         /* a real change: pod becomes not ready */
         f->pods[0]->conditions[0].status = "False";
         in = input(f);
-        assert_int_equal(se_endpoints_plan(&in, stored, NULL, &second), 0);
+        assert_int_equal(fx_ep_plan_both(&in, stored, NULL, &second), 0);
         assert_int_equal(second.action, SE_EP_UPDATE);
         const struct se_meta *m = &second.obj->obj.meta;
         assert_string_equal(se_kvlist_get(&m->annotations, "example.com/note"), "keep");
@@ -441,7 +444,7 @@ static void test_endpoints__labels_and_capacity_force_write(void **state)
         struct se_endpoints_input in = input(f);
         struct se_endpoints *want;
         assert_int_equal(se_endpoints_build(&in, NULL, &want), 0);
-        assert_true(se_endpoints_equal(want, want, f->svc, NULL));
+        assert_true(fx_ep_equal_both(want, want, f->svc, NULL));
         /* the headless label alone never forces a write */
         struct se_endpoints *have;
         assert_int_equal(se_endpoints_build(&in, NULL, &have), 0);
@@ -450,21 +453,21 @@ static void test_endpoints__labels_and_capacity_force_write(void **state)
         fx_kv(&have->obj, &l, SE_ENDPOINTS_MANAGED_BY_LABEL, "endpoint-controller");
         fx_kv(&have->obj, &l, SE_HEADLESS_LABEL, "");
         have->obj.meta.labels = l;
-        assert_true(se_endpoints_equal(want, have, f->svc, NULL));
+        assert_true(fx_ep_equal_both(want, have, f->svc, NULL));
         /* missing managed-by (written by an older controller) */
         have->obj.meta.labels.n = 1;
-        assert_false(se_endpoints_equal(want, have, f->svc, NULL));
+        assert_false(fx_ep_equal_both(want, have, f->svc, NULL));
         /* a stale extra label */
         have->obj.meta.labels = (struct se_kvlist){ NULL, 0 };
         fx_kv(&have->obj, &have->obj.meta.labels, "app", "web");
         fx_kv(&have->obj, &have->obj.meta.labels, "old", "x");
-        assert_false(se_endpoints_equal(want, have, f->svc, NULL));
+        assert_false(fx_ep_equal_both(want, have, f->svc, NULL));
         /* another managed-by value */
         struct se_endpoints_opts o = { .endpoints_managed_by = "svcenv" };
-        assert_false(se_endpoints_equal(want, want, f->svc, &o));
+        assert_false(fx_ep_equal_both(want, want, f->svc, &o));
         /* any over-capacity annotation */
         fx_kv(&want->obj, &want->obj.meta.annotations, SE_OVER_CAPACITY_ANNOTATION, "warning");
-        assert_false(se_endpoints_equal(want, want, f->svc, NULL));
+        assert_false(fx_ep_equal_both(want, want, f->svc, NULL));
         se_object_unref(&have->obj);
         se_object_unref(&want->obj);
         fx_free(f);
@@ -489,12 +492,12 @@ static void test_endpoints__equal_ignores_subset_order(void **state)
         struct se_endpoint_subset t = have->subsets[0];
         have->subsets[0] = have->subsets[1];
         have->subsets[1] = t;
-        assert_true(se_endpoints_equal(want, have, f->svc, NULL));
+        assert_true(fx_ep_equal_both(want, have, f->svc, NULL));
         /* but addresses are compared in order */
         struct se_endpoint_address a = have->subsets[1].addresses[0];
         have->subsets[1].addresses[0] = have->subsets[1].addresses[1];
         have->subsets[1].addresses[1] = a;
-        assert_false(se_endpoints_equal(want, have, f->svc, NULL));
+        assert_false(fx_ep_equal_both(want, have, f->svc, NULL));
         se_object_unref(&have->obj);
         se_object_unref(&want->obj);
         fx_free(f);
