@@ -63,6 +63,16 @@ static void table_flush(struct table_out *t, const char *header, size_t hlen, st
         t->any = false;
 }
 
+/* Length of the word at p, within the line's n bytes: the text need not
+ * end in a NUL (a last line without its newline). */
+static size_t word_len(const char *p, size_t n)
+{
+        size_t k = 0;
+        while (k < n && p[k] != ' ' && p[k] != '\n')
+                k++;
+        return k;
+}
+
 int se_proxy_cleanup_text(const char *text, size_t len, struct se_strbuf *out)
 {
         struct table_out t;
@@ -83,7 +93,7 @@ int se_proxy_cleanup_text(const char *text, size_t len, struct se_strbuf *out)
                 } else if (n >= 6 && memcmp(p, "COMMIT", 6) == 0 && header) {
                         table_flush(&t, header, hlen, out);
                 } else if (n > 1 && p[0] == ':') {
-                        size_t k = strcspn(p + 1, " \n");
+                        size_t k = word_len(p + 1, n - 1);
                         if (se_proxy_own_chain(p + 1, k)) {
                                 /* declaring flushes it; deleted after every flush */
                                 se_strbuf_printf(&t.decl, ":%.*s - [0:0]\n", (int)k, p + 1);
@@ -91,7 +101,7 @@ int se_proxy_cleanup_text(const char *text, size_t len, struct se_strbuf *out)
                                 t.any = true;
                         }
                 } else if (n > 3 && memcmp(p, "-A ", 3) == 0) {
-                        size_t k = strcspn(p + 3, " \n"), tl;
+                        size_t k = word_len(p + 3, n - 3), tl;
                         const char *tg = jump_target(p, n, &tl);
                         /* a jump from a chain not ours into ours: delete the rule */
                         if (!se_proxy_own_chain(p + 3, k) && tg && se_proxy_own_chain(tg, tl)) {

@@ -25,7 +25,7 @@ static void attrs(const struct nlmsghdr *nh, const struct nlattr **tb, int max)
         memset(tb, 0, sizeof(*tb) * (size_t)(max + 1));
         size_t off = NLMSG_ALIGN(sizeof(struct nfgenmsg));
         size_t len = nh->nlmsg_len - NLMSG_HDRLEN;
-        const char *base = NLMSG_DATA(nh);
+        const char *base = (const char *)nh + NLMSG_HDRLEN; /* NLMSG_DATA drops const */
         while (off + NLA_HDRLEN <= len) {
                 const struct nlattr *a = (const void *)(base + off);
                 if (a->nla_len < NLA_HDRLEN || off + a->nla_len > len)
