@@ -9,8 +9,9 @@
 
 #include <svcenv/model.h>
 
-/* New JSON object for obj (new reference), NULL on -ENOMEM. Every kind is
- * supported; fields svcenv does not model are not reproduced. */
+/* New JSON object for obj (new reference), NULL on -ENOMEM or when obj is
+ * a slim EndpointSlice (SE_DECODE_SLIM_SLICES: its endpoints are gone).
+ * Every kind is supported; fields svcenv does not model are not reproduced. */
 json_t *se_encode_object(const struct se_object *obj);
 /* {"apiVersion":"v1","kind":"List","metadata":{},"items":[...]}; new reference. */
 json_t *se_encode_list(const struct se_object *const *objs, size_t n);
