@@ -95,11 +95,11 @@ static void assert_same_refs(const struct fx *f, const struct se_endpoint_slice 
                              struct se_endpoint_slice *const *slim)
 {
         for (uint32_t i = 0; i < n; i++)
-                assert_int_equal(
-                        index_in(a[i], (const struct se_endpoint_slice *const *)f->existing,
-                                 f->n_existing),
-                        index_in(b[i], (const struct se_endpoint_slice *const *)slim,
-                                 f->n_existing));
+                assert_int_equal(index_in(a[i],
+                                          (const struct se_endpoint_slice *const *)f->existing,
+                                          f->n_existing),
+                                 index_in(b[i], (const struct se_endpoint_slice *const *)slim,
+                                          f->n_existing));
 }
 
 /* The plan from the existing slices in slim form (as the controller's
@@ -945,6 +945,165 @@ static void test_slices__topology_dual_stack(void **state)
         fx_free(f);
 }
 
+/* One field of one existing endpoint changed at a time: the digest of a
+ * slim slice gives the verdict the full slice gives (plan() checks both):
+ * fields upstream's endpoint hash covers make the endpoint a new one
+ * (removed + added), those EndpointsEqualBeyondHash compares update it in
+ * place, the others change nothing. */
+enum verdict { SAME, BEYOND, IDENTITY };
+
+static void mutate(struct se_endpoint_slice *s, int field)
+{
+        struct se_object *o = &s->obj;
+        struct se_slice_endpoint *e = &s->endpoints[1];
+        struct se_object_ref *r = e->target_ref;
+        switch (field) {
+        case 0:
+                e->node_name = fx_str(o, "node-2");
+                break;
+        case 1:
+                e->node_name = NULL;
+                break;
+        case 2:
+                e->node_name = fx_str(o, "");
+                break;
+        case 3:
+                e->zone = fx_str(o, "zone-b");
+                break;
+        case 4:
+                e->zone = NULL;
+                break;
+        case 5:
+                e->ready = SE_FALSE;
+                break;
+        case 6:
+                e->ready = SE_UNSET;
+                break;
+        case 7:
+                e->serving = SE_FALSE;
+                break;
+        case 8:
+                e->terminating = SE_TRUE;
+                break;
+        case 9:
+                e->terminating = SE_UNSET;
+                break;
+        case 10:
+                r->kind = fx_str(o, "Node");
+                break;
+        case 11:
+                r->uid = fx_str(o, "other-uid");
+                break;
+        case 12:
+                r->uid = NULL;
+                break;
+        case 13:
+                e->target_ref = NULL;
+                break; /* its namespace and name hash as "" */
+        case 14:
+                r->name = fx_str(o, "pod-009");
+                break;
+        case 15:
+                r->namespace = fx_str(o, "other");
+                break;
+        case 16:
+                e->hostname = fx_str(o, "h");
+                break;
+        case 17:
+                e->addresses.v[0] = fx_str(o, "10.9.9.9");
+                break;
+        case 18:
+                r->resource_version = fx_str(o, "42");
+                break;
+        case 19:
+                e->hostname = fx_str(o, "");
+                break; /* nil and "" hash the same */
+        default:
+                fail();
+        }
+}
+
+static void test_slices__slim_one_field_changed(void **state)
+{
+        (void)state;
+        static const enum verdict want[] = {
+                BEYOND,   BEYOND,   BEYOND,   BEYOND,   BEYOND, BEYOND, BEYOND,
+                BEYOND,   BEYOND,   BEYOND,   BEYOND,   BEYOND, BEYOND, IDENTITY,
+                IDENTITY, IDENTITY, IDENTITY, IDENTITY, SAME,   SAME,
+        };
+        for (int field = 0; field < (int)SE_ARRAY_SIZE(want); field++) {
+                struct fx *f = fx_new("10.0.0.1");
+                add_node(f, "node-1", "zone-a");
+                add_pods(f, 3);
+                plan(f);
+                apply(f);
+                assert_int_equal(f->n_existing, 1);
+                struct se_slice_endpoint want_ep = f->existing[0]->endpoints[1];
+                struct se_object_ref want_ref = *want_ep.target_ref;
+                const char *want_addr = want_ep.addresses.v[0];
+                mutate(f->existing[0], field);
+                const struct se_slices_plan *p = plan(f);
+                if (want[field] == SAME) {
+                        assert_int_equal(p->action, SE_EP_UNCHANGED);
+                        assert_int_equal(p->n_unchanged, 1);
+                        fx_free(f);
+                        continue;
+                }
+                assert_int_equal(p->action, SE_EP_UPDATE);
+                assert_int_equal(p->n_update, 1);
+                assert_int_equal(p->n_create + p->n_remove + p->n_unchanged, 0);
+                bool id = want[field] == IDENTITY;
+                assert_int_equal(p->endpoints_removed, id);
+                assert_int_equal(p->endpoints_added, id);
+                /* the endpoint is written as desired again (a new one goes last) */
+                const struct se_endpoint_slice *u = p->update[0];
+                assert_int_equal(u->n_endpoints, 3);
+                const struct se_slice_endpoint *e = &u->endpoints[id ? 2 : 1];
+                assert_string_equal(e->addresses.v[0], want_addr);
+                assert_string_equal(e->node_name, want_ep.node_name);
+                assert_string_equal(e->zone, want_ep.zone);
+                assert_int_equal(e->ready, SE_TRUE);
+                assert_int_equal(e->terminating, SE_FALSE);
+                assert_string_equal(e->target_ref->name, want_ref.name);
+                assert_string_equal(e->target_ref->uid, want_ref.uid);
+                fx_free(f);
+        }
+}
+
+/* An unchanged slice that takes new endpoints is written as a copy of
+ * itself: not-ready endpoints keep the hints they had (the heuristics only
+ * rewrite ready ones), from a slim slice too. */
+static void test_slices__slim_fill_keeps_hints(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        f->svc->traffic_distribution = "PreferClose";
+        add_node(f, "node-1", "zone-a");
+        add_pods(f, 2);
+        f->pods[1]->conditions[0].status = "False";
+        plan(f);
+        apply(f);
+        struct se_endpoint_slice *s = f->existing[0];
+        assert_int_equal(s->n_endpoints, 2);
+        assert_int_equal(s->endpoints[1].ready, SE_FALSE);
+        struct se_slice_endpoint *e = &s->endpoints[1];
+        e->hint_zones.v = se_arena_array(&s->obj.arena, 1, sizeof(char *));
+        e->hint_zones.v[0] = fx_str(&s->obj, "zone-x");
+        e->hint_zones.n = 1;
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        add_pod(f, "pod-new", "10.1.9.9", true);
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->n_endpoints, 3);
+        const struct se_slice_endpoint *u = &p->update[0]->endpoints[1];
+        assert_int_equal(u->hint_zones.n, 1);
+        assert_string_equal(u->hint_zones.v[0], "zone-x");
+        assert_string_equal(p->update[0]->endpoints[0].hint_zones.v[0], "zone-a");
+        assert_string_equal(p->update[0]->endpoints[2].hint_zones.v[0], "zone-a");
+        fx_free(f);
+}
+
 /* Service gone: our slices are reported for deletion. */
 static void test_slices__service_deleted(void **state)
 {
@@ -1008,6 +1167,8 @@ int main(void)
                 cmocka_unit_test(test_slices__topology_auto_zones),
                 cmocka_unit_test(test_slices__topology_precedence),
                 cmocka_unit_test(test_slices__topology_dual_stack),
+                cmocka_unit_test(test_slices__slim_one_field_changed),
+                cmocka_unit_test(test_slices__slim_fill_keeps_hints),
                 cmocka_unit_test(test_slices__service_deleted),
                 cmocka_unit_test(test_slices__deterministic_names),
         };
