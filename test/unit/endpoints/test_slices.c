@@ -1070,9 +1070,10 @@ static void test_slices__slim_one_field_changed(void **state)
         }
 }
 
-/* An unchanged slice that takes new endpoints is written as a copy of
- * itself: not-ready endpoints keep the hints they had (the heuristics only
- * rewrite ready ones), from a slim slice too. */
+/* An unchanged slice that takes new endpoints, or only new labels, is
+ * written as a copy of itself (upstream DeepCopy): not-ready endpoints keep
+ * the hints they had (the heuristics only rewrite ready ones), from a slim
+ * slice too. */
 static void test_slices__slim_fill_keeps_hints(void **state)
 {
         (void)state;
@@ -1101,6 +1102,17 @@ static void test_slices__slim_fill_keeps_hints(void **state)
         assert_string_equal(u->hint_zones.v[0], "zone-x");
         assert_string_equal(p->update[0]->endpoints[0].hint_zones.v[0], "zone-a");
         assert_string_equal(p->update[0]->endpoints[2].hint_zones.v[0], "zone-a");
+        /* relabelled only: upstream writes a copy too (no new endpoints) */
+        f->n = 2;
+        se_object_unref(&f->pods[2]->obj);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.labels, "tier", "front");
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->endpoints_added + p->endpoints_removed, 0);
+        assert_string_equal(se_kvlist_get(&p->update[0]->obj.meta.labels, "tier"), "front");
+        u = &p->update[0]->endpoints[1];
+        assert_int_equal(u->hint_zones.n, 1);
+        assert_string_equal(u->hint_zones.v[0], "zone-x");
         fx_free(f);
 }
 
