@@ -60,7 +60,10 @@ enum {
          * possible too (libcrypto). */
         SE_DECODE_SLIM_ENDPOINTS = 1u << 1,
         /* EndpointSlices for the controller's cache: the endpoints are
-         * replaced by per-endpoint digests; see model.h. */
+         * checked as usual, then replaced by per-endpoint digests and the
+         * hints of those that have some (se_endpoint_slice.slim, digests,
+         * hints; see model.h). Such a slice is for se_slices_plan only:
+         * the encoder refuses it. */
         SE_DECODE_SLIM_SLICES = 1u << 2,
 };
 

@@ -10,8 +10,9 @@
 #include <svcenv/model.h>
 
 /* New JSON object for obj (new reference), NULL on -ENOMEM or for a slim
- * Endpoints (model.h: its subsets are gone). Every kind is supported;
- * fields svcenv does not model are not reproduced. */
+ * Endpoints or EndpointSlice (SE_DECODE_SLIM_ENDPOINTS / _SLICES: their
+ * subsets or endpoints are gone). Every kind is supported; fields svcenv
+ * does not model are not reproduced. */
 json_t *se_encode_object(const struct se_object *obj);
 /* {"apiVersion":"v1","kind":"List","metadata":{},"items":[...]}; new reference. */
 json_t *se_encode_list(const struct se_object *const *objs, size_t n);

@@ -208,6 +208,10 @@ struct se_slices_plan {
  * rules (PreferClose/PreferSameZone: ready endpoints get their zone;
  * PreferSameNode: also their node; otherwise none). The annotation takes
  * precedence over trafficDistribution; without a cache it gives no hints.
+ * existing slices may be slim (SE_DECODE_SLIM_SLICES, decode.h): endpoints
+ * are matched and compared by their digests, and a slice written from an
+ * existing one takes its matched desired endpoints plus its hints, so the
+ * plan is the same as from the full slices.
  * 0 or -ENOMEM; *ret is always set on 0. */
 int se_slices_plan(const struct se_endpoints_input *in,
                    const struct se_endpoint_slice *const *existing, size_t n_existing,

@@ -349,14 +349,47 @@ struct se_slice_port {
         const char *app_protocol;
 };
 
+/* The hints of one endpoint of a slim slice. */
+struct se_slice_endpoint_hints {
+        struct se_strs zones;
+        struct se_strs nodes;
+};
+
+/* What the EndpointSlice controller needs of an endpoint it compares (the
+ * slim form, SE_DECODE_SLIM_SLICES): two 64-bit hashes of canonical
+ * serialisations, the Ready condition and the hints. */
+struct se_slice_endpoint_digest {
+        /* upstream's endpoint hash: addresses as a sorted list, hostname
+         * (absent = ""), targetRef namespace and name (absent = "") */
+        uint64_t identity;
+        /* upstream EndpointsEqualBeyondHash: nodeName and zone (absent and
+         * "" differ), ready/serving/terminating (tri-state), targetRef
+         * present or not, its kind, namespace, name and uid (absent = "") */
+        uint64_t beyond;
+        enum se_opt_bool ready;
+        uint32_t hints; /* 0: none; else 1 + index in the slice's `hints` */
+};
+
+/* Both hashes of e; ret->ready is e's, ret->hints 0. */
+void se_slice_endpoint_digest(const struct se_slice_endpoint *e,
+                              struct se_slice_endpoint_digest *ret);
+
 struct se_endpoint_slice {
         struct se_object obj;
         const char *address_type; /* IPv4, IPv6, FQDN */
-        struct se_slice_endpoint *endpoints;
-        uint32_t n_endpoints;
+        struct se_slice_endpoint *endpoints; /* NULL when slim */
+        uint32_t n_endpoints; /* also when slim */
         struct se_slice_port *ports;
         uint32_t n_ports;
         bool has_ports; /* false: `ports` was null */
+        /* Slim (SE_DECODE_SLIM_SLICES, for the controller's cache): the
+         * metadata, addressType and ports are kept, the endpoints are
+         * replaced by n_endpoints digests (in order) plus the hints of those
+         * that have some. Only the EndpointSlice planner reads such a slice;
+         * the encoder refuses it. */
+        bool slim;
+        const struct se_slice_endpoint_digest *digests;
+        const struct se_slice_endpoint_hints *hints;
 };
 
 /* ---- lifecycle ---- */

@@ -272,6 +272,33 @@ bool objref_equal(const struct se_object_ref *x, const struct se_object_ref *y)
                estreq(x->name, y->name) && estreq(x->uid, y->uid);
 }
 
+enum se_opt_bool slice_ep_ready(const struct se_endpoint_slice *s, uint32_t k)
+{
+        return s->slim ? s->digests[k].ready : s->endpoints[k].ready;
+}
+
+void slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_strs *zones,
+                    struct se_strs *nodes)
+{
+        if (!s->slim) {
+                *zones = s->endpoints[k].hint_zones;
+                *nodes = s->endpoints[k].hint_nodes;
+                return;
+        }
+        uint32_t h = s->digests[k].hints;
+        *zones = h ? s->hints[h - 1].zones : (struct se_strs){ NULL, 0 };
+        *nodes = h ? s->hints[h - 1].nodes : (struct se_strs){ NULL, 0 };
+}
+
+void slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
+                     struct se_slice_endpoint_digest *ret)
+{
+        if (s->slim)
+                *ret = s->digests[k];
+        else
+                se_slice_endpoint_digest(&s->endpoints[k], ret);
+}
+
 const char *opt_endpoints_managed_by(const struct se_endpoints_opts *o)
 {
         return o && o->endpoints_managed_by ? o->endpoints_managed_by :

@@ -40,6 +40,15 @@ struct se_object_ref *objref_copy(struct se_arena *a, const struct se_object_ref
 /* targetRefs equal, resourceVersion ignored (NULL only equals NULL). */
 bool objref_equal(const struct se_object_ref *x, const struct se_object_ref *y);
 
+/* The Ready condition and the hints of endpoint k of an existing slice,
+ * full or slim (SE_DECODE_SLIM_SLICES); the hints are borrowed. */
+enum se_opt_bool slice_ep_ready(const struct se_endpoint_slice *s, uint32_t k);
+void slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_strs *zones,
+                    struct se_strs *nodes);
+/* Its digest (stored when slim, computed when full). */
+void slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
+                     struct se_slice_endpoint_digest *ret);
+
 const char *opt_endpoints_managed_by(const struct se_endpoints_opts *o);
 const char *opt_slices_managed_by(const struct se_endpoints_opts *o);
 uint32_t opt_max_per_slice(const struct se_endpoints_opts *o);

@@ -24,7 +24,8 @@ struct dep {
         struct se_object_ref ref;
         char ips[MAX_ADDRS][IP_TEXT_MAX];
         const char *ipv[MAX_ADDRS];
-        char *identity;
+        struct se_slice_endpoint_digest dg;
+        char key[17]; /* dg.identity in hex: the key in by_id */
         bool taken;
 };
 
@@ -43,14 +44,16 @@ enum wstate { W_UNCHANGED, W_UPDATE, W_DELETE, W_CREATE };
 struct work {
         const struct se_endpoint_slice *src; /* NULL: a new slice */
         enum wstate state;
-        bool has_eps; /* eps replaces src's endpoints */
         bool new_labels; /* labels recomputed from the Service */
         bool fresh; /* built as a new slice (also when it takes a deleted slice's name) */
         const char *name; /* fresh slice reusing a deleted slice's name */
         const struct se_slice_port *ports; /* fresh slices */
         uint32_t n_ports;
+        /* the endpoints to write: desired ones; the first n_kept stand
+         * for src's endpoints 0..n_kept-1 (equal but for their hints,
+         * which are src's: upstream writes a deep copy of src) */
         const struct se_slice_endpoint **eps;
-        uint32_t n_eps, cap_eps;
+        uint32_t n_eps, cap_eps, n_kept;
 };
 
 /* Which hints the slices carry: upstream's trafficdist heuristics, or the
@@ -187,52 +190,10 @@ static int slice_labels(struct se_arena *a, struct se_kvlist *out, const struct 
         return r;
 }
 
-static bool bool_eq(enum se_opt_bool a, enum se_opt_bool b)
+/* The key of an endpoint identity in a group's by_id. */
+static void id_key(uint64_t identity, char out[17])
 {
-        return a == b;
-}
-
-/* upstream EndpointsEqualBeyondHash */
-static bool equal_beyond_hash(const struct se_slice_endpoint *a, const struct se_slice_endpoint *b)
-{
-        return nstreq(a->node_name, b->node_name) && nstreq(a->zone, b->zone) &&
-               bool_eq(a->ready, b->ready) && bool_eq(a->serving, b->serving) &&
-               bool_eq(a->terminating, b->terminating) &&
-               objref_equal(a->target_ref, b->target_ref);
-}
-
-static int cmp_str_ptr(const void *a, const void *b)
-{
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Identity of an endpoint: sorted addresses, hostname, targetRef
- * namespace and name (upstream's endpoint hash). New string or NULL. */
-static char *identity_of(const struct se_slice_endpoint *e)
-{
-        struct se_strbuf sb;
-        se_strbuf_init(&sb, 0);
-        const char *stackv[4];
-        const char **v = e->addresses.n <= 4 ? stackv : se_calloc(e->addresses.n, sizeof(*v));
-        if (!v)
-                return NULL;
-        for (uint32_t i = 0; i < e->addresses.n; i++)
-                v[i] = e->addresses.v[i] ? e->addresses.v[i] : "";
-        qsort(v, e->addresses.n, sizeof(*v), cmp_str_ptr);
-        for (uint32_t i = 0; i < e->addresses.n; i++) {
-                se_strbuf_puts(&sb, v[i]);
-                se_strbuf_putc(&sb, ',');
-        }
-        if (v != stackv)
-                free(v);
-        const struct se_object_ref *r = e->target_ref;
-        se_strbuf_printf(&sb, "\x1f%s\x1f%s\x1f%s", e->hostname ? e->hostname : "",
-                         r && r->namespace ? r->namespace : "", r && r->name ? r->name : "");
-        if (se_strbuf_failed(&sb)) {
-                se_strbuf_release(&sb);
-                return NULL;
-        }
-        return se_strbuf_detach(&sb, NULL);
+        snprintf(out, 17, "%016llx", (unsigned long long)identity);
 }
 
 /* ---- desired state ---- */
@@ -352,12 +313,11 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
                 const char *zone = node ? se_kvlist_get(&node->obj.meta.labels, ZONE_LABEL) : NULL;
                 if (zone && *zone)
                         d->ep.zone = zone;
-                d->identity = identity_of(&d->ep);
-                if (!d->identity)
-                        return -ENOMEM;
+                se_slice_endpoint_digest(&d->ep, &d->dg);
+                id_key(d->dg.identity, d->key);
                 c->n_deps++;
                 void *old = NULL;
-                if (se_hashmap_put(&g->by_id, d->identity, d, &old) < 0)
+                if (se_hashmap_put(&g->by_id, d->key, d, &old) < 0)
                         return -ENOMEM;
                 if (old) /* the same endpoint twice: the later one wins, as a set insert */
                         ((struct dep *)old)->taken = true;
@@ -421,19 +381,7 @@ static int work_push(struct work *w, const struct se_slice_endpoint *e)
 
 static uint32_t work_len(const struct work *w)
 {
-        return w->has_eps ? w->n_eps : w->src->n_endpoints;
-}
-
-/* Gives an unchanged slice its own endpoint list (a copy of src's). */
-static int work_own(struct work *w)
-{
-        if (w->has_eps)
-                return 0;
-        w->has_eps = true;
-        for (uint32_t i = 0; w->src && i < w->src->n_endpoints; i++)
-                if (work_push(w, &w->src->endpoints[i]) < 0)
-                        return -ENOMEM;
-        return 0;
+        return w->n_eps;
 }
 
 static int cmp_work_fullest(const void *pa, const void *pb)
@@ -459,18 +407,18 @@ static int reconcile_group(struct ctx *c, struct group *g,
                 if (!w)
                         return -ENOMEM;
                 bool updated = false;
-                w->has_eps = true;
                 for (uint32_t k = 0; k < s->n_endpoints; k++) {
-                        char *id = identity_of(&s->endpoints[k]);
-                        if (!id)
-                                return -ENOMEM;
-                        struct dep *d = se_hashmap_get(&g->by_id, id);
-                        free(id);
+                        struct se_slice_endpoint_digest dg;
+                        char key[17];
+                        slice_ep_digest(s, k, &dg);
+                        id_key(dg.identity, key);
+                        struct dep *d = se_hashmap_get(&g->by_id, key);
                         if (!d || d->taken)
                                 continue;
                         if (work_push(w, &d->ep) < 0)
                                 return -ENOMEM;
-                        updated |= !equal_beyond_hash(&d->ep, &s->endpoints[k]);
+                        /* upstream EndpointsEqualBeyondHash */
+                        updated |= d->dg.beyond != dg.beyond;
                         d->taken = true;
                         g->n_left--;
                 }
@@ -480,14 +428,14 @@ static int reconcile_group(struct ctx *c, struct group *g,
                                 c->plan->endpoints_removed += s->n_endpoints - w->n_eps;
                         w->state = w->n_eps ? W_UPDATE : W_DELETE;
                         w->new_labels = true;
-                } else if (lchanged) {
-                        w->state = W_UPDATE;
-                        w->new_labels = true;
                 } else {
-                        w->has_eps = false;
-                        free(SE_UNCONST(void, w->eps));
-                        w->eps = NULL;
-                        w->n_eps = w->cap_eps = 0;
+                        /* every endpoint matched, in src's order: a copy of
+                         * src, relabelled when the labels changed */
+                        w->n_kept = w->n_eps;
+                        if (lchanged) {
+                                w->state = W_UPDATE;
+                                w->new_labels = true;
+                        }
                 }
         }
         c->plan->endpoints_added += g->n_left;
@@ -535,14 +483,11 @@ static int reconcile_group(struct ctx *c, struct group *g,
                         }
                 }
                 if (fill) {
-                        if (work_own(fill) < 0)
-                                return -ENOMEM;
                         fill->state = W_UPDATE;
                 } else {
                         fill = work_new(c, NULL, W_CREATE);
                         if (!fill)
                                 return -ENOMEM;
-                        fill->has_eps = true;
                         fill->fresh = true;
                         fill->ports = g->ports;
                         fill->n_ports = g->n_ports;
@@ -573,24 +518,27 @@ static bool one_hint(const struct se_strs *h, const char *want)
         return h->n == 1 && nstreq(h->v[0], want);
 }
 
-/* upstream heuristic needsUpdate: a ready endpoint's hints are missing or
- * wrong (or, without hints wanted, any endpoint has some) */
-static bool hints_need_update(enum hints mode, const struct se_endpoint_slice *s)
+/* upstream heuristic needsUpdate on an unchanged slice: a ready
+ * endpoint's hints are missing or wrong (or, without hints wanted, any
+ * endpoint has some). Its endpoints equal the matched desired ones but for
+ * the hints, which are src's. */
+static bool hints_need_update(enum hints mode, const struct work *w)
 {
-        for (uint32_t i = 0; i < s->n_endpoints; i++) {
-                const struct se_slice_endpoint *e = &s->endpoints[i];
+        for (uint32_t i = 0; i < w->n_kept; i++) {
+                const struct se_slice_endpoint *e = w->eps[i];
+                struct se_strs zones, nodes;
+                slice_ep_hints(w->src, i, &zones, &nodes);
                 if (mode == HINTS_NONE) {
-                        if (e->hint_zones.n || e->hint_nodes.n)
+                        if (zones.n || nodes.n)
                                 return true;
                         continue;
                 }
                 if (e->ready != SE_TRUE)
                         continue;
-                if (e->zone ? !one_hint(&e->hint_zones, e->zone) : e->hint_zones.n > 0)
+                if (e->zone ? !one_hint(&zones, e->zone) : zones.n > 0)
                         return true;
-                if (e->node_name && mode == HINTS_ZONE_NODE ?
-                            !one_hint(&e->hint_nodes, e->node_name) :
-                            e->hint_nodes.n > 0)
+                if (e->node_name && mode == HINTS_ZONE_NODE ? !one_hint(&nodes, e->node_name) :
+                                                              nodes.n > 0)
                         return true;
         }
         return false;
@@ -797,11 +745,18 @@ static int materialize(struct ctx *c, const struct work *w, const char *family,
                 s->endpoints = se_arena_array(a, n, sizeof(*s->endpoints));
                 if (!s->endpoints)
                         r = -ENOMEM;
-                for (uint32_t i = 0; r == 0 && i < n; i++)
-                        if ((r = copy_endpoint(a, &s->endpoints[i],
-                                               w->has_eps ? w->eps[i] : &w->src->endpoints[i])) ==
-                            0)
-                                r = hints_update(a, c->hints, &s->endpoints[i]);
+                for (uint32_t i = 0; r == 0 && i < n; i++) {
+                        struct se_slice_endpoint *e = &s->endpoints[i];
+                        r = copy_endpoint(a, e, w->eps[i]);
+                        if (r == 0 && i < w->n_kept) {
+                                struct se_strs zones, nodes;
+                                slice_ep_hints(w->src, i, &zones, &nodes);
+                                if ((r = copy_strs(a, &e->hint_zones, &zones)) == 0)
+                                        r = copy_strs(a, &e->hint_nodes, &nodes);
+                        }
+                        if (r == 0)
+                                r = hints_update(a, c->hints, e);
+                }
                 s->n_endpoints = n;
         }
         if (r == 0)
@@ -846,8 +801,6 @@ static void type_release(struct ctx *c)
                 se_hashmap_release(&c->groups[i].by_id);
         }
         free(c->groups);
-        for (size_t i = 0; i < c->n_deps; i++)
-                free(c->deps[i].identity);
         free(c->deps);
         for (uint32_t i = 0; i < c->n_works; i++)
                 free(SE_UNCONST(void, c->works[i].eps));
@@ -865,12 +818,23 @@ struct copy_ctx {
         const char *type;
 };
 
-/* A writable copy of an unchanged slice, hints kept, for an update. */
+/* A writable copy of an unchanged slice, hints kept, for an update: its
+ * work item has the endpoints (none for the kept placeholder slice). */
 static int copy_unchanged(void *data, const struct se_endpoint_slice *src,
                           struct se_endpoint_slice **ret)
 {
         const struct copy_ctx *cc = data;
         struct work w = { .src = src, .state = W_UPDATE };
+        for (uint32_t i = 0; i < cc->c->n_works; i++) {
+                const struct work *u = &cc->c->works[i];
+                if (u->src == src && u->state == W_UNCHANGED) {
+                        w = *u;
+                        w.state = W_UPDATE;
+                        break;
+                }
+        }
+        if (w.n_kept != src->n_endpoints)
+                return -EINVAL; /* not an unchanged slice of this sync */
         return materialize(cc->c, &w, cc->type, ret);
 }
 
@@ -1025,7 +989,6 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                                 goto out;
                         }
                         w->fresh = true;
-                        w->has_eps = true;
                         n_create++;
                 }
         }
@@ -1033,7 +996,7 @@ static int plan_type(struct ctx *c, int family, bool first_type,
          * mode the topology cache decides, below) */
         for (uint32_t i = 0; c->hints != HINTS_AUTO && i < c->n_works; i++) {
                 struct work *w = &c->works[i];
-                if (w->state == W_UNCHANGED && hints_need_update(c->hints, w->src))
+                if (w->state == W_UNCHANGED && hints_need_update(c->hints, w))
                         w->state = W_UPDATE;
         }
         /* finalize: a create and a delete of our own slice become one update */

@@ -430,11 +430,13 @@ static bool ready(const struct se_slice_endpoint *e)
         return e->ready == SE_TRUE;
 }
 
+/* (unchanged slices may be slim: their endpoints are read through
+ * slice_ep_ready and slice_ep_hints) */
 static long ready_count(const struct se_endpoint_slice *s)
 {
         long n = 0;
         for (uint32_t i = 0; i < s->n_endpoints; i++)
-                n += ready(&s->endpoints[i]);
+                n += slice_ep_ready(s, i) == SE_TRUE;
         return n;
 }
 
@@ -493,11 +495,6 @@ static int push_update(struct topo_slices *si, struct se_endpoint_slice *s)
         return 0;
 }
 
-static bool ep_has_hints(const struct se_slice_endpoint *e)
-{
-        return e->hint_zones.n || e->hint_nodes.n;
-}
-
 int topo_remove_from_slices(struct topo_slices *si)
 {
         for (int pass = 0; pass < 2; pass++) {
@@ -512,8 +509,11 @@ int topo_remove_from_slices(struct topo_slices *si)
         for (uint32_t i = 0; i < si->n_unchanged; i++) {
                 const struct se_endpoint_slice *s = si->unchanged[i];
                 bool any = false;
-                for (uint32_t k = 0; k < s->n_endpoints && !any; k++)
-                        any = ep_has_hints(&s->endpoints[k]);
+                for (uint32_t k = 0; k < s->n_endpoints && !any; k++) {
+                        struct se_strs zones, nodes;
+                        slice_ep_hints(s, k, &zones, &nodes);
+                        any = zones.n || nodes.n;
+                }
                 if (!any) {
                         si->unchanged[j++] = s;
                         continue;
@@ -540,14 +540,14 @@ bool topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt)
         for (size_t i = 0; i < zt->n; i++)
                 zt->v[i].scratch = 0;
         for (uint32_t k = 0; k < s->n_endpoints; k++) {
-                const struct se_slice_endpoint *e = &s->endpoints[k];
-                if (!ready(e))
+                struct se_strs zones, nodes;
+                if (slice_ep_ready(s, k) != SE_TRUE)
                         continue;
-                if (!e->hint_zones.n)
+                slice_ep_hints(s, k, &zones, &nodes);
+                if (!zones.n)
                         return false;
-                for (uint32_t h = 0; h < e->hint_zones.n; h++) {
-                        struct zrow *r =
-                                e->hint_zones.v[h] ? zt_find(zt, e->hint_zones.v[h]) : NULL;
+                for (uint32_t h = 0; h < zones.n; h++) {
+                        struct zrow *r = zones.v[h] ? zt_find(zt, zones.v[h]) : NULL;
                         if (!r || !r->alloc)
                                 return false;
                         r->scratch++;

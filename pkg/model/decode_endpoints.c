@@ -171,6 +171,66 @@ static int decode_slice_port(struct dctx *d, const json_t *e, void *out, const v
         return p->has_port ? check_port(d, "port", p->port, false) : 0;
 }
 
+static int copy_hint_strs(struct dctx *d, struct se_strs *dst, const struct se_strs *src)
+{
+        *dst = (struct se_strs){ NULL, 0 };
+        if (!src->n)
+                return 0;
+        dst->v = dctx_array(d, src->n, sizeof(*dst->v));
+        if (!dst->v)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < src->n; i++)
+                if (!(dst->v[i] = dctx_strdup(d, src->v[i])))
+                        return -ENOMEM;
+        dst->n = src->n;
+        return 0;
+}
+
+/* SE_DECODE_SLIM_SLICES: the endpoints are checked as in a full decode, in
+ * a scratch arena, and only their digests and hints are kept. */
+static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_endpoint_slice *es)
+{
+        struct se_arena scratch = SE_ARENA_INIT, *kept = d->arena;
+        struct se_slice_endpoint *eps = NULL;
+        uint32_t n = 0;
+        /* the string cache points into the arena in use: none crosses over */
+        const char *seen[SE_ARRAY_SIZE(d->seen)];
+        memcpy(seen, d->seen, sizeof(seen));
+        memset(d->seen, 0, sizeof(d->seen));
+        d->arena = &scratch;
+        int r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, es->address_type, eps, n);
+        d->arena = kept;
+        memcpy(d->seen, seen, sizeof(seen));
+        uint32_t n_hints = 0;
+        for (uint32_t i = 0; r == 0 && i < n; i++)
+                n_hints += eps[i].hint_zones.n || eps[i].hint_nodes.n;
+        struct se_slice_endpoint_digest *dg = NULL;
+        struct se_slice_endpoint_hints *h = NULL;
+        if (r == 0 && n && !(dg = dctx_array(d, n, sizeof(*dg))))
+                r = -ENOMEM;
+        if (r == 0 && n_hints && !(h = dctx_array(d, n_hints, sizeof(*h))))
+                r = -ENOMEM;
+        n_hints = 0;
+        for (uint32_t i = 0; r == 0 && i < n; i++) {
+                se_slice_endpoint_digest(&eps[i], &dg[i]);
+                if (!eps[i].hint_zones.n && !eps[i].hint_nodes.n)
+                        continue;
+                if ((r = copy_hint_strs(d, &h[n_hints].zones, &eps[i].hint_zones)) < 0 ||
+                    (r = copy_hint_strs(d, &h[n_hints].nodes, &eps[i].hint_nodes)) < 0)
+                        break;
+                dg[i].hints = ++n_hints;
+        }
+        se_arena_release(&scratch);
+        if (r < 0)
+                return r;
+        es->slim = true;
+        es->endpoints = NULL;
+        es->n_endpoints = n;
+        es->digests = dg;
+        es->hints = h;
+        return 0;
+}
+
 int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint_slice *es)
 {
         static const char *const types[] = { "IPv4", "IPv6", "FQDN", NULL };
@@ -185,8 +245,12 @@ int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint
         if (json_is_array(eps) && json_array_size(eps) > 1000)
                 return dctx_fail(d, "endpoints", "Too many: %zu: must have at most 1000 items",
                                  json_array_size(eps));
-        if ((r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, es->address_type,
-                          es->endpoints, es->n_endpoints)) < 0 ||
+        if (d->flags & SE_DECODE_SLIM_SLICES)
+                r = decode_slim_endpoints(d, json, es);
+        else
+                r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, es->address_type,
+                             es->endpoints, es->n_endpoints);
+        if (r < 0 ||
             (r = GET_LIST(d, json, "ports", decode_slice_port, NULL, es->ports, es->n_ports)) < 0)
                 return r;
         es->has_ports = json_is_array(json_object_get(json, "ports"));

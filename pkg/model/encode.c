@@ -168,6 +168,8 @@ static json_t *hint_list(const struct se_strs *s)
 
 static bool encode_slice(json_t *o, const struct se_endpoint_slice *es)
 {
+        if (es->slim)
+                return false; /* its endpoints are digests: nothing to write */
         json_t *eps = json_array();
         if (!set_str(o, "addressType", es->address_type) || !set_new(o, "endpoints", eps))
                 return false;

@@ -13,6 +13,7 @@
 #include <svcenv/topology.h>
 
 #include "fixtures.h"
+#include "slim_slices.h"
 
 #define MAXP 512
 #define MAXS 64
@@ -27,6 +28,8 @@ struct fx {
         size_t n_nodes;
         bool use_nodes;
         struct se_topology_cache *topo; /* NULL: none */
+        /* the same cache for the plans from slim slices (fed the same) */
+        struct se_topology_cache *topo_slim;
         struct se_endpoints_opts opts;
         struct se_slices_plan plan;
 };
@@ -76,6 +79,82 @@ static void add_pods(struct fx *f, int n)
         }
 }
 
+/* Slice i of a plan's borrowed list as its index in existing. */
+static size_t index_in(const struct se_endpoint_slice *s,
+                       const struct se_endpoint_slice *const *existing, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (existing[i] == s)
+                        return i;
+        fail_msg("plan names a slice that is not an existing one");
+        return n;
+}
+
+static void assert_same_refs(const struct fx *f, const struct se_endpoint_slice *const *a,
+                             const struct se_endpoint_slice *const *b, uint32_t n,
+                             struct se_endpoint_slice *const *slim)
+{
+        for (uint32_t i = 0; i < n; i++)
+                assert_int_equal(index_in(a[i],
+                                          (const struct se_endpoint_slice *const *)f->existing,
+                                          f->n_existing),
+                                 index_in(b[i], (const struct se_endpoint_slice *const *)slim,
+                                          f->n_existing));
+}
+
+/* The plan from the existing slices in slim form (as the controller's
+ * cache holds them) is the same as from the full ones: same decisions,
+ * counters and events, and objects to write that encode to the same JSON. */
+static void assert_same_plan(const struct fx *f, const struct se_slices_plan *a,
+                             const struct se_slices_plan *b, struct se_endpoint_slice *const *slim)
+{
+        assert_int_equal(a->action, b->action);
+        assert_int_equal(a->n_create, b->n_create);
+        assert_int_equal(a->n_update, b->n_update);
+        assert_int_equal(a->n_remove, b->n_remove);
+        assert_int_equal(a->n_unchanged, b->n_unchanged);
+        assert_int_equal(a->pods_missing_node, b->pods_missing_node);
+        assert_int_equal(a->endpoints_added, b->endpoints_added);
+        assert_int_equal(a->endpoints_removed, b->endpoints_removed);
+        for (uint32_t i = 0; i < a->n_create; i++)
+                assert_same_json(&a->create[i]->obj, &b->create[i]->obj);
+        for (uint32_t i = 0; i < a->n_update; i++)
+                assert_same_json(&a->update[i]->obj, &b->update[i]->obj);
+        assert_same_refs(f, a->remove, b->remove, a->n_remove, slim);
+        assert_same_refs(f, a->unchanged, b->unchanged, a->n_unchanged, slim);
+        assert_int_equal(a->n_events, b->n_events);
+        for (uint32_t i = 0; i < a->n_events; i++) {
+                assert_int_equal(a->events[i].warning, b->events[i].warning);
+                assert_string_equal(a->events[i].reason, b->events[i].reason);
+                assert_string_equal(a->events[i].message, b->events[i].message);
+        }
+}
+
+/* se_slices_plan over f->existing, checked against the same plan over
+ * their slim forms. */
+static void plan_in(struct fx *f, const struct se_endpoints_input *in,
+                    const struct se_endpoints_opts *opts, struct se_slices_plan *ret)
+{
+        struct se_endpoint_slice *slim[MAXS];
+        for (size_t i = 0; i < f->n_existing; i++)
+                slim[i] = slim_slice_of(f->existing[i]);
+        struct se_endpoints_input sin = *in;
+        if (in->topology) {
+                assert_ptr_equal(in->topology, f->topo);
+                sin.topology = f->topo_slim;
+        }
+        struct se_slices_plan sp;
+        assert_int_equal(se_slices_plan(&sin, (const struct se_endpoint_slice *const *)slim,
+                                        f->n_existing, opts, &sp),
+                         0);
+        assert_int_equal(se_slices_plan(in, (const struct se_endpoint_slice *const *)f->existing,
+                                        f->n_existing, opts, ret),
+                         0);
+        assert_same_plan(f, ret, &sp, slim);
+        se_slices_plan_release(&sp);
+        fx_free_all((struct se_object **)slim, f->n_existing);
+}
+
 static const struct se_slices_plan *plan(struct fx *f)
 {
         struct se_endpoints_input in = {
@@ -89,9 +168,7 @@ static const struct se_slices_plan *plan(struct fx *f)
                 .topology = f->topo,
         };
         se_slices_plan_release(&f->plan);
-        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
-                                        f->n_existing, &f->opts, &f->plan),
-                         0);
+        plan_in(f, &in, &f->opts, &f->plan);
         return &f->plan;
 }
 
@@ -130,6 +207,7 @@ static void fx_free(struct fx *f)
         fx_free_all((struct se_object **)f->existing, f->n_existing);
         fx_free_all((struct se_object **)f->nodes, f->n_nodes);
         se_topology_cache_free(f->topo);
+        se_topology_cache_free(f->topo_slim);
         se_object_unref(&f->svc->obj);
         free(f);
 }
@@ -545,9 +623,7 @@ static void test_slices__update_in_place(void **state)
                                          .n_pods = f->n,
                                          .trigger_time_ns = 1764489600000000000LL };
         struct se_slices_plan p;
-        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
-                                        f->n_existing, NULL, &p),
-                         0);
+        plan_in(f, &in, NULL, &p);
         assert_int_equal(p.n_update, 1);
         assert_int_equal(p.n_create + p.n_remove, 0);
         const struct se_endpoint_slice *s = p.update[0];
@@ -616,6 +692,17 @@ static void test_slices__traffic_distribution_hints(void **state)
 
 /* ---- topology-mode Auto (the topology cache) ---- */
 
+/* Both topology caches learn the nodes. */
+static void set_nodes(struct fx *f)
+{
+        assert_int_equal(se_topology_cache_set_nodes(
+                                 f->topo, (const struct se_node *const *)f->nodes, f->n_nodes),
+                         0);
+        assert_int_equal(se_topology_cache_set_nodes(
+                                 f->topo_slim, (const struct se_node *const *)f->nodes, f->n_nodes),
+                         0);
+}
+
 /* Nodes of 4 cpus: zone-a 2 (node-a1, node-a2), zone-b 1, zone-c 1, so
  * shares .5/.25/.25; plus a not-ready node without zone (node-x). */
 static struct fx *topo_fx(void)
@@ -631,9 +718,8 @@ static struct fx *topo_fx(void)
                 f->nodes[i]->ready = nodes[i][1] ? SE_TRUE : SE_FALSE;
         }
         f->topo = se_topology_cache_new();
-        assert_int_equal(se_topology_cache_set_nodes(
-                                 f->topo, (const struct se_node *const *)f->nodes, f->n_nodes),
-                         0);
+        f->topo_slim = se_topology_cache_new();
+        set_nodes(f);
         assert_int_equal(se_topology_cache_zones(f->topo), 3);
         fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION, "Auto");
         return f;
@@ -712,9 +798,7 @@ static void test_slices__topology_auto(void **state)
         /* a zone's share grows: the cache reports the Service, whose hints
          * no longer fit (zone-c, 8 of 20 cpus, needs ceil(8 * .4 / 1.2) = 3) */
         f->nodes[3]->allocatable_cpu_nanos = 8000000000;
-        assert_int_equal(se_topology_cache_set_nodes(
-                                 f->topo, (const struct se_node *const *)f->nodes, f->n_nodes),
-                         0);
+        set_nodes(f);
         struct se_strv keys = SE_STRV_INIT;
         assert_int_equal(se_topology_cache_overloaded(f->topo, &keys), 0);
         assert_int_equal(keys.n, 1);
@@ -810,8 +894,8 @@ static void test_slices__topology_precedence(void **state)
         /* no cache: Auto gives no hints and no events */
         f->svc->obj.meta.annotations.n = 0;
         fx_kv(&f->svc->obj, &f->svc->obj.meta.annotations, SE_TOPOLOGY_MODE_ANNOTATION, "Auto");
-        struct se_topology_cache *t = f->topo;
-        f->topo = NULL;
+        struct se_topology_cache *t = f->topo, *ts = f->topo_slim;
+        f->topo = f->topo_slim = NULL;
         p = plan(f);
         assert_int_equal(p->n_update, 1);
         for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++)
@@ -820,6 +904,7 @@ static void test_slices__topology_precedence(void **state)
                                  0);
         assert_int_equal(p->n_events, 0);
         f->topo = t;
+        f->topo_slim = ts;
         fx_free(f);
 }
 
@@ -860,6 +945,177 @@ static void test_slices__topology_dual_stack(void **state)
         fx_free(f);
 }
 
+/* One field of one existing endpoint changed at a time: the digest of a
+ * slim slice gives the verdict the full slice gives (plan() checks both):
+ * fields upstream's endpoint hash covers make the endpoint a new one
+ * (removed + added), those EndpointsEqualBeyondHash compares update it in
+ * place, the others change nothing. */
+enum verdict { SAME, BEYOND, IDENTITY };
+
+static void mutate(struct se_endpoint_slice *s, int field)
+{
+        struct se_object *o = &s->obj;
+        struct se_slice_endpoint *e = &s->endpoints[1];
+        struct se_object_ref *r = e->target_ref;
+        switch (field) {
+        case 0:
+                e->node_name = fx_str(o, "node-2");
+                break;
+        case 1:
+                e->node_name = NULL;
+                break;
+        case 2:
+                e->node_name = fx_str(o, "");
+                break;
+        case 3:
+                e->zone = fx_str(o, "zone-b");
+                break;
+        case 4:
+                e->zone = NULL;
+                break;
+        case 5:
+                e->ready = SE_FALSE;
+                break;
+        case 6:
+                e->ready = SE_UNSET;
+                break;
+        case 7:
+                e->serving = SE_FALSE;
+                break;
+        case 8:
+                e->terminating = SE_TRUE;
+                break;
+        case 9:
+                e->terminating = SE_UNSET;
+                break;
+        case 10:
+                r->kind = fx_str(o, "Node");
+                break;
+        case 11:
+                r->uid = fx_str(o, "other-uid");
+                break;
+        case 12:
+                r->uid = NULL;
+                break;
+        case 13:
+                e->target_ref = NULL;
+                break; /* its namespace and name hash as "" */
+        case 14:
+                r->name = fx_str(o, "pod-009");
+                break;
+        case 15:
+                r->namespace = fx_str(o, "other");
+                break;
+        case 16:
+                e->hostname = fx_str(o, "h");
+                break;
+        case 17:
+                e->addresses.v[0] = fx_str(o, "10.9.9.9");
+                break;
+        case 18:
+                r->resource_version = fx_str(o, "42");
+                break;
+        case 19:
+                e->hostname = fx_str(o, "");
+                break; /* nil and "" hash the same */
+        default:
+                fail();
+        }
+}
+
+static void test_slices__slim_one_field_changed(void **state)
+{
+        (void)state;
+        static const enum verdict want[] = {
+                BEYOND,   BEYOND,   BEYOND,   BEYOND,   BEYOND, BEYOND, BEYOND,
+                BEYOND,   BEYOND,   BEYOND,   BEYOND,   BEYOND, BEYOND, IDENTITY,
+                IDENTITY, IDENTITY, IDENTITY, IDENTITY, SAME,   SAME,
+        };
+        for (int field = 0; field < (int)SE_ARRAY_SIZE(want); field++) {
+                struct fx *f = fx_new("10.0.0.1");
+                add_node(f, "node-1", "zone-a");
+                add_pods(f, 3);
+                plan(f);
+                apply(f);
+                assert_int_equal(f->n_existing, 1);
+                struct se_slice_endpoint want_ep = f->existing[0]->endpoints[1];
+                struct se_object_ref want_ref = *want_ep.target_ref;
+                const char *want_addr = want_ep.addresses.v[0];
+                mutate(f->existing[0], field);
+                const struct se_slices_plan *p = plan(f);
+                if (want[field] == SAME) {
+                        assert_int_equal(p->action, SE_EP_UNCHANGED);
+                        assert_int_equal(p->n_unchanged, 1);
+                        fx_free(f);
+                        continue;
+                }
+                assert_int_equal(p->action, SE_EP_UPDATE);
+                assert_int_equal(p->n_update, 1);
+                assert_int_equal(p->n_create + p->n_remove + p->n_unchanged, 0);
+                bool id = want[field] == IDENTITY;
+                assert_int_equal(p->endpoints_removed, id);
+                assert_int_equal(p->endpoints_added, id);
+                /* the endpoint is written as desired again (a new one goes last) */
+                const struct se_endpoint_slice *u = p->update[0];
+                assert_int_equal(u->n_endpoints, 3);
+                const struct se_slice_endpoint *e = &u->endpoints[id ? 2 : 1];
+                assert_string_equal(e->addresses.v[0], want_addr);
+                assert_string_equal(e->node_name, want_ep.node_name);
+                assert_string_equal(e->zone, want_ep.zone);
+                assert_int_equal(e->ready, SE_TRUE);
+                assert_int_equal(e->terminating, SE_FALSE);
+                assert_string_equal(e->target_ref->name, want_ref.name);
+                assert_string_equal(e->target_ref->uid, want_ref.uid);
+                fx_free(f);
+        }
+}
+
+/* An unchanged slice that takes new endpoints, or only new labels, is
+ * written as a copy of itself (upstream DeepCopy): not-ready endpoints keep
+ * the hints they had (the heuristics only rewrite ready ones), from a slim
+ * slice too. */
+static void test_slices__slim_fill_keeps_hints(void **state)
+{
+        (void)state;
+        struct fx *f = fx_new("10.0.0.1");
+        f->svc->traffic_distribution = "PreferClose";
+        add_node(f, "node-1", "zone-a");
+        add_pods(f, 2);
+        f->pods[1]->conditions[0].status = "False";
+        plan(f);
+        apply(f);
+        struct se_endpoint_slice *s = f->existing[0];
+        assert_int_equal(s->n_endpoints, 2);
+        assert_int_equal(s->endpoints[1].ready, SE_FALSE);
+        struct se_slice_endpoint *e = &s->endpoints[1];
+        e->hint_zones.v = se_arena_array(&s->obj.arena, 1, sizeof(char *));
+        e->hint_zones.v[0] = fx_str(&s->obj, "zone-x");
+        e->hint_zones.n = 1;
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->action, SE_EP_UNCHANGED);
+        add_pod(f, "pod-new", "10.1.9.9", true);
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->update[0]->n_endpoints, 3);
+        const struct se_slice_endpoint *u = &p->update[0]->endpoints[1];
+        assert_int_equal(u->hint_zones.n, 1);
+        assert_string_equal(u->hint_zones.v[0], "zone-x");
+        assert_string_equal(p->update[0]->endpoints[0].hint_zones.v[0], "zone-a");
+        assert_string_equal(p->update[0]->endpoints[2].hint_zones.v[0], "zone-a");
+        /* relabelled only: upstream writes a copy too (no new endpoints) */
+        f->n = 2;
+        se_object_unref(&f->pods[2]->obj);
+        fx_kv(&f->svc->obj, &f->svc->obj.meta.labels, "tier", "front");
+        p = plan(f);
+        assert_int_equal(p->n_update, 1);
+        assert_int_equal(p->endpoints_added + p->endpoints_removed, 0);
+        assert_string_equal(se_kvlist_get(&p->update[0]->obj.meta.labels, "tier"), "front");
+        u = &p->update[0]->endpoints[1];
+        assert_int_equal(u->hint_zones.n, 1);
+        assert_string_equal(u->hint_zones.v[0], "zone-x");
+        fx_free(f);
+}
+
 /* Service gone: our slices are reported for deletion. */
 static void test_slices__service_deleted(void **state)
 {
@@ -870,16 +1126,12 @@ static void test_slices__service_deleted(void **state)
         apply(f);
         struct se_endpoints_input in = { .namespace = "ns", .name = "web" };
         struct se_slices_plan p;
-        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
-                                        f->n_existing, NULL, &p),
-                         0);
+        plan_in(f, &in, NULL, &p);
         assert_int_equal(p.action, SE_EP_DELETE);
         assert_int_equal(p.n_remove, 1);
         se_slices_plan_release(&p);
         in.name = "other";
-        assert_int_equal(se_slices_plan(&in, (const struct se_endpoint_slice *const *)f->existing,
-                                        f->n_existing, NULL, &p),
-                         0);
+        plan_in(f, &in, NULL, &p);
         assert_int_equal(p.action, SE_EP_SKIP);
         se_slices_plan_release(&p);
         fx_free(f);
@@ -927,6 +1179,8 @@ int main(void)
                 cmocka_unit_test(test_slices__topology_auto_zones),
                 cmocka_unit_test(test_slices__topology_precedence),
                 cmocka_unit_test(test_slices__topology_dual_stack),
+                cmocka_unit_test(test_slices__slim_one_field_changed),
+                cmocka_unit_test(test_slices__slim_fill_keeps_hints),
                 cmocka_unit_test(test_slices__service_deleted),
                 cmocka_unit_test(test_slices__deterministic_names),
         };

@@ -1,0 +1,202 @@
+/* Slim EndpointSlices (SE_DECODE_SLIM_SLICES): the same checks as a full
+ * decode, digests instead of endpoints, the hints kept, far less memory,
+ * and never encoded. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <svcenv/decode.h>
+#include <svcenv/encode.h>
+
+/* A slice as the controller writes it: n endpoints of one pod each. */
+static json_t *controller_slice(int n)
+{
+        json_t *eps = json_array();
+        for (int i = 0; i < n; i++) {
+                char ip[32], name[32], uid[64];
+                snprintf(ip, sizeof(ip), "10.1.%d.%d", i / 200, i % 200 + 1);
+                snprintf(name, sizeof(name), "web-7d9f8c6b5-%05d", i);
+                snprintf(uid, sizeof(uid), "0b6c1f2e-8a7d-4c3b-9e5f-%012d", i);
+                json_array_append_new(
+                        eps, json_pack("{s:[s],s:{s:b,s:b,s:b},s:{s:s,s:s,s:s,s:s},s:s,s:s}",
+                                       "addresses", ip, "conditions", "ready", 1, "serving", 1,
+                                       "terminating", 0, "targetRef", "kind", "Pod", "namespace",
+                                       "default", "name", name, "uid", uid, "nodeName",
+                                       i % 2 ? "node-1" : "node-2", "zone", "zone-a"));
+        }
+        return json_pack(
+                "{s:s,s:s,s:{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s,s:s,s:b,s:b}]},"
+                "s:s,s:o,s:[{s:s,s:s,s:i}]}",
+                "apiVersion", "discovery.k8s.io/v1", "kind", "EndpointSlice", "metadata", "name",
+                "web-x7k2p", "generateName", "web-", "namespace", "default", "uid",
+                "5d2c7e1a-0f3b-4e8d-a6c9-1b2d3e4f5a6b", "resourceVersion", "123456", "labels",
+                "endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io",
+                "kubernetes.io/service-name", "web", "ownerReferences", "apiVersion", "v1", "kind",
+                "Service", "name", "web", "uid", "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4",
+                "controller", 1, "blockOwnerDeletion", 1, "addressType", "IPv4", "endpoints", eps,
+                "ports", "name", "http", "protocol", "TCP", "port", 8080);
+}
+
+static struct se_endpoint_slice *decode(const json_t *j, unsigned flags)
+{
+        struct se_object *o = NULL;
+        struct se_decode_error e;
+        int r = se_decode_object_flags(j, SE_KIND_ENDPOINT_SLICE, NULL, flags, &o, &e);
+        if (r != 0)
+                fail_msg("decode: %d %s: %s", r, e.path, e.message);
+        return (struct se_endpoint_slice *)o;
+}
+
+static void test_slim_slices__digests_and_memory(void **state)
+{
+        (void)state;
+        json_t *j = controller_slice(15);
+        struct se_endpoint_slice *full = decode(j, 0), *slim = decode(j, SE_DECODE_SLIM_SLICES);
+        assert_false(full->slim);
+        assert_true(slim->slim);
+        assert_null(slim->endpoints);
+        assert_int_equal(slim->n_endpoints, 15);
+        assert_null(slim->hints);
+        for (uint32_t i = 0; i < 15; i++) {
+                struct se_slice_endpoint_digest d;
+                se_slice_endpoint_digest(&full->endpoints[i], &d);
+                assert_true(d.identity == slim->digests[i].identity);
+                assert_true(d.beyond == slim->digests[i].beyond);
+                assert_int_equal(slim->digests[i].ready, SE_TRUE);
+                assert_int_equal(slim->digests[i].hints, 0);
+                if (i)
+                        assert_true(slim->digests[i].identity != slim->digests[i - 1].identity);
+        }
+        /* what is kept besides the endpoints */
+        assert_string_equal(slim->obj.meta.name, "web-x7k2p");
+        assert_string_equal(slim->obj.meta.resource_version, "123456");
+        assert_int_equal(slim->obj.meta.n_owner_refs, 1);
+        assert_int_equal(slim->obj.meta.labels.n, 2);
+        assert_string_equal(slim->address_type, "IPv4");
+        assert_int_equal(slim->n_ports, 1);
+        assert_int_equal(slim->ports[0].port, 8080);
+        size_t fm = se_object_memory(&full->obj), sm = se_object_memory(&slim->obj);
+        print_message("15-endpoint slice: full %zu bytes, slim %zu bytes\n", fm, sm);
+        assert_true(sm * 3 < fm);
+        /* the encoder refuses a slim slice */
+        assert_null(se_encode_object(&slim->obj));
+        json_t *again = se_encode_object(&full->obj);
+        assert_non_null(again);
+        json_decref(again);
+        se_object_unref(&full->obj);
+        se_object_unref(&slim->obj);
+        json_decref(j);
+}
+
+/* digests: the identity is upstream's endpoint hash (address order, nil
+ * hostname = "" and the targetRef's uid do not count); beyond covers
+ * nodeName, zone (nil and "" differ), conditions and the targetRef */
+static void test_slim_slices__digest_fields(void **state)
+{
+        (void)state;
+        const char *a2[] = { "10.0.0.1", "10.0.0.2" }, *b2[] = { "10.0.0.2", "10.0.0.1" };
+        struct se_object_ref r1 = { "Pod", "ns", "p", "u1", "1" }, r2 = r1;
+        struct se_slice_endpoint x = { .addresses = { a2, 2 },
+                                       .ready = SE_TRUE,
+                                       .target_ref = &r1,
+                                       .node_name = "n",
+                                       .zone = "z" };
+        struct se_slice_endpoint y = x;
+        struct se_slice_endpoint_digest dx, dy;
+        se_slice_endpoint_digest(&x, &dx);
+#define SAME_ID(expr, same_beyond)                       \
+ do {                                                    \
+  y = x;                                                 \
+  r2 = r1;                                               \
+  y.target_ref = &r2;                                    \
+  expr;                                                  \
+  se_slice_endpoint_digest(&y, &dy);                     \
+  assert_true(dx.identity == dy.identity);               \
+  assert_int_equal(dx.beyond == dy.beyond, same_beyond); \
+ } while (0)
+#define NEW_ID(expr)                       \
+ do {                                      \
+  y = x;                                   \
+  r2 = r1;                                 \
+  y.target_ref = &r2;                      \
+  expr;                                    \
+  se_slice_endpoint_digest(&y, &dy);       \
+  assert_true(dx.identity != dy.identity); \
+ } while (0)
+        SAME_ID((void)0, true);
+        SAME_ID(y.addresses.v = b2, true);
+        SAME_ID(y.hostname = "", true);
+        SAME_ID(r2.resource_version = "2", true);
+        SAME_ID(r2.uid = "u2", false);
+        SAME_ID(r2.kind = "Node", false);
+        SAME_ID(y.zone = "", false);
+        SAME_ID(y.zone = NULL, false);
+        SAME_ID(y.node_name = NULL, false);
+        SAME_ID(y.ready = SE_UNSET, false);
+        SAME_ID(y.serving = SE_TRUE, false);
+        SAME_ID(y.terminating = SE_FALSE, false);
+        NEW_ID(y.addresses.n = 1);
+        NEW_ID(y.hostname = "h");
+        NEW_ID(r2.name = "q");
+        NEW_ID(r2.namespace = "other");
+        NEW_ID(y.target_ref = NULL);
+#undef SAME_ID
+#undef NEW_ID
+}
+
+/* hints are kept as written; a slim decode refuses what a full one does,
+ * with the same error */
+static void test_slim_slices__hints_and_errors(void **state)
+{
+        (void)state;
+        json_t *j = controller_slice(3);
+        json_t *eps = json_object_get(j, "endpoints");
+        json_object_set_new(json_array_get(eps, 1), "hints",
+                            json_pack("{s:[{s:s},{s:s}],s:[{s:s}]}", "forZones", "name", "zone-b",
+                                      "name", "zone-c", "forNodes", "name", "node-9"));
+        struct se_endpoint_slice *slim = decode(j, SE_DECODE_SLIM_SLICES);
+        assert_int_equal(slim->digests[0].hints, 0);
+        assert_int_equal(slim->digests[1].hints, 1);
+        assert_int_equal(slim->digests[2].hints, 0);
+        const struct se_slice_endpoint_hints *h = &slim->hints[0];
+        assert_int_equal(h->zones.n, 2);
+        assert_string_equal(h->zones.v[0], "zone-b");
+        assert_string_equal(h->zones.v[1], "zone-c");
+        assert_int_equal(h->nodes.n, 1);
+        assert_string_equal(h->nodes.v[0], "node-9");
+        se_object_unref(&slim->obj);
+
+        static const char *const bad[] = { "[\"10.0.0.256\"]", "[]", "\"x\"" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                json_object_set_new(json_array_get(eps, 2), "addresses",
+                                    json_loads(bad[i], JSON_DECODE_ANY, NULL));
+                struct se_object *o = NULL;
+                struct se_decode_error ef, es;
+                int rf = se_decode_object_flags(j, SE_KIND_ENDPOINT_SLICE, NULL, 0, &o, &ef);
+                assert_int_equal(rf, -EINVAL);
+                int rs = se_decode_object_flags(j, SE_KIND_ENDPOINT_SLICE, NULL,
+                                                SE_DECODE_SLIM_SLICES, &o, &es);
+                assert_int_equal(rs, -EINVAL);
+                assert_null(o);
+                assert_string_equal(ef.path, es.path);
+                assert_string_equal(ef.message, es.message);
+        }
+        json_decref(j);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_slim_slices__digests_and_memory),
+                cmocka_unit_test(test_slim_slices__digest_fields),
+                cmocka_unit_test(test_slim_slices__hints_and_errors),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
