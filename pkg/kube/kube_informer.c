@@ -9,7 +9,6 @@
 #include <svcenv/alloc.h>
 #include <svcenv/backoff.h>
 #include <svcenv/decode.h>
-#include <svcenv/hashmap.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/strv.h>
 #include <svcenv/timeutil.h>
@@ -67,48 +66,63 @@ static char *key_of(const struct se_object *o)
         return asprintf(&k, "%s/%s", o->meta.namespace, o->meta.name) < 0 ? NULL : k;
 }
 
+/* What one relist put into the store: a reference to each object, sorted
+ * by namespace and name afterwards (by key, not address: the controller may
+ * have replaced a listed object with its own write meanwhile). No per-item key strings: 150,000
+ * small copies freed at the end of a list would stay as holes among the new objects. */
 struct relist {
         struct se_kube_informer *inf;
-        struct se_hashmap seen;
-        struct se_strv keys; /* owns the strings the map borrows */
+        struct se_object **put;
+        size_t n, cap;
 };
 
 static int relist_item(void *data, struct se_object *obj)
 {
         struct relist *rl = data;
-        char *k = key_of(obj);
-        if (!k || se_strv_push_consume(&rl->keys, k) < 0) {
-                se_object_unref(obj);
-                return -ENOMEM;
+        if (rl->n == rl->cap) {
+                size_t cap = rl->cap ? rl->cap * 2 : 1024;
+                struct se_object **v = se_reallocarray(rl->put, cap, sizeof(*v));
+                if (!v) {
+                        se_object_unref(obj);
+                        return -ENOMEM;
+                }
+                rl->put = v;
+                rl->cap = cap;
         }
-        if (se_hashmap_put(&rl->seen, k, obj, NULL) < 0) {
-                se_object_unref(obj);
-                return -ENOMEM;
-        }
+        rl->put[rl->n++] = se_object_ref(obj);
         return se_store_put(rl->inf->store, obj);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+        const struct se_meta *x = &(*(const struct se_object *const *)a)->meta,
+                             *y = &(*(const struct se_object *const *)b)->meta;
+        int c = strcmp(x->namespace, y->namespace);
+        return c ? c : strcmp(x->name, y->name);
 }
 
 /* Lists everything, puts it into the store and drops what is gone. */
 static int relist(struct se_kube_informer *inf, struct se_diag *diag)
 {
-        struct relist rl = { inf, SE_HASHMAP_INIT, SE_STRV_INIT };
+        struct relist rl = { inf, NULL, 0, 0 };
         struct se_kube_list_opts lo = { .label_selector = inf->label_selector,
                                         .field_selector = inf->field_selector,
                                         .decode_flags = inf->decode_flags };
         char rv[SE_KUBE_RV_MAX];
         int r = se_kube_list(inf->c, inf->kind, inf->ns, &lo, relist_item, &rl, rv, diag);
         if (r == 0) {
+                if (rl.n > 1)
+                        qsort(rl.put, rl.n, sizeof(*rl.put), cmp_key);
                 const struct se_object **objs;
                 se_store_rdlock(inf->store);
                 long n = se_store_list(inf->store, inf->kind, inf->ns, &objs);
                 struct se_strv gone = SE_STRV_INIT;
                 for (long i = 0; i < n; i++) {
-                        char *k = key_of(objs[i]);
-                        if (!k || se_hashmap_get(&rl.seen, k)) {
-                                free(k);
+                        if (bsearch(&objs[i], rl.put, rl.n, sizeof(*rl.put), cmp_key))
                                 continue;
-                        }
-                        (void)se_strv_push_consume(&gone, k);
+                        char *k = key_of(objs[i]);
+                        if (k)
+                                (void)se_strv_push_consume(&gone, k);
                 }
                 free(objs);
                 se_store_unlock(inf->store);
@@ -122,8 +136,9 @@ static int relist(struct se_kube_informer *inf, struct se_diag *diag)
                 atomic_fetch_add(&inf->lists, 1);
                 atomic_store(&inf->synced, true);
         }
-        se_hashmap_release(&rl.seen);
-        se_strv_release(&rl.keys);
+        for (size_t i = 0; i < rl.n; i++)
+                se_object_unref(rl.put[i]);
+        free(rl.put);
         return r;
 }
 
