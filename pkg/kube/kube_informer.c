@@ -72,6 +72,7 @@ static char *key_of(const struct se_object *o)
  * small copies freed at the end of a list would stay as holes among the new objects. */
 struct relist {
         struct se_kube_informer *inf;
+        bool track; /* false on the first list: nothing can be gone yet */
         struct se_object **put;
         size_t n, cap;
 };
@@ -79,6 +80,8 @@ struct relist {
 static int relist_item(void *data, struct se_object *obj)
 {
         struct relist *rl = data;
+        if (!rl->track)
+                return se_store_put(rl->inf->store, obj);
         if (rl->n == rl->cap) {
                 size_t cap = rl->cap ? rl->cap * 2 : 1024;
                 struct se_object **v = se_reallocarray(rl->put, cap, sizeof(*v));
@@ -104,13 +107,16 @@ static int cmp_key(const void *a, const void *b)
 /* Lists everything, puts it into the store and drops what is gone. */
 static int relist(struct se_kube_informer *inf, struct se_diag *diag)
 {
-        struct relist rl = { inf, NULL, 0, 0 };
+        se_store_rdlock(inf->store);
+        bool had = se_store_count(inf->store, inf->kind, inf->ns) > 0;
+        se_store_unlock(inf->store);
+        struct relist rl = { inf, had, NULL, 0, 0 };
         struct se_kube_list_opts lo = { .label_selector = inf->label_selector,
                                         .field_selector = inf->field_selector,
                                         .decode_flags = inf->decode_flags };
         char rv[SE_KUBE_RV_MAX];
         int r = se_kube_list(inf->c, inf->kind, inf->ns, &lo, relist_item, &rl, rv, diag);
-        if (r == 0) {
+        if (r == 0 && rl.track) {
                 if (rl.n > 1)
                         qsort(rl.put, rl.n, sizeof(*rl.put), cmp_key);
                 const struct se_object **objs;
@@ -132,6 +138,8 @@ static int relist(struct se_kube_informer *inf, struct se_diag *diag)
                         (void)se_store_delete(inf->store, inf->kind, gone.v[i], slash + 1);
                 }
                 se_strv_release(&gone);
+        }
+        if (r == 0) {
                 snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
                 atomic_fetch_add(&inf->lists, 1);
                 atomic_store(&inf->synced, true);

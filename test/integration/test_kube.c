@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <svcenv/decode.h>
 #include <svcenv/hash.h>
 #include <svcenv/kube.h>
 #include <svcenv/kube_client.h>
@@ -684,12 +685,20 @@ static void test_watch(struct se_kube_client *c)
         json_t *b = configmap("before", "1");
         (void)se_kube_create(c, cm, "watch", b, NULL, &d);
         json_decref(b);
+        /* a cached object the server does not have: the list must drop it */
+        struct se_object *stale = NULL;
+        b = configmap("stale-cached", "x");
+        int r = se_decode_object_as(b, SE_KIND_CONFIGMAP, "watch", &stale, NULL);
+        json_decref(b);
+        r = r ? r : se_store_put(s, stale);
         struct se_kube_informer_opts io = { .ns = "watch" };
         struct se_kube_informer *inf =
                 se_kube_informer_new(c, SE_KIND_CONFIGMAP, s, &io, NULL, NULL);
-        int r = se_kube_informer_start(inf);
+        r = r ? r : se_kube_informer_start(inf);
         r = r ? r : se_kube_informer_wait_synced(inf, 10000);
         ok(r == 0 && wait_cm(s, "watch", "before", "1", 100) == 0, "informer syncs the list");
+        ok(wait_cm(s, "watch", "stale-cached", NULL, 100) == 0,
+           "the list drops a cached object the server does not have");
         b = configmap("added", "a");
         (void)se_kube_create(c, cm, "watch", b, NULL, &d);
         json_decref(b);
