@@ -132,8 +132,15 @@ static struct ns_bucket *bucket_get(struct kind_table *t, const char *ns, bool c
  * indexed: select falls back to a scan for the bucket). */
 static bool label_key(char *buf, size_t size, const struct se_kv *kv)
 {
-        int n = snprintf(buf, size, "%s=%s", kv->key, kv->value);
-        return n > 0 && (size_t)n < size;
+        /* no printf: a select per service makes one */
+        const char *k = kv->key ? kv->key : "(null)", *v = kv->value ? kv->value : "(null)";
+        size_t kl = strlen(k), vl = strlen(v);
+        if (kl + vl + 2 > size)
+                return false;
+        memcpy(buf, k, kl);
+        buf[kl] = '=';
+        memcpy(buf + kl + 1, v, vl + 1);
+        return true;
 }
 
 static void index_add(struct ns_bucket *b, const struct se_object *o)

@@ -72,8 +72,9 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr);
  * segments (iptables: ":NAME" lines; the rules are "-A" lines): names are
  * not looked for in the rules. */
 void proxy_tracker_chains_only(struct se_proxy_tracker *tr);
-/* Room for n bytes of segments in the sync being built (a hint). */
-void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n);
+/* Room for n bytes of segments and about that many entries (service
+ * ports) in the sync being built (a hint). */
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n, size_t entries);
 /* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync
  * that this one no longer writes. */
 int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,

@@ -586,7 +586,7 @@ static void reserve(struct ipt *w, const struct se_proxy_table *t)
         se_strbuf_grow(&w->nat_chains, chains);
         reserve_out(w->nat_rules, rules);
         if (w->tracker)
-                proxy_tracker_reserve(w->tracker, chains + rules);
+                proxy_tracker_reserve(w->tracker, chains + rules, t->n_ports);
 }
 
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,

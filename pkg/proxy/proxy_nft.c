@@ -794,7 +794,7 @@ static void reserve(struct nft *w, const struct se_proxy_table *t)
         /* out: everything goes there */
         reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
         if (w->tracker)
-                proxy_tracker_reserve(w->tracker, sets + chains);
+                proxy_tracker_reserve(w->tracker, sets + chains, t->n_ports);
 }
 
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,

@@ -332,16 +332,23 @@ static int build_port(struct se_arena *a, const struct se_store *store,
 {
         const struct se_service_port *port = &svc->ports[idx];
         const struct se_meta *m = &svc->obj.meta;
-        char spn[600];
         sp->ns = m->namespace;
         sp->name = m->name;
         sp->port_name = port->name ? port->name : "";
-        if (sp->port_name[0])
-                snprintf(spn, sizeof(spn), "%s/%s:%s", m->namespace, m->name, sp->port_name);
-        else
-                snprintf(spn, sizeof(spn), "%s/%s", m->namespace, m->name);
-        if (!(sp->spn = se_arena_strdup(a, spn)))
+        /* "ns/name:port" or "ns/name" (no printf: one per service port) */
+        const char *parts[] = { m->namespace ? m->namespace : "", "/", m->name ? m->name : "", ":",
+                                sp->port_name };
+        size_t lens[SE_ARRAY_SIZE(parts)], total = 0;
+        size_t n_parts = sp->port_name[0] ? SE_ARRAY_SIZE(parts) : 3;
+        for (size_t i = 0; i < n_parts; i++)
+                total += lens[i] = strlen(parts[i]);
+        char *spn = se_arena_alloc(a, total + 1);
+        if (!spn)
                 return -ENOMEM;
+        for (size_t i = 0, at = 0; i < n_parts; at += lens[i++])
+                memcpy(spn + at, parts[i], lens[i]);
+        spn[total] = 0;
+        sp->spn = spn;
         sp->protocol = port->protocol;
         sp->proto = port->protocol == SE_PROTO_UDP  ? "udp" :
                     port->protocol == SE_PROTO_SCTP ? "sctp" :
@@ -422,7 +429,8 @@ static size_t table_bytes(const struct pick *p, enum se_ip_family fam)
 {
         const struct se_service *svc = p->svc;
         const struct se_meta *m = &svc->obj.meta;
-        size_t names = strlen(m->namespace) + strlen(m->name) + strlen(p->cip) + 16;
+        size_t names = (m->namespace ? strlen(m->namespace) : 0) + (m->name ? strlen(m->name) : 0) +
+                       strlen(p->cip) + 16;
         size_t eps = 0, per_ep = sizeof(struct se_proxy_endpoint) + 8 + (fam == SE_IPV6 ? 110 : 48);
         for (long i = 0; i < p->n_slices; i++)
                 eps += ((const struct se_endpoint_slice *)p->slices[i])->n_endpoints;

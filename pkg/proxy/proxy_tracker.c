@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/arena.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
@@ -17,7 +18,7 @@
  * state's text. Comparing the text itself is cheaper than digesting it (a
  * full sync writes tens of MiB) and exact. */
 struct entry {
-        char *key; /* "spn/proto", owned; the map's key points here */
+        char *key; /* "spn/proto", in the state's arena; the map's key points here */
         size_t off, n_chains, n_rules;
         bool same; /* pending: equal to the current entry of the key */
         bool rules_named; /* names are defined in the rules part too (nft) */
@@ -28,6 +29,7 @@ struct entry {
 struct state {
         struct se_hashmap map; /* key -> struct entry */
         struct se_strbuf text; /* the segments, one after the other */
+        struct se_arena arena; /* the entries and their keys (a sync makes thousands) */
 };
 
 struct se_proxy_tracker {
@@ -42,13 +44,23 @@ struct se_proxy_tracker {
         bool chains_only; /* the sync being built defines names in chain parts only */
 };
 
-static void entry_free(struct entry *e)
+/* A new entry for key (spn "/" proto when proto is given) in st's arena;
+ * NULL when out of memory. */
+static struct entry *entry_new(struct state *st, const char *key, const char *proto)
 {
-        if (!e)
-                return;
-        free(e->names);
-        free(e->key);
-        free(e);
+        size_t kl = strlen(key), pl = proto ? strlen(proto) + 1 : 0;
+        struct entry *e = se_arena_alloc(&st->arena, sizeof(*e));
+        char *k = e ? se_arena_alloc(&st->arena, kl + pl + 1) : NULL;
+        if (!k)
+                return NULL;
+        memcpy(k, key, kl);
+        if (proto) {
+                k[kl] = '/';
+                memcpy(k + kl + 1, proto, pl - 1);
+        }
+        k[kl + pl] = 0;
+        e->key = k;
+        return e;
 }
 
 /* The kept text is part of a restore input the caller built and capped:
@@ -66,9 +78,10 @@ static void state_release(struct state *st)
         const char *k;
         void *v;
         for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);)
-                entry_free(v);
+                free(((struct entry *)v)->names);
         se_hashmap_release(&st->map);
         se_strbuf_release(&st->text);
+        se_arena_release(&st->arena);
         state_init(st);
 }
 
@@ -141,7 +154,8 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr)
         tr->spare = t;
         se_strbuf_reset(&tr->pending.text);
         tr->chains_only = false;
-        proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8);
+        proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8,
+                              tr->current.map.n);
 }
 
 void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
@@ -149,11 +163,14 @@ void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
         tr->chains_only = true;
 }
 
-void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n)
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n, size_t entries)
 {
         struct se_strbuf *t = &tr->pending.text;
-        if (n < t->max - t->len)
+        if (n && n < t->max - t->len)
                 se_strbuf_grow(t, n);
+        /* an entry and its key ("ns/name:port/proto") */
+        if (entries && entries < SIZE_MAX / 256)
+                (void)se_arena_reserve(&tr->pending.arena, entries * (sizeof(struct entry) + 64));
 }
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
@@ -219,27 +236,23 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
                           struct se_strbuf *chains, size_t chains_at, struct se_strbuf *rules,
                           size_t rules_at)
 {
-        struct entry *e = calloc(1, sizeof(*e));
-        size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
-        struct se_strbuf *text = &tr->pending.text;
-        int r = -ENOMEM;
-        if (!e || !(e->key = malloc(klen)))
-                goto fail;
-        strcpy(e->key, sp->spn);
-        strcat(e->key, "/");
-        strcat(e->key, sp->proto);
+        struct state *pend = &tr->pending;
+        struct se_strbuf *text = &pend->text;
+        struct entry *e = entry_new(pend, sp->spn, sp->proto);
+        if (!e)
+                return -ENOMEM;
         e->off = text->len;
         e->rules_named = !tr->chains_only;
         e->n_chains = chains->len - chains_at;
         e->n_rules = rules->len - rules_at;
         se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
         se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
-        if ((r = se_strbuf_failed(text)) < 0)
-                goto fail;
+        int r = se_strbuf_failed(text);
         void *old = NULL;
-        if ((r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0)
-                goto fail;
-        entry_free(old); /* the same spn twice cannot happen; be safe */
+        if (r < 0 || (r = se_hashmap_put(&pend->map, e->key, e, &old)) < 0)
+                return r;
+        if (old) /* the same spn twice cannot happen; be safe */
+                free(((struct entry *)old)->names);
         const struct entry *prev = se_hashmap_get(&tr->current.map, e->key);
         e->same = prev && !prev->names && prev->n_chains == e->n_chains &&
                   prev->n_rules == e->n_rules &&
@@ -250,24 +263,22 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
                 se_strbuf_truncate(rules, rules_at);
         }
         return 0;
-fail:
-        entry_free(e);
-        return r < 0 ? r : -ENOMEM;
 }
 
-/* Puts an entry holding just names under key into the pending state. */
-static int put_names(struct se_proxy_tracker *tr, const char *key, struct se_strbuf *names)
+/* Puts an entry holding just names under key into st. */
+static int put_names(struct state *st, const char *key, struct se_strbuf *names)
 {
-        struct entry *e = calloc(1, sizeof(*e));
+        struct entry *e = entry_new(st, key, NULL);
         void *old = NULL;
-        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(names) ||
-            !(e->names = se_strbuf_detach(names, &e->names_len)) ||
-            se_hashmap_put(&tr->pending.map, e->key, e, &old) < 0) {
+        if (!e || se_strbuf_failed(names) || !(e->names = se_strbuf_detach(names, &e->names_len)) ||
+            se_hashmap_put(&st->map, e->key, e, &old) < 0) {
                 se_strbuf_release(names);
-                entry_free(e);
+                if (e)
+                        free(e->names);
                 return -ENOMEM;
         }
-        entry_free(old);
+        if (old)
+                free(((struct entry *)old)->names);
         return 0;
 }
 
@@ -276,7 +287,7 @@ int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         chain_names(text, len, &names);
-        return put_names(tr, key, &names);
+        return put_names(&tr->pending, key, &names);
 }
 
 int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
@@ -287,7 +298,7 @@ int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         entry_names(&tr->current, prev, &names);
-        return put_names(tr, key, &names);
+        return put_names(&tr->pending, key, &names);
 }
 
 int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
@@ -447,25 +458,11 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
 {
         /* an entry no service port has: everything in it not written again
          * is deleted by the next sync */
-        static const char key[] = "\001existing";
-        struct entry *e = calloc(1, sizeof(*e));
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         se_strv_foreach(c, chains) {
                 se_strbuf_puts(&names, *c);
                 se_strbuf_append(&names, "", 1);
         }
-        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(&names) ||
-            !(e->names = se_strbuf_detach(&names, &e->names_len))) {
-                se_strbuf_release(&names);
-                entry_free(e);
-                return -ENOMEM;
-        }
-        void *old = NULL;
-        if (se_hashmap_put(&tr->current.map, e->key, e, &old) < 0) {
-                entry_free(e);
-                return -ENOMEM;
-        }
-        entry_free(old);
-        return 0;
+        return put_names(&tr->current, "\001existing", &names);
 }
