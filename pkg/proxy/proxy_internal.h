@@ -72,6 +72,13 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr);
  * segments (iptables: ":NAME" lines; the rules are "-A" lines): names are
  * not looked for in the rules. */
 void proxy_tracker_chains_only(struct se_proxy_tracker *tr);
+/* After a full sync's segments were written (proxy_tracker_segment with
+ * the writer's buffers), part 0 (their chain lines) or 1 (their rules) has
+ * moved: it is now in buf, each segment's offset plus shift. The last move
+ * must put both parts into the sync's output (se_proxy_tracker_done takes
+ * it); buf NULL: the segments are lost (a failed write). */
+void proxy_tracker_moved(struct se_proxy_tracker *tr, int part, const struct se_strbuf *buf,
+                         size_t shift);
 /* Room for n bytes of segments and about that many entries (service
  * ports) in the sync being built (a hint). */
 void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n, size_t entries);

@@ -694,6 +694,12 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                         }
                         out->len += n_front;
                         out->buf[out->len] = 0;
+                        /* the services' chain lines and rules, now in out */
+                        if (tracker) {
+                                proxy_tracker_moved(tracker, 0, out,
+                                                    base + n_front - w.nat_chains.len);
+                                proxy_tracker_moved(tracker, 1, out, n_front);
+                        }
                 }
                 se_strbuf_puts(out, "COMMIT\n");
         } else {
@@ -711,6 +717,13 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                                             k ? SE_ARRAY_SIZE(nat_top) : SE_ARRAY_SIZE(ftop),
                                             bufs[k][0]->buf, bufs[k][0]->len, bufs[k][1]->buf,
                                             bufs[k][1]->len, out);
+                        /* a full sync's nat body is the chain lines then the
+                         * rules, as written (only full syncs keep segments
+                         * in place) */
+                        if (k == 1 && !partial) {
+                                proxy_tracker_moved(tracker, 0, out, body);
+                                proxy_tracker_moved(tracker, 1, out, body + w.nat_chains.len);
+                        }
                         if (out->len == body) /* nothing for this table */
                                 se_strbuf_truncate(out, at);
                         else
@@ -725,6 +738,10 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                     se_strbuf_failed(w.nat_rules)     ?:
                                                         se_strbuf_failed(out);
 out:
+        if (r < 0 && tracker) { /* the segments were in buffers going away */
+                proxy_tracker_moved(tracker, 0, NULL, 0);
+                proxy_tracker_moved(tracker, 1, NULL, 0);
+        }
         se_strbuf_release(&w.filter_chains);
         se_strbuf_release(&w.filter_rules);
         se_strbuf_release(&w.nat_chains);

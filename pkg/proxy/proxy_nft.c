@@ -890,6 +890,10 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         }
         out->len += n_front;
         out->buf[out->len] = 0;
+        if (tracker) { /* the services' sets and chains, now in out */
+                proxy_tracker_moved(tracker, 0, out, base + head.len + gmaps.len);
+                proxy_tracker_moved(tracker, 1, out, n_front);
+        }
         se_strbuf_lit(out, "}\n");
         if (tracker)
                 r = delete_gone(&w, out);
@@ -899,6 +903,10 @@ check:
         if (!r)
                 r = se_strbuf_failed(out);
 done:
+        if (r < 0 && tracker) { /* the segments were in buffers going away */
+                proxy_tracker_moved(tracker, 0, NULL, 0);
+                proxy_tracker_moved(tracker, 1, NULL, 0);
+        }
         if (r < 0 && w.chains == out)
                 se_strbuf_truncate(out, base); /* no half-written ruleset */
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)

@@ -14,21 +14,29 @@
 
 #include "proxy_internal.h"
 
-/* One service port's segment: its chain lines then its rules, at off in its
- * state's text. Comparing the text itself is cheaper than digesting it (a
- * full sync writes tens of MiB) and exact. */
+/* One service port's segment: its chain lines at off and its rules at roff
+ * in its state's parts. Comparing the text itself is cheaper than digesting
+ * it (a full sync writes tens of MiB) and exact. */
 struct entry {
         char *key; /* "spn/proto", in the state's arena; the map's key points here */
-        size_t off, n_chains, n_rules;
+        size_t off, n_chains, roff, n_rules;
         bool same; /* pending: equal to the current entry of the key */
         bool rules_named; /* names are defined in the rules part too (nft) */
         char *names; /* the seeded entry: names, each NUL-terminated */
         size_t names_len;
 };
 
+/* The segments' text is either copied into text, one after the other
+ * (partial syncs), or, on full syncs, left where the writer put it: part[0]
+ * (chain lines) and part[1] (rules) name the writer's buffers until the
+ * writer says where both ended up in its output (proxy_tracker_moved), and
+ * se_proxy_tracker_done takes that output over as text. Part k of the
+ * text starts at shift[k]. */
 struct state {
         struct se_hashmap map; /* key -> struct entry */
-        struct se_strbuf text; /* the segments, one after the other */
+        struct se_strbuf text;
+        const struct se_strbuf *part[2]; /* NULL: in text */
+        size_t shift[2];
         struct se_arena arena; /* the entries and their keys (a sync makes thousands) */
 };
 
@@ -42,7 +50,16 @@ struct se_proxy_tracker {
          * one: its pages are already there (a sync copies tens of MiB) */
         struct se_strbuf spare;
         bool chains_only; /* the sync being built defines names in chain parts only */
+        bool in_place; /* the sync being built leaves its segments in the output */
+        bool lost; /* ... and its output did not get them all (a failed write) */
 };
+
+/* Where part k (0: chain lines, 1: rules) of st's segments starts. */
+static const char *part_text(const struct state *st, int k)
+{
+        const struct se_strbuf *b = st->part[k] ? st->part[k] : &st->text;
+        return b->buf + st->shift[k];
+}
 
 /* A new entry for key (spn "/" proto when proto is given) in st's arena;
  * NULL when out of memory. */
@@ -148,14 +165,32 @@ static void state_retire(struct se_proxy_tracker *tr, struct state *st)
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
 {
         state_retire(tr, &tr->pending);
+        tr->chains_only = false;
+        /* a full sync writes every segment into its output: they are kept
+         * there instead of copied (half the memory) */
+        tr->in_place = tr->full;
+        tr->lost = false;
+        if (tr->in_place) {
+                proxy_tracker_reserve(tr, 0, tr->current.map.n);
+                return;
+        }
         /* the spare becomes the new text buffer */
         struct se_strbuf t = tr->pending.text;
         tr->pending.text = tr->spare;
         tr->spare = t;
         se_strbuf_reset(&tr->pending.text);
-        tr->chains_only = false;
         proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8,
                               tr->current.map.n);
+}
+
+void proxy_tracker_moved(struct se_proxy_tracker *tr, int part, const struct se_strbuf *buf,
+                         size_t shift)
+{
+        if (!tr->in_place)
+                return;
+        tr->pending.part[part] = buf;
+        tr->pending.shift[part] = shift;
+        tr->lost |= !buf;
 }
 
 void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
@@ -166,7 +201,7 @@ void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
 void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n, size_t entries)
 {
         struct se_strbuf *t = &tr->pending.text;
-        if (n && n < t->max - t->len)
+        if (n && !tr->in_place && n < t->max - t->len)
                 se_strbuf_grow(t, n);
         /* an entry and its key ("ns/name:port/proto") */
         if (entries && entries < SIZE_MAX / 256)
@@ -208,10 +243,9 @@ static void entry_names(const struct state *st, const struct entry *e, struct se
                 se_strbuf_append(out, e->names, e->names_len);
                 return;
         }
-        const char *text = st->text.buf + e->off;
-        chain_names(text, e->n_chains, out);
+        chain_names(part_text(st, 0) + e->off, e->n_chains, out);
         if (e->rules_named)
-                chain_names(text + e->n_chains, e->n_rules, out);
+                chain_names(part_text(st, 1) + e->roff, e->n_rules, out);
 }
 
 #define names_foreach(c, sb) \
@@ -241,12 +275,20 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
         struct entry *e = entry_new(pend, sp->spn, sp->proto);
         if (!e)
                 return -ENOMEM;
-        e->off = text->len;
         e->rules_named = !tr->chains_only;
         e->n_chains = chains->len - chains_at;
         e->n_rules = rules->len - rules_at;
-        se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
-        se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
+        if (tr->in_place) { /* where the writer has them, for now */
+                pend->part[0] = chains;
+                pend->part[1] = rules;
+                e->off = chains_at;
+                e->roff = rules_at;
+        } else {
+                e->off = text->len;
+                e->roff = e->off + e->n_chains;
+                se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
+                se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
+        }
         int r = se_strbuf_failed(text);
         void *old = NULL;
         if (r < 0 || (r = se_hashmap_put(&pend->map, e->key, e, &old)) < 0)
@@ -256,8 +298,10 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
         const struct entry *prev = se_hashmap_get(&tr->current.map, e->key);
         e->same = prev && !prev->names && prev->n_chains == e->n_chains &&
                   prev->n_rules == e->n_rules &&
-                  memcmp(tr->current.text.buf + prev->off, text->buf + e->off,
-                         e->n_chains + e->n_rules) == 0;
+                  memcmp(part_text(&tr->current, 0) + prev->off, chains->buf + chains_at,
+                         e->n_chains) == 0 &&
+                  memcmp(part_text(&tr->current, 1) + prev->roff, rules->buf + rules_at,
+                         e->n_rules) == 0;
         if (!tr->full && e->same) {
                 se_strbuf_truncate(chains, chains_at);
                 se_strbuf_truncate(rules, rules_at);
@@ -432,9 +476,29 @@ int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chain
         return r;
 }
 
-bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
+bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok, struct se_strbuf *out)
 {
         bool partial = !tr->full;
+        struct state *pend = &tr->pending;
+        if (ok && tr->in_place) {
+                /* the segments are in out (proxy_tracker_moved): take it */
+                bool there = !tr->lost && out &&
+                             (pend->map.n == 0 || (pend->part[0] == out && pend->part[1] == out));
+                if (there) {
+                        if (pend->text.alloc > tr->spare.alloc) {
+                                struct se_strbuf t = tr->spare;
+                                tr->spare = pend->text;
+                                pend->text = t;
+                        }
+                        se_strbuf_release(&pend->text);
+                        pend->text = *out;
+                        pend->text.max = TEXT_MAX;
+                        se_strbuf_init(out, out->max);
+                }
+                pend->part[0] = pend->part[1] = NULL;
+                /* without its text the state is of no use: a full sync again */
+                ok = there;
+        }
         if (ok) {
                 state_retire(tr, &tr->current);
                 tr->current = tr->pending;
