@@ -571,7 +571,7 @@ static void reserve_out(struct se_strbuf *out, size_t n)
 /* Room for what the table will write, a little over (bytes per line of
  * each kind), so the big buffers are allocated once: never copied while
  * growing, and advised as huge pages before they are touched. */
-static void reserve(struct ipt *w, const struct se_proxy_table *t)
+static void reserve(struct ipt *w, const struct se_proxy_table *t, struct se_strbuf *out)
 {
         size_t chains = 512, rules = 4096;
         for (uint32_t i = 0; i < t->n_ports; i++) {
@@ -585,6 +585,11 @@ static void reserve(struct ipt *w, const struct se_proxy_table *t)
         }
         se_strbuf_grow(&w->nat_chains, chains);
         reserve_out(w->nat_rules, rules);
+        /* the top-level chains diffed: the nat rules are copied into out,
+         * whole on full syncs (which the tracker then keeps, and reuses for
+         * the next partial sync's copy: it must not grow by doubling) */
+        if (w->nat_rules != out && (!w->tracker || proxy_tracker_full(w->tracker)))
+                reserve_out(out, chains + rules + 4096);
         if (w->tracker)
                 proxy_tracker_reserve(w->tracker, chains + rules, t->n_ports);
 }
@@ -618,7 +623,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 w.detect = w.detect_buf;
         }
         w.large = t->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
-        reserve(&w, t);
+        reserve(&w, t, out);
 
         static const char *const filter_top[] = { "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
                                                   "KUBE-FORWARD", "KUBE-NODEPORTS",

@@ -50,6 +50,12 @@ struct se_proxy_tracker {
          * one: its pages are already there (a sync copies tens of MiB) */
         struct se_strbuf spare;
         bool chains_only; /* the sync being built defines names in chain parts only */
+        /* how many entries of current define each name (see gone_counted);
+         * built by the first partial sync that needs it, then kept up to
+         * date by the partial syncs applied after it */
+        struct se_hashmap owners; /* name -> count, as a pointer-sized integer */
+        struct se_arena owner_names; /* the names */
+        bool owners_valid;
         bool in_place; /* the sync being built leaves its segments in the output */
         bool lost; /* ... and its output did not get them all (a failed write) */
 };
@@ -59,6 +65,13 @@ static const char *part_text(const struct state *st, int k)
 {
         const struct se_strbuf *b = st->part[k] ? st->part[k] : &st->text;
         return b->buf + st->shift[k];
+}
+
+static void owners_drop(struct se_proxy_tracker *tr)
+{
+        se_hashmap_release(&tr->owners);
+        se_arena_release(&tr->owner_names);
+        tr->owners_valid = false;
 }
 
 /* A new entry for key (spn "/" proto when proto is given) in st's arena;
@@ -120,6 +133,7 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
                 state_release(&tr->current);
                 state_release(&tr->pending);
                 se_strbuf_release(&tr->spare);
+                owners_drop(tr);
                 proxy_top_release(tr->top.cur);
                 proxy_top_release(tr->top.pend);
                 free(tr);
@@ -134,6 +148,7 @@ void se_proxy_tracker_force_full(struct se_proxy_tracker *tr)
 
 void se_proxy_tracker_reset(struct se_proxy_tracker *tr)
 {
+        owners_drop(tr);
         state_release(&tr->current);
         proxy_top_release(tr->top.cur);
         tr->top.known = false;
@@ -408,6 +423,116 @@ static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
         return 0;
 }
 
+/* Adds delta (+1 or -1) to the owner count of every name in names. */
+static int owners_add(struct se_proxy_tracker *tr, const struct se_strbuf *names, int delta)
+{
+        names_foreach(c, names)
+        {
+                uintptr_t n = (uintptr_t)se_hashmap_get(&tr->owners, c);
+                if (delta < 0 && n <= 1) {
+                        se_hashmap_remove(&tr->owners, c); /* its text stays in the arena */
+                        continue;
+                }
+                const char *key = c;
+                if (n == 0 && !(key = se_arena_strdup(&tr->owner_names, c)))
+                        return -ENOMEM;
+                if (se_hashmap_put(&tr->owners, key, (void *)(n + (uintptr_t)delta), NULL) < 0)
+                        return -ENOMEM;
+        }
+        return se_strbuf_failed(names);
+}
+
+/* The names of the entries of st that are (pending) or whose pending entry
+ * is (current) not the same as before, appended to out. */
+static void changed_names(const struct se_proxy_tracker *tr, const struct state *st,
+                          struct se_strbuf *out)
+{
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);) {
+                const struct entry *e = v;
+                const struct entry *now =
+                        st == &tr->pending ? e : se_hashmap_get(&tr->pending.map, k);
+                if (!now || !now->same)
+                        entry_names(st, e, out);
+        }
+}
+
+static int owners_build(struct se_proxy_tracker *tr)
+{
+        struct se_strbuf names;
+        const char *k;
+        void *v;
+        int r = 0;
+        owners_drop(tr);
+        se_strbuf_init(&names, 0);
+        for (size_t it = 0; r == 0 && se_hashmap_next(&tr->current.map, &it, &k, &v);) {
+                se_strbuf_reset(&names);
+                entry_names(&tr->current, v, &names);
+                r = owners_add(tr, &names, 1);
+        }
+        se_strbuf_release(&names);
+        if (r < 0)
+                owners_drop(tr);
+        tr->owners_valid = r == 0;
+        return r;
+}
+
+/* A partial sync's gone names, without listing every name it writes: a
+ * name of a changed (or removed) entry of current is still written when an
+ * unchanged entry has it (it has more owners than the changed ones) or a
+ * changed entry of pending has it. */
+static int gone_counted(struct se_proxy_tracker *tr, struct se_strv *gone)
+{
+        struct se_hashmap cut = SE_HASHMAP_INIT, now = SE_HASHMAP_INIT;
+        struct se_strbuf was, is;
+        const char *k;
+        void *v;
+        int r = tr->owners_valid ? 0 : owners_build(tr);
+        if (r < 0)
+                return r;
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
+        changed_names(tr, &tr->current, &was);
+        changed_names(tr, &tr->pending, &is);
+        r = se_strbuf_failed(&was) ?: se_strbuf_failed(&is);
+        names_foreach(c, &was)
+        {
+                uintptr_t n = (uintptr_t)se_hashmap_get(&cut, c);
+                if (r == 0 && se_hashmap_put(&cut, c, (void *)(n + 1), NULL) < 0)
+                        r = -ENOMEM;
+        }
+        names_foreach(c, &is)
+        {
+                if (r == 0 && se_hashmap_put(&now, c, SE_UNCONST(char, c), NULL) < 0)
+                        r = -ENOMEM;
+        }
+        for (size_t it = 0; r == 0 && se_hashmap_next(&cut, &it, &k, &v);)
+                if ((uintptr_t)se_hashmap_get(&tr->owners, k) <= (uintptr_t)v &&
+                    !se_hashmap_get(&now, k))
+                        r = se_strv_push(gone, k);
+        se_hashmap_release(&cut);
+        se_hashmap_release(&now);
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
+        return r;
+}
+
+/* After an applied partial sync: the owner counts of pending (current to
+ * be). Dropped when that fails (the next partial sync builds them anew). */
+static void owners_update(struct se_proxy_tracker *tr)
+{
+        struct se_strbuf was, is;
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
+        changed_names(tr, &tr->current, &was);
+        changed_names(tr, &tr->pending, &is);
+        if (owners_add(tr, &was, -1) < 0 || owners_add(tr, &is, 1) < 0)
+                owners_drop(tr);
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
+}
+
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
 {
         const char *k;
@@ -416,6 +541,12 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
         struct se_strbuf all, was, is;
         bool built = false;
         int r = 0;
+        if (!tr->full) { /* partial: counted (a full sync lists every name anyway) */
+                r = gone_counted(tr, gone);
+                if (r == 0)
+                        se_strv_sort(gone); /* deterministic output */
+                return r;
+        }
         se_strbuf_init(&all, 0);
         se_strbuf_init(&was, 0);
         se_strbuf_init(&is, 0);
@@ -499,6 +630,10 @@ bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok, struct se_strbu
                 /* without its text the state is of no use: a full sync again */
                 ok = there;
         }
+        if (ok && partial && tr->owners_valid)
+                owners_update(tr);
+        else if (ok)
+                owners_drop(tr); /* a full sync: counted again when needed */
         if (ok) {
                 state_retire(tr, &tr->current);
                 tr->current = tr->pending;
@@ -528,5 +663,6 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
                 se_strbuf_puts(&names, *c);
                 se_strbuf_append(&names, "", 1);
         }
+        owners_drop(tr); /* current changes */
         return put_names(&tr->current, "\001existing", &names);
 }
