@@ -960,6 +960,42 @@ static void three_syncs(struct se_proxy_tracker *tr, char *out[3])
         free(changed);
 }
 
+/* Deletions over several partial syncs (the tracker keeps its counts of
+ * who defines each name between them): a chain written again is not
+ * deleted, one gone again is deleted again. */
+static void test_proxy__partial_deletes_again(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *changed = strdup(two_svcs), h[17], svc2[40];
+        /* svc1 keeps 10.180.0.2 only; svc2 disappears */
+        char *at = strstr(changed, "[{addresses: [10.180.0.1]}, ");
+        memmove(at + 1, at + 28, strlen(at + 28) + 1);
+        *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
+        assert_int_equal(se_proxy_chain_hash("ns2/svc2:p80", "tcp", NULL, h), 0);
+        snprintf(svc2, sizeof(svc2), "-X KUBE-SVC-%s", h);
+        free(sync_yaml(two_svcs, tr));
+        assert_false(tracker_done(tr, true));
+        for (int round = 0; round < 2; round++) {
+                char *gone = sync_yaml(changed, tr);
+                has_line(gone, "-X KUBE-SEP-SXIVWICOYRO3J4NJ");
+                has_line(gone, svc2);
+                assert_true(tracker_done(tr, true));
+                char *same = sync_yaml(changed, tr);
+                no_text(same, "-X ");
+                assert_true(tracker_done(tr, true));
+                char *back = sync_yaml(two_svcs, tr);
+                has_line(back, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+                no_text(back, "-X ");
+                assert_true(tracker_done(tr, true));
+                free(gone);
+                free(same);
+                free(back);
+        }
+        free(changed);
+        se_proxy_tracker_free(tr);
+}
+
 /* TestSyncProxyRulesRepeated: partial syncs write only what changed */
 static void test_proxy__partial_sync(void **state)
 {
@@ -1404,6 +1440,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__topology_hints),
                 cmocka_unit_test(test_proxy__source_ranges_node_ip),
                 cmocka_unit_test(test_proxy__partial_sync),
+                cmocka_unit_test(test_proxy__partial_deletes_again),
                 cmocka_unit_test(test_proxy__sync_repeated_golden),
                 cmocka_unit_test(test_proxy__partial_sync_applied),
                 cmocka_unit_test(test_proxy__nft_partial_sync),
