@@ -54,7 +54,8 @@ struct se_proxy_tracker {
          * built by the first partial sync that needs it, then kept up to
          * date by the partial syncs applied after it */
         struct se_hashmap owners; /* name -> count, as a pointer-sized integer */
-        struct se_arena owner_names; /* the names */
+        struct se_strbuf owner_block; /* the names counted when built */
+        struct se_arena owner_names; /* names added since */
         bool owners_valid;
         bool in_place; /* the sync being built leaves its segments in the output */
         bool lost; /* ... and its output did not get them all (a failed write) */
@@ -70,6 +71,7 @@ static const char *part_text(const struct state *st, int k)
 static void owners_drop(struct se_proxy_tracker *tr)
 {
         se_hashmap_release(&tr->owners);
+        se_strbuf_release(&tr->owner_block);
         se_arena_release(&tr->owner_names);
         tr->owners_valid = false;
 }
@@ -460,18 +462,21 @@ static void changed_names(const struct se_proxy_tracker *tr, const struct state 
 
 static int owners_build(struct se_proxy_tracker *tr)
 {
-        struct se_strbuf names;
         const char *k;
         void *v;
-        int r = 0;
+        int r;
         owners_drop(tr);
-        se_strbuf_init(&names, 0);
-        for (size_t it = 0; r == 0 && se_hashmap_next(&tr->current.map, &it, &k, &v);) {
-                se_strbuf_reset(&names);
-                entry_names(&tr->current, v, &names);
-                r = owners_add(tr, &names, 1);
+        /* every name into one block first: the map's keys point into it */
+        se_strbuf_init(&tr->owner_block, 0);
+        for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);)
+                entry_names(&tr->current, v, &tr->owner_block);
+        r = se_strbuf_failed(&tr->owner_block);
+        names_foreach(c, &tr->owner_block)
+        {
+                uintptr_t n = (uintptr_t)se_hashmap_get(&tr->owners, c);
+                if (r == 0 && se_hashmap_put(&tr->owners, c, (void *)(n + 1), NULL) < 0)
+                        r = -ENOMEM;
         }
-        se_strbuf_release(&names);
         if (r < 0)
                 owners_drop(tr);
         tr->owners_valid = r == 0;
