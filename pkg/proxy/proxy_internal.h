@@ -12,14 +12,17 @@
 /* The endpoint sets kube-proxy's CategorizeEndpoints gives one service
  * port: arrays of pointers into sp->eps, in sp->eps order (so "ip:port"
  * order; upstream's merged list is in map order, ours is sorted). */
+#define PROXY_CAT_INLINE 16
 struct proxy_categories {
         const struct se_proxy_endpoint **cluster, **local, **reachable;
         uint32_t n_cluster, n_local, n_reachable;
         bool has_any;
+        /* the arrays of a service with few endpoints (no malloc per service) */
+        const struct se_proxy_endpoint *small[3 * PROXY_CAT_INLINE];
 };
 
-/* Fills c (arrays allocated with malloc; release with
- * proxy_categories_release). 0 or -ENOMEM. */
+/* Fills c (its arrays in c itself or allocated: do not copy c; release
+ * with proxy_categories_release). 0 or -ENOMEM. */
 int proxy_categorize(const struct se_proxy_svcport *sp, const struct se_proxy_options *opt,
                      struct proxy_categories *c);
 void proxy_categories_release(struct proxy_categories *c);

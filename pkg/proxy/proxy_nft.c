@@ -134,10 +134,11 @@ static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcpo
         base_add(nm, &pos, "__", 2);
         if (n > 63)
                 n = 63;
-        for (size_t k = 0; k < n; k++) {
-                char c = ep->ip[k] == ':' ? '.' : ep->ip[k];
-                base_add(nm, &pos, &c, 1);
-        }
+        size_t ip_at = pos;
+        base_add(nm, &pos, ep->ip, n);
+        for (size_t k = ip_at; k < pos; k++) /* IPv6 colons as dots */
+                if (nm->s[9 + k] == ':')
+                        nm->s[9 + k] = '.';
         base_add(nm, &pos, "/", 1);
         base_add(nm, &pos, digits, proxy_int_text(ep->port, digits));
         if ((*r = name_finish(nm, pos)) < 0)

@@ -130,24 +130,26 @@ static bool topo_ok(const struct se_proxy_endpoint *ep, enum topo t,
 
 void proxy_categories_release(struct proxy_categories *c)
 {
-        free(c->cluster);
-        free(c->local);
-        free(c->reachable);
-        memset(c, 0, sizeof(*c));
+        if (c->cluster != c->small)
+                free(c->cluster); /* one block for the three */
+        c->cluster = c->local = c->reachable = NULL;
+        c->n_cluster = c->n_local = c->n_reachable = 0;
+        c->has_any = false;
 }
 
 int proxy_categorize(const struct se_proxy_svcport *sp, const struct se_proxy_options *opt,
                      struct proxy_categories *c)
 {
-        memset(c, 0, sizeof(*c));
         size_t n = sp->n_eps ? sp->n_eps : 1;
-        c->cluster = calloc(n, sizeof(*c->cluster));
-        c->local = calloc(n, sizeof(*c->local));
-        c->reachable = calloc(n, sizeof(*c->reachable));
-        if (!c->cluster || !c->local || !c->reachable) {
-                proxy_categories_release(c);
+        c->n_cluster = c->n_local = c->n_reachable = 0;
+        c->has_any = false;
+        c->cluster = n <= PROXY_CAT_INLINE ? c->small : calloc(3 * n, sizeof(*c->cluster));
+        if (!c->cluster) {
+                c->local = c->reachable = NULL;
                 return -ENOMEM;
         }
+        c->local = c->cluster + n;
+        c->reachable = c->local + n;
         enum topo mode = TOPO_NONE;
         if (proxy_uses_cluster(sp)) {
                 mode = topology_mode(sp, opt);
