@@ -62,6 +62,8 @@ int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_
  * into it: keep store, unchanged, while names is used). 0 or -ENOMEM. */
 int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
                         struct se_hashmap *names);
+/* The first 8 characters of the base32 of d[0..4] (no NUL). */
+void proxy_base32_8(const uint8_t d[5], char out[8]);
 /* Decimal text of v into out (>= 11 bytes, no NUL); returns its length. */
 size_t proxy_int_text(int32_t v, char *out);
 /* Names (sorted) the last successful sync defined that this one does not:

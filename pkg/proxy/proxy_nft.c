@@ -71,13 +71,11 @@ struct nft {
 static int name_finish(struct nft_name *nm, size_t bn)
 {
         uint8_t d[SE_SHA256_LEN];
-        char b32[16];
         int r = se_sha256(nm->s + 9, bn, d);
         if (r < 0)
                 return r;
         /* 8 characters of base32 come from the first 5 bytes */
-        se_base32_encode(d, 5, b32, sizeof(b32));
-        memcpy(nm->s, b32, 8);
+        proxy_base32_8(d, nm->s);
         nm->s[8] = '-';
         nm->n = 9 + bn;
         /* kube-proxy's hashAndTruncate: nft names have at most 255
