@@ -252,8 +252,9 @@ static bool sync_rules(struct proxyd *d, bool full)
                 } else {
                         snprintf(err, sizeof(err), "writing the rules: %s", strerror(-r));
                 }
+                /* after a full sync the tracker keeps the text (sb is left empty) */
+                partial = se_proxy_tracker_done(d->tr[i], r == 0, &sb);
                 se_strbuf_release(&sb);
-                partial = se_proxy_tracker_done(d->tr[i], r == 0);
                 if (r == 0 && full && !d->nft) {
                         r = se_proxy_ensure_jumps(d->fams[i], d->opt.localhost_nodeports, err,
                                                   sizeof(err));

@@ -20,6 +20,15 @@ char *se_strdup(const char *s);
 /* New NUL-terminated copy of the first n bytes of s. */
 char *se_strndup(const char *s, size_t n);
 
+/* Big buffers filled right away (at least SE_HUGE_MIN bytes): aligned to
+ * 2 MiB and advised as transparent huge pages. Smaller sizes: se_malloc.
+ * free() it; NULL on failure. */
+#define SE_HUGE_MIN ((size_t)1 << 20)
+void *se_malloc_huge(size_t size);
+/* The huge-page hint for [p, p + size) when size >= SE_HUGE_MIN (the 2 MiB
+ * aligned part). Errors are ignored: a hint. */
+void se_advise_huge(void *p, size_t size);
+
 /* Test hook: make the allocation number n (1-based, counted from this call)
  * fail; 0 switches it off. Not thread-safe; tests only. */
 void se_alloc_fail_at(unsigned long n);

@@ -159,8 +159,12 @@ void se_proxy_tracker_set_minimal(struct se_proxy_tracker *tr, bool on);
 int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                            struct se_proxy_tracker *tracker, struct se_strbuf *out);
 /* ok: the text was applied, it becomes the known state. Otherwise the
- * next sync is full. Returns whether the last sync was partial. */
-bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok);
+ * next sync is full. out is the buffer the sync wrote, unchanged since
+ * (call this before releasing it): after a full sync the tracker keeps the
+ * segments where they are and takes the text over, leaving out empty
+ * (released as usual; NULL or another buffer: the next sync is full).
+ * Returns whether the last sync was partial. */
+bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok, struct se_strbuf *out);
 
 /* Appends an nft script that (re)creates table `svcenv` of the family
  * (deleting whatever it held before). */

@@ -49,6 +49,10 @@ const struct se_object *se_store_get(const struct se_store *s, enum se_kind kind
  * Returns the count or -ENOMEM. */
 long se_store_list(const struct se_store *s, enum se_kind kind, const char *ns,
                    const struct se_object ***ret);
+/* se_store_list in no particular order: for callers that sort by a key of
+ * their own (the namespace/name sort is then work thrown away). */
+long se_store_list_unordered(const struct se_store *s, enum se_kind kind, const char *ns,
+                             const struct se_object ***ret);
 /* Objects of a kind in ns whose labels match a set-based selector map
  * (every key=value present). Same contract as se_store_list. */
 long se_store_select(const struct se_store *s, enum se_kind kind, const char *ns,

@@ -3,7 +3,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <svcenv/alloc.h>
 #include <svcenv/arena.h>
@@ -19,25 +18,6 @@ struct se_arena_chunk {
 #define ALIGN       8
 #define HDR         ((sizeof(struct se_arena_chunk) + 15) & ~(size_t)15)
 
-/* A big chunk (a proxy table's: tens of MiB) is filled front to back right
- * away: transparent huge pages make that one fault per 2 MiB instead of one
- * per 4 KiB. A hint; errors are ignored. */
-#define HUGE_MIN  ((size_t)4 << 20)
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-static void advise_huge(void *p, size_t size)
-{
-#ifdef MADV_HUGEPAGE
-        uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        uintptr_t end = ((uintptr_t)p + size) & ~(HUGE_PAGE - 1);
-        if (size >= HUGE_MIN && end > start)
-                (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-#else
-        (void)p;
-        (void)size;
-#endif
-}
-
 static int add_chunk(struct se_arena *a, size_t need, size_t exact)
 {
         size_t size = exact;
@@ -46,10 +26,10 @@ static int add_chunk(struct se_arena *a, size_t need, size_t exact)
                 while (size < need)
                         size *= 2;
         }
-        struct se_arena_chunk *c = se_malloc(HDR + size);
+        /* a big chunk (a proxy table's) is filled front to back right away */
+        struct se_arena_chunk *c = se_malloc_huge(HDR + size);
         if (!c)
                 return -ENOMEM;
-        advise_huge(c, HDR + size);
         c->next = a->head;
         c->size = size;
         a->head = c;

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <svcenv/alloc.h>
 #include <svcenv/strbuf.h>
@@ -36,28 +35,6 @@ void se_strbuf_reset(struct se_strbuf *sb)
                 sb->buf[0] = '\0';
 }
 
-/* Big buffers (the proxy's rulesets: tens of MiB) are written once, front
- * to back: transparent huge pages make that one fault per 2 MiB instead of
- * one per 4 KiB, which costs more than the writing. A hint; errors are
- * ignored (no THP, or not allowed). */
-#define HUGE_MIN  ((size_t)4 << 20)
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-static void advise_huge(char *p, size_t size)
-{
-#ifdef MADV_HUGEPAGE
-        if (size < HUGE_MIN)
-                return;
-        uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        uintptr_t end = ((uintptr_t)p + size) & ~(HUGE_PAGE - 1);
-        if (end > start)
-                (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-#else
-        (void)p;
-        (void)size;
-#endif
-}
-
 int se_strbuf_grow(struct se_strbuf *sb, size_t n)
 {
         if (sb->err)
@@ -70,14 +47,22 @@ int se_strbuf_grow(struct se_strbuf *sb, size_t n)
         size_t cap = sb->alloc ? sb->alloc : 64;
         while (cap < need)
                 cap = cap * 2;
-        char *p = se_reallocarray(sb->alloc ? sb->buf : NULL, cap, 1);
+        /* big buffers (the proxy's rulesets) are written front to back
+         * right away: huge pages (see se_malloc_huge) */
+        char *p;
+        if (sb->alloc >= SE_HUGE_MIN) {
+                if ((p = se_reallocarray(sb->buf, cap, 1)))
+                        se_advise_huge(p, cap);
+        } else if ((p = se_malloc_huge(cap))) {
+                /* a small buffer becoming big: aligned anew, a small copy */
+                memcpy(p, sb->buf, sb->len + 1);
+                if (sb->alloc)
+                        free(sb->buf);
+        }
         if (!p)
                 return sb->err = -ENOMEM;
-        if (!sb->alloc)
-                p[0] = '\0';
         sb->buf = p;
         sb->alloc = cap;
-        advise_huge(p, cap);
         return 0;
 }
 

@@ -132,8 +132,15 @@ static struct ns_bucket *bucket_get(struct kind_table *t, const char *ns, bool c
  * indexed: select falls back to a scan for the bucket). */
 static bool label_key(char *buf, size_t size, const struct se_kv *kv)
 {
-        int n = snprintf(buf, size, "%s=%s", kv->key, kv->value);
-        return n > 0 && (size_t)n < size;
+        /* no printf: a select per service makes one */
+        const char *k = kv->key ? kv->key : "(null)", *v = kv->value ? kv->value : "(null)";
+        size_t kl = strlen(k), vl = strlen(v);
+        if (kl + vl + 2 > size)
+                return false;
+        memcpy(buf, k, kl);
+        buf[kl] = '=';
+        memcpy(buf + kl + 1, v, vl + 1);
+        return true;
 }
 
 static void index_add(struct ns_bucket *b, const struct se_object *o)
@@ -300,14 +307,19 @@ static const struct posting *best_posting(const struct ns_bucket *b,
 }
 
 /* Appends the bucket's objects that match (selector may be NULL). With a
- * selector, only the shortest posting list of its labels is checked. */
+ * selector, only the shortest posting list of its labels (best) is
+ * checked; a one-label selector matches all of it. */
 static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
-                    const struct se_object **out, size_t *n)
+                    const struct posting *best, const struct se_object **out, size_t *n)
 {
         const char *k;
         void *v;
         if (selector && selector->n && !b->index_broken) {
-                const struct posting *best = best_posting(b, selector);
+                if (best && selector->n == 1) {
+                        memcpy(out + *n, best->objs, best->n * sizeof(*out));
+                        *n += best->n;
+                        return;
+                }
                 for (size_t i = 0; best && i < best->n; i++)
                         if (se_selector_matches(selector, &best->objs[i]->meta.labels))
                                 out[(*n)++] = best->objs[i];
@@ -321,21 +333,21 @@ static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
 }
 
 static long list_matching(const struct se_store *s, enum se_kind kind, const char *ns,
-                          const struct se_kvlist *selector, const struct se_object ***ret)
+                          const struct se_kvlist *selector, bool sorted,
+                          const struct se_object ***ret)
 {
         *ret = NULL;
         if ((unsigned)kind >= SE_KIND_COUNT)
                 return -EINVAL;
         const struct kind_table *t = &s->kinds[kind];
-        size_t cap = ns ? se_store_count(s, kind, ns) : t->count;
-        if (cap && ns && selector && selector->n) {
+        const struct ns_bucket *b = ns ? se_hashmap_get(&t->by_ns, ns) : NULL;
+        const struct posting *best = NULL;
+        size_t cap = ns ? (b ? b->by_name.n : 0) : t->count;
+        if (cap && b && selector && selector->n && !b->index_broken) {
                 /* only the posting list is checked: room for it (a label
                  * select per service must not cost the namespace's size) */
-                const struct ns_bucket *b = se_hashmap_get(&t->by_ns, ns);
-                if (b && !b->index_broken) {
-                        const struct posting *best = best_posting(b, selector);
-                        cap = best ? best->n : 0;
-                }
+                best = best_posting(b, selector);
+                cap = best ? best->n : 0;
         }
         if (cap == 0)
                 return 0;
@@ -344,20 +356,22 @@ static long list_matching(const struct se_store *s, enum se_kind kind, const cha
                 return -ENOMEM;
         size_t n = 0;
         if (ns) {
-                const struct ns_bucket *b = se_hashmap_get(&t->by_ns, ns);
-                if (b)
-                        collect(b, selector, out, &n);
+                collect(b, selector, best, out, &n);
         } else {
                 const char *k;
                 void *v;
-                for (size_t i = 0; se_hashmap_next(&t->by_ns, &i, &k, &v);)
-                        collect(v, selector, out, &n);
+                for (size_t i = 0; se_hashmap_next(&t->by_ns, &i, &k, &v);) {
+                        const struct ns_bucket *nb = v;
+                        bool indexed = selector && selector->n && !nb->index_broken;
+                        collect(nb, selector, indexed ? best_posting(nb, selector) : NULL, out, &n);
+                }
         }
         if (n == 0) {
                 free(out);
                 return 0;
         }
-        qsort(out, n, sizeof(*out), cmp_obj);
+        if (sorted && n > 1)
+                qsort(out, n, sizeof(*out), cmp_obj);
         *ret = out;
         return (long)n;
 }
@@ -365,13 +379,19 @@ static long list_matching(const struct se_store *s, enum se_kind kind, const cha
 long se_store_list(const struct se_store *s, enum se_kind kind, const char *ns,
                    const struct se_object ***ret)
 {
-        return list_matching(s, kind, ns, NULL, ret);
+        return list_matching(s, kind, ns, NULL, true, ret);
+}
+
+long se_store_list_unordered(const struct se_store *s, enum se_kind kind, const char *ns,
+                             const struct se_object ***ret)
+{
+        return list_matching(s, kind, ns, NULL, false, ret);
 }
 
 long se_store_select(const struct se_store *s, enum se_kind kind, const char *ns,
                      const struct se_kvlist *selector, const struct se_object ***ret)
 {
-        return list_matching(s, kind, ns, selector, ret);
+        return list_matching(s, kind, ns, selector, true, ret);
 }
 
 size_t se_store_count(const struct se_store *s, enum se_kind kind, const char *ns)

@@ -12,14 +12,17 @@
 /* The endpoint sets kube-proxy's CategorizeEndpoints gives one service
  * port: arrays of pointers into sp->eps, in sp->eps order (so "ip:port"
  * order; upstream's merged list is in map order, ours is sorted). */
+#define PROXY_CAT_INLINE 16
 struct proxy_categories {
         const struct se_proxy_endpoint **cluster, **local, **reachable;
         uint32_t n_cluster, n_local, n_reachable;
         bool has_any;
+        /* the arrays of a service with few endpoints (no malloc per service) */
+        const struct se_proxy_endpoint *small[3 * PROXY_CAT_INLINE];
 };
 
-/* Fills c (arrays allocated with malloc; release with
- * proxy_categories_release). 0 or -ENOMEM. */
+/* Fills c (its arrays in c itself or allocated: do not copy c; release
+ * with proxy_categories_release). 0 or -ENOMEM. */
 int proxy_categorize(const struct se_proxy_svcport *sp, const struct se_proxy_options *opt,
                      struct proxy_categories *c);
 void proxy_categories_release(struct proxy_categories *c);
@@ -59,6 +62,8 @@ int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_
  * into it: keep store, unchanged, while names is used). 0 or -ENOMEM. */
 int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
                         struct se_hashmap *names);
+/* The first 8 characters of the base32 of d[0..4] (no NUL). */
+void proxy_base32_8(const uint8_t d[5], char out[8]);
 /* Decimal text of v into out (>= 11 bytes, no NUL); returns its length. */
 size_t proxy_int_text(int32_t v, char *out);
 /* Names (sorted) the last successful sync defined that this one does not:
@@ -72,8 +77,16 @@ void proxy_tracker_begin(struct se_proxy_tracker *tr);
  * segments (iptables: ":NAME" lines; the rules are "-A" lines): names are
  * not looked for in the rules. */
 void proxy_tracker_chains_only(struct se_proxy_tracker *tr);
-/* Room for n bytes of segments in the sync being built (a hint). */
-void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n);
+/* After a full sync's segments were written (proxy_tracker_segment with
+ * the writer's buffers), part 0 (their chain lines) or 1 (their rules) has
+ * moved: it is now in buf, each segment's offset plus shift. The last move
+ * must put both parts into the sync's output (se_proxy_tracker_done takes
+ * it); buf NULL: the segments are lost (a failed write). */
+void proxy_tracker_moved(struct se_proxy_tracker *tr, int part, const struct se_strbuf *buf,
+                         size_t shift);
+/* Room for n bytes of segments and about that many entries (service
+ * ports) in the sync being built (a hint). */
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n, size_t entries);
 /* Appends `:CHAIN` + `-X CHAIN` for every chain of the last successful sync
  * that this one no longer writes. */
 int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chains,

@@ -571,7 +571,7 @@ static void reserve_out(struct se_strbuf *out, size_t n)
 /* Room for what the table will write, a little over (bytes per line of
  * each kind), so the big buffers are allocated once: never copied while
  * growing, and advised as huge pages before they are touched. */
-static void reserve(struct ipt *w, const struct se_proxy_table *t)
+static void reserve(struct ipt *w, const struct se_proxy_table *t, struct se_strbuf *out)
 {
         size_t chains = 512, rules = 4096;
         for (uint32_t i = 0; i < t->n_ports; i++) {
@@ -585,8 +585,13 @@ static void reserve(struct ipt *w, const struct se_proxy_table *t)
         }
         se_strbuf_grow(&w->nat_chains, chains);
         reserve_out(w->nat_rules, rules);
+        /* the top-level chains diffed: the nat rules are copied into out,
+         * whole on full syncs (which the tracker then keeps, and reuses for
+         * the next partial sync's copy: it must not grow by doubling) */
+        if (w->nat_rules != out && (!w->tracker || proxy_tracker_full(w->tracker)))
+                reserve_out(out, chains + rules + 4096);
         if (w->tracker)
-                proxy_tracker_reserve(w->tracker, chains + rules);
+                proxy_tracker_reserve(w->tracker, chains + rules, t->n_ports);
 }
 
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
@@ -618,7 +623,7 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 w.detect = w.detect_buf;
         }
         w.large = t->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
-        reserve(&w, t);
+        reserve(&w, t, out);
 
         static const char *const filter_top[] = { "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
                                                   "KUBE-FORWARD", "KUBE-NODEPORTS",
@@ -694,6 +699,12 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                         }
                         out->len += n_front;
                         out->buf[out->len] = 0;
+                        /* the services' chain lines and rules, now in out */
+                        if (tracker) {
+                                proxy_tracker_moved(tracker, 0, out,
+                                                    base + n_front - w.nat_chains.len);
+                                proxy_tracker_moved(tracker, 1, out, n_front);
+                        }
                 }
                 se_strbuf_puts(out, "COMMIT\n");
         } else {
@@ -711,6 +722,13 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                                             k ? SE_ARRAY_SIZE(nat_top) : SE_ARRAY_SIZE(ftop),
                                             bufs[k][0]->buf, bufs[k][0]->len, bufs[k][1]->buf,
                                             bufs[k][1]->len, out);
+                        /* a full sync's nat body is the chain lines then the
+                         * rules, as written (only full syncs keep segments
+                         * in place) */
+                        if (k == 1 && !partial) {
+                                proxy_tracker_moved(tracker, 0, out, body);
+                                proxy_tracker_moved(tracker, 1, out, body + w.nat_chains.len);
+                        }
                         if (out->len == body) /* nothing for this table */
                                 se_strbuf_truncate(out, at);
                         else
@@ -725,6 +743,10 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                     se_strbuf_failed(w.nat_rules)     ?:
                                                         se_strbuf_failed(out);
 out:
+        if (r < 0 && tracker) { /* the segments were in buffers going away */
+                proxy_tracker_moved(tracker, 0, NULL, 0);
+                proxy_tracker_moved(tracker, 1, NULL, 0);
+        }
         se_strbuf_release(&w.filter_chains);
         se_strbuf_release(&w.filter_rules);
         se_strbuf_release(&w.nat_chains);

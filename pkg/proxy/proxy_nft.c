@@ -71,13 +71,11 @@ struct nft {
 static int name_finish(struct nft_name *nm, size_t bn)
 {
         uint8_t d[SE_SHA256_LEN];
-        char b32[16];
         int r = se_sha256(nm->s + 9, bn, d);
         if (r < 0)
                 return r;
         /* 8 characters of base32 come from the first 5 bytes */
-        se_base32_encode(d, 5, b32, sizeof(b32));
-        memcpy(nm->s, b32, 8);
+        proxy_base32_8(d, nm->s);
         nm->s[8] = '-';
         nm->n = 9 + bn;
         /* kube-proxy's hashAndTruncate: nft names have at most 255
@@ -134,10 +132,11 @@ static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcpo
         base_add(nm, &pos, "__", 2);
         if (n > 63)
                 n = 63;
-        for (size_t k = 0; k < n; k++) {
-                char c = ep->ip[k] == ':' ? '.' : ep->ip[k];
-                base_add(nm, &pos, &c, 1);
-        }
+        size_t ip_at = pos;
+        base_add(nm, &pos, ep->ip, n);
+        for (size_t k = ip_at; k < pos; k++) /* IPv6 colons as dots */
+                if (nm->s[9 + k] == ':')
+                        nm->s[9 + k] = '.';
         base_add(nm, &pos, "/", 1);
         base_add(nm, &pos, digits, proxy_int_text(ep->port, digits));
         if ((*r = name_finish(nm, pos)) < 0)
@@ -794,7 +793,7 @@ static void reserve(struct nft *w, const struct se_proxy_table *t)
         /* out: everything goes there */
         reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
         if (w->tracker)
-                proxy_tracker_reserve(w->tracker, sets + chains);
+                proxy_tracker_reserve(w->tracker, sets + chains, t->n_ports);
 }
 
 int se_proxy_nft_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
@@ -890,6 +889,10 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         }
         out->len += n_front;
         out->buf[out->len] = 0;
+        if (tracker) { /* the services' sets and chains, now in out */
+                proxy_tracker_moved(tracker, 0, out, base + head.len + gmaps.len);
+                proxy_tracker_moved(tracker, 1, out, n_front);
+        }
         se_strbuf_lit(out, "}\n");
         if (tracker)
                 r = delete_gone(&w, out);
@@ -899,6 +902,10 @@ check:
         if (!r)
                 r = se_strbuf_failed(out);
 done:
+        if (r < 0 && tracker) { /* the segments were in buffers going away */
+                proxy_tracker_moved(tracker, 0, NULL, 0);
+                proxy_tracker_moved(tracker, 1, NULL, 0);
+        }
         if (r < 0 && w.chains == out)
                 se_strbuf_truncate(out, base); /* no half-written ruleset */
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)

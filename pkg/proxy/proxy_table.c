@@ -332,16 +332,23 @@ static int build_port(struct se_arena *a, const struct se_store *store,
 {
         const struct se_service_port *port = &svc->ports[idx];
         const struct se_meta *m = &svc->obj.meta;
-        char spn[600];
         sp->ns = m->namespace;
         sp->name = m->name;
         sp->port_name = port->name ? port->name : "";
-        if (sp->port_name[0])
-                snprintf(spn, sizeof(spn), "%s/%s:%s", m->namespace, m->name, sp->port_name);
-        else
-                snprintf(spn, sizeof(spn), "%s/%s", m->namespace, m->name);
-        if (!(sp->spn = se_arena_strdup(a, spn)))
+        /* "ns/name:port" or "ns/name" (no printf: one per service port) */
+        const char *parts[] = { m->namespace ? m->namespace : "", "/", m->name ? m->name : "", ":",
+                                sp->port_name };
+        size_t lens[SE_ARRAY_SIZE(parts)], total = 0;
+        size_t n_parts = sp->port_name[0] ? SE_ARRAY_SIZE(parts) : 3;
+        for (size_t i = 0; i < n_parts; i++)
+                total += lens[i] = strlen(parts[i]);
+        char *spn = se_arena_alloc(a, total + 1);
+        if (!spn)
                 return -ENOMEM;
+        for (size_t i = 0, at = 0; i < n_parts; at += lens[i++])
+                memcpy(spn + at, parts[i], lens[i]);
+        spn[total] = 0;
+        sp->spn = spn;
         sp->protocol = port->protocol;
         sp->proto = port->protocol == SE_PROTO_UDP  ? "udp" :
                     port->protocol == SE_PROTO_SCTP ? "sctp" :
@@ -406,23 +413,60 @@ static int own_strings(struct se_arena *a, struct se_proxy_svcport *sp)
         return 0;
 }
 
+/* A service the table takes, with its EndpointSlices (first pass). */
+struct pick {
+        const struct se_service *svc;
+        const char *cip;
+        const struct se_object **slices; /* owned */
+        long n_slices;
+};
+
+/* What build_port and own_strings will take from the arena for svc's
+ * ports, a little over: the table is then one chunk, allocated once
+ * (huge pages when big) instead of a chain of doubling ones. Endpoints of
+ * a selector service without slices are not counted (the arena grows). */
+static size_t table_bytes(const struct pick *p, enum se_ip_family fam)
+{
+        const struct se_service *svc = p->svc;
+        const struct se_meta *m = &svc->obj.meta;
+        size_t names = (m->namespace ? strlen(m->namespace) : 0) + (m->name ? strlen(m->name) : 0) +
+                       strlen(p->cip) + 16;
+        size_t eps = 0, per_ep = sizeof(struct se_proxy_endpoint) + 8 + (fam == SE_IPV6 ? 110 : 48);
+        for (long i = 0; i < p->n_slices; i++)
+                eps += ((const struct se_endpoint_slice *)p->slices[i])->n_endpoints;
+        size_t per_port = sizeof(struct se_proxy_svcport) + 3 * names + eps * per_ep +
+                          (svc->external_ips.n + svc->n_lb_ingress) * (8 + 56) +
+                          svc->lb_source_ranges.n * (8 + sizeof(struct se_cidr) + 88);
+        size_t total = 0;
+        for (uint32_t i = 0; i < svc->n_ports; i++)
+                total += per_port + 2 * (svc->ports[i].name ? strlen(svc->ports[i].name) : 0);
+        return total;
+}
+
+static void picks_free(struct pick *picks, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(picks[i].slices);
+        free(picks);
+}
+
 int se_proxy_table_build(const struct se_store *store, const struct se_proxy_options *opt,
                          enum se_ip_family family, struct se_proxy_table **ret)
 {
         _cleanup_free_ const struct se_object **svcs = NULL;
+        struct pick *picks = NULL;
+        size_t n_picks = 0;
         struct se_proxy_table *t = calloc(1, sizeof(*t));
         int r = -ENOMEM;
         if (!t)
                 return -ENOMEM;
         t->family = family;
-        long n = se_store_list(store, SE_KIND_SERVICE, NULL, &svcs);
-        if (n < 0)
+        /* in any order: the ports are sorted by spn at the end */
+        long n = se_store_list_unordered(store, SE_KIND_SERVICE, NULL, &svcs);
+        if (n < 0 || (n > 0 && !(picks = calloc((size_t)n, sizeof(*picks)))))
                 goto fail;
-        size_t cap = 0;
-        for (long i = 0; i < n; i++)
-                cap += ((const struct se_service *)svcs[i])->n_ports;
-        if (cap && !(t->ports = se_arena_array(&t->arena, cap, sizeof(*t->ports))))
-                goto fail;
+        /* first the services taken and their slices, to size the arena */
+        size_t cap = 0, bytes = 0;
         for (long i = 0; i < n; i++) {
                 const struct se_service *svc = ((const struct se_service *)svcs[i]);
                 const char *cip = cluster_ip_of(svc, family);
@@ -430,14 +474,25 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                         continue;
                 struct se_kv sel_kv = { LABEL_SERVICE_NAME, svc->obj.meta.name };
                 struct se_kvlist sel = { &sel_kv, 1 };
-                _cleanup_free_ const struct se_object **slices = NULL;
-                long ns = se_store_select(store, SE_KIND_ENDPOINT_SLICE, svc->obj.meta.namespace,
-                                          &sel, &slices);
-                if (ns < 0)
+                struct pick *p = &picks[n_picks++];
+                p->svc = svc;
+                p->cip = cip;
+                p->n_slices = se_store_select(store, SE_KIND_ENDPOINT_SLICE,
+                                              svc->obj.meta.namespace, &sel, &p->slices);
+                if (p->n_slices < 0)
                         goto fail;
-                for (uint32_t p = 0; p < svc->n_ports; p++) {
+                cap += svc->n_ports;
+                bytes += table_bytes(p, family);
+        }
+        if (cap && (se_arena_reserve(&t->arena, cap * sizeof(*t->ports) + bytes) < 0 ||
+                    !(t->ports = se_arena_array(&t->arena, cap, sizeof(*t->ports)))))
+                goto fail;
+        for (size_t i = 0; i < n_picks; i++) {
+                const struct pick *p = &picks[i];
+                for (uint32_t k = 0; k < p->svc->n_ports; k++) {
                         struct se_proxy_svcport *sp = &t->ports[t->n_ports];
-                        r = build_port(&t->arena, store, svc, slices, ns, cip, family, p, opt, sp);
+                        r = build_port(&t->arena, store, p->svc, p->slices, p->n_slices, p->cip,
+                                       family, k, opt, sp);
                         if (r == 0)
                                 r = own_strings(&t->arena, sp);
                         if (r < 0)
@@ -446,11 +501,13 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                         t->n_endpoints += sp->n_eps;
                 }
         }
+        picks_free(picks, n_picks);
         if (t->n_ports > 1 && !strictly_sorted(t->ports, t->n_ports, sizeof(*t->ports), cmp_port))
                 qsort(t->ports, t->n_ports, sizeof(*t->ports), cmp_port);
         *ret = t;
         return 0;
 fail:
+        picks_free(picks, n_picks);
         se_proxy_table_free(t);
         return r < 0 ? r : -ENOMEM;
 }

@@ -7,27 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/arena.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
 
 #include "proxy_internal.h"
 
-/* One service port's segment: its chain lines then its rules, at off in its
- * state's text. Comparing the text itself is cheaper than digesting it (a
- * full sync writes tens of MiB) and exact. */
+/* One service port's segment: its chain lines at off and its rules at roff
+ * in its state's parts. Comparing the text itself is cheaper than digesting
+ * it (a full sync writes tens of MiB) and exact. */
 struct entry {
-        char *key; /* "spn/proto", owned; the map's key points here */
-        size_t off, n_chains, n_rules;
+        char *key; /* "spn/proto", in the state's arena; the map's key points here */
+        size_t off, n_chains, roff, n_rules;
         bool same; /* pending: equal to the current entry of the key */
         bool rules_named; /* names are defined in the rules part too (nft) */
         char *names; /* the seeded entry: names, each NUL-terminated */
         size_t names_len;
 };
 
+/* The segments' text is either copied into text, one after the other
+ * (partial syncs), or, on full syncs, left where the writer put it: part[0]
+ * (chain lines) and part[1] (rules) name the writer's buffers until the
+ * writer says where both ended up in its output (proxy_tracker_moved), and
+ * se_proxy_tracker_done takes that output over as text. Part k of the
+ * text starts at shift[k]. */
 struct state {
         struct se_hashmap map; /* key -> struct entry */
-        struct se_strbuf text; /* the segments, one after the other */
+        struct se_strbuf text;
+        const struct se_strbuf *part[2]; /* NULL: in text */
+        size_t shift[2];
+        struct se_arena arena; /* the entries and their keys (a sync makes thousands) */
 };
 
 struct se_proxy_tracker {
@@ -40,15 +50,49 @@ struct se_proxy_tracker {
          * one: its pages are already there (a sync copies tens of MiB) */
         struct se_strbuf spare;
         bool chains_only; /* the sync being built defines names in chain parts only */
+        /* how many entries of current define each name (see gone_counted);
+         * built by the first partial sync that needs it, then kept up to
+         * date by the partial syncs applied after it */
+        struct se_hashmap owners; /* name -> count, as a pointer-sized integer */
+        struct se_strbuf owner_block; /* the names counted when built */
+        struct se_arena owner_names; /* names added since */
+        bool owners_valid;
+        bool in_place; /* the sync being built leaves its segments in the output */
+        bool lost; /* ... and its output did not get them all (a failed write) */
 };
 
-static void entry_free(struct entry *e)
+/* Where part k (0: chain lines, 1: rules) of st's segments starts. */
+static const char *part_text(const struct state *st, int k)
 {
-        if (!e)
-                return;
-        free(e->names);
-        free(e->key);
-        free(e);
+        const struct se_strbuf *b = st->part[k] ? st->part[k] : &st->text;
+        return b->buf + st->shift[k];
+}
+
+static void owners_drop(struct se_proxy_tracker *tr)
+{
+        se_hashmap_release(&tr->owners);
+        se_strbuf_release(&tr->owner_block);
+        se_arena_release(&tr->owner_names);
+        tr->owners_valid = false;
+}
+
+/* A new entry for key (spn "/" proto when proto is given) in st's arena;
+ * NULL when out of memory. */
+static struct entry *entry_new(struct state *st, const char *key, const char *proto)
+{
+        size_t kl = strlen(key), pl = proto ? strlen(proto) + 1 : 0;
+        struct entry *e = se_arena_alloc(&st->arena, sizeof(*e));
+        char *k = e ? se_arena_alloc(&st->arena, kl + pl + 1) : NULL;
+        if (!k)
+                return NULL;
+        memcpy(k, key, kl);
+        if (proto) {
+                k[kl] = '/';
+                memcpy(k + kl + 1, proto, pl - 1);
+        }
+        k[kl + pl] = 0;
+        e->key = k;
+        return e;
 }
 
 /* The kept text is part of a restore input the caller built and capped:
@@ -66,9 +110,10 @@ static void state_release(struct state *st)
         const char *k;
         void *v;
         for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);)
-                entry_free(v);
+                free(((struct entry *)v)->names);
         se_hashmap_release(&st->map);
         se_strbuf_release(&st->text);
+        se_arena_release(&st->arena);
         state_init(st);
 }
 
@@ -90,6 +135,7 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
                 state_release(&tr->current);
                 state_release(&tr->pending);
                 se_strbuf_release(&tr->spare);
+                owners_drop(tr);
                 proxy_top_release(tr->top.cur);
                 proxy_top_release(tr->top.pend);
                 free(tr);
@@ -104,6 +150,7 @@ void se_proxy_tracker_force_full(struct se_proxy_tracker *tr)
 
 void se_proxy_tracker_reset(struct se_proxy_tracker *tr)
 {
+        owners_drop(tr);
         state_release(&tr->current);
         proxy_top_release(tr->top.cur);
         tr->top.known = false;
@@ -135,13 +182,32 @@ static void state_retire(struct se_proxy_tracker *tr, struct state *st)
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
 {
         state_retire(tr, &tr->pending);
+        tr->chains_only = false;
+        /* a full sync writes every segment into its output: they are kept
+         * there instead of copied (half the memory) */
+        tr->in_place = tr->full;
+        tr->lost = false;
+        if (tr->in_place) {
+                proxy_tracker_reserve(tr, 0, tr->current.map.n);
+                return;
+        }
         /* the spare becomes the new text buffer */
         struct se_strbuf t = tr->pending.text;
         tr->pending.text = tr->spare;
         tr->spare = t;
         se_strbuf_reset(&tr->pending.text);
-        tr->chains_only = false;
-        proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8);
+        proxy_tracker_reserve(tr, tr->current.text.len + tr->current.text.len / 8,
+                              tr->current.map.n);
+}
+
+void proxy_tracker_moved(struct se_proxy_tracker *tr, int part, const struct se_strbuf *buf,
+                         size_t shift)
+{
+        if (!tr->in_place)
+                return;
+        tr->pending.part[part] = buf;
+        tr->pending.shift[part] = shift;
+        tr->lost |= !buf;
 }
 
 void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
@@ -149,11 +215,14 @@ void proxy_tracker_chains_only(struct se_proxy_tracker *tr)
         tr->chains_only = true;
 }
 
-void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n)
+void proxy_tracker_reserve(struct se_proxy_tracker *tr, size_t n, size_t entries)
 {
         struct se_strbuf *t = &tr->pending.text;
-        if (n < t->max - t->len)
+        if (n && !tr->in_place && n < t->max - t->len)
                 se_strbuf_grow(t, n);
+        /* an entry and its key ("ns/name:port/proto") */
+        if (entries && entries < SIZE_MAX / 256)
+                (void)se_arena_reserve(&tr->pending.arena, entries * (sizeof(struct entry) + 64));
 }
 
 /* Names a segment defines: iptables chain lines (":NAME - [0:0]") give
@@ -191,10 +260,9 @@ static void entry_names(const struct state *st, const struct entry *e, struct se
                 se_strbuf_append(out, e->names, e->names_len);
                 return;
         }
-        const char *text = st->text.buf + e->off;
-        chain_names(text, e->n_chains, out);
+        chain_names(part_text(st, 0) + e->off, e->n_chains, out);
         if (e->rules_named)
-                chain_names(text + e->n_chains, e->n_rules, out);
+                chain_names(part_text(st, 1) + e->roff, e->n_rules, out);
 }
 
 #define names_foreach(c, sb) \
@@ -219,55 +287,59 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
                           struct se_strbuf *chains, size_t chains_at, struct se_strbuf *rules,
                           size_t rules_at)
 {
-        struct entry *e = calloc(1, sizeof(*e));
-        size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
-        struct se_strbuf *text = &tr->pending.text;
-        int r = -ENOMEM;
-        if (!e || !(e->key = malloc(klen)))
-                goto fail;
-        strcpy(e->key, sp->spn);
-        strcat(e->key, "/");
-        strcat(e->key, sp->proto);
-        e->off = text->len;
+        struct state *pend = &tr->pending;
+        struct se_strbuf *text = &pend->text;
+        struct entry *e = entry_new(pend, sp->spn, sp->proto);
+        if (!e)
+                return -ENOMEM;
         e->rules_named = !tr->chains_only;
         e->n_chains = chains->len - chains_at;
         e->n_rules = rules->len - rules_at;
-        se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
-        se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
-        if ((r = se_strbuf_failed(text)) < 0)
-                goto fail;
+        if (tr->in_place) { /* where the writer has them, for now */
+                pend->part[0] = chains;
+                pend->part[1] = rules;
+                e->off = chains_at;
+                e->roff = rules_at;
+        } else {
+                e->off = text->len;
+                e->roff = e->off + e->n_chains;
+                se_strbuf_append(text, chains->buf + chains_at, e->n_chains);
+                se_strbuf_append(text, rules->buf + rules_at, e->n_rules);
+        }
+        int r = se_strbuf_failed(text);
         void *old = NULL;
-        if ((r = se_hashmap_put(&tr->pending.map, e->key, e, &old)) < 0)
-                goto fail;
-        entry_free(old); /* the same spn twice cannot happen; be safe */
+        if (r < 0 || (r = se_hashmap_put(&pend->map, e->key, e, &old)) < 0)
+                return r;
+        if (old) /* the same spn twice cannot happen; be safe */
+                free(((struct entry *)old)->names);
         const struct entry *prev = se_hashmap_get(&tr->current.map, e->key);
         e->same = prev && !prev->names && prev->n_chains == e->n_chains &&
                   prev->n_rules == e->n_rules &&
-                  memcmp(tr->current.text.buf + prev->off, text->buf + e->off,
-                         e->n_chains + e->n_rules) == 0;
+                  memcmp(part_text(&tr->current, 0) + prev->off, chains->buf + chains_at,
+                         e->n_chains) == 0 &&
+                  memcmp(part_text(&tr->current, 1) + prev->roff, rules->buf + rules_at,
+                         e->n_rules) == 0;
         if (!tr->full && e->same) {
                 se_strbuf_truncate(chains, chains_at);
                 se_strbuf_truncate(rules, rules_at);
         }
         return 0;
-fail:
-        entry_free(e);
-        return r < 0 ? r : -ENOMEM;
 }
 
-/* Puts an entry holding just names under key into the pending state. */
-static int put_names(struct se_proxy_tracker *tr, const char *key, struct se_strbuf *names)
+/* Puts an entry holding just names under key into st. */
+static int put_names(struct state *st, const char *key, struct se_strbuf *names)
 {
-        struct entry *e = calloc(1, sizeof(*e));
+        struct entry *e = entry_new(st, key, NULL);
         void *old = NULL;
-        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(names) ||
-            !(e->names = se_strbuf_detach(names, &e->names_len)) ||
-            se_hashmap_put(&tr->pending.map, e->key, e, &old) < 0) {
+        if (!e || se_strbuf_failed(names) || !(e->names = se_strbuf_detach(names, &e->names_len)) ||
+            se_hashmap_put(&st->map, e->key, e, &old) < 0) {
                 se_strbuf_release(names);
-                entry_free(e);
+                if (e)
+                        free(e->names);
                 return -ENOMEM;
         }
-        entry_free(old);
+        if (old)
+                free(((struct entry *)old)->names);
         return 0;
 }
 
@@ -276,7 +348,7 @@ int proxy_tracker_names(struct se_proxy_tracker *tr, const char *key, const char
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         chain_names(text, len, &names);
-        return put_names(tr, key, &names);
+        return put_names(&tr->pending, key, &names);
 }
 
 int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
@@ -287,7 +359,7 @@ int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         entry_names(&tr->current, prev, &names);
-        return put_names(tr, key, &names);
+        return put_names(&tr->pending, key, &names);
 }
 
 int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
@@ -353,6 +425,119 @@ static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
         return 0;
 }
 
+/* Adds delta (+1 or -1) to the owner count of every name in names. */
+static int owners_add(struct se_proxy_tracker *tr, const struct se_strbuf *names, int delta)
+{
+        names_foreach(c, names)
+        {
+                uintptr_t n = (uintptr_t)se_hashmap_get(&tr->owners, c);
+                if (delta < 0 && n <= 1) {
+                        se_hashmap_remove(&tr->owners, c); /* its text stays in the arena */
+                        continue;
+                }
+                const char *key = c;
+                if (n == 0 && !(key = se_arena_strdup(&tr->owner_names, c)))
+                        return -ENOMEM;
+                if (se_hashmap_put(&tr->owners, key, (void *)(n + (uintptr_t)delta), NULL) < 0)
+                        return -ENOMEM;
+        }
+        return se_strbuf_failed(names);
+}
+
+/* The names of the entries of st that are (pending) or whose pending entry
+ * is (current) not the same as before, appended to out. */
+static void changed_names(const struct se_proxy_tracker *tr, const struct state *st,
+                          struct se_strbuf *out)
+{
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);) {
+                const struct entry *e = v;
+                const struct entry *now =
+                        st == &tr->pending ? e : se_hashmap_get(&tr->pending.map, k);
+                if (!now || !now->same)
+                        entry_names(st, e, out);
+        }
+}
+
+static int owners_build(struct se_proxy_tracker *tr)
+{
+        const char *k;
+        void *v;
+        int r;
+        owners_drop(tr);
+        /* every name into one block first: the map's keys point into it */
+        se_strbuf_init(&tr->owner_block, 0);
+        for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);)
+                entry_names(&tr->current, v, &tr->owner_block);
+        r = se_strbuf_failed(&tr->owner_block);
+        names_foreach(c, &tr->owner_block)
+        {
+                uintptr_t n = (uintptr_t)se_hashmap_get(&tr->owners, c);
+                if (r == 0 && se_hashmap_put(&tr->owners, c, (void *)(n + 1), NULL) < 0)
+                        r = -ENOMEM;
+        }
+        if (r < 0)
+                owners_drop(tr);
+        tr->owners_valid = r == 0;
+        return r;
+}
+
+/* A partial sync's gone names, without listing every name it writes: a
+ * name of a changed (or removed) entry of current is still written when an
+ * unchanged entry has it (it has more owners than the changed ones) or a
+ * changed entry of pending has it. */
+static int gone_counted(struct se_proxy_tracker *tr, struct se_strv *gone)
+{
+        struct se_hashmap cut = SE_HASHMAP_INIT, now = SE_HASHMAP_INIT;
+        struct se_strbuf was, is;
+        const char *k;
+        void *v;
+        int r = tr->owners_valid ? 0 : owners_build(tr);
+        if (r < 0)
+                return r;
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
+        changed_names(tr, &tr->current, &was);
+        changed_names(tr, &tr->pending, &is);
+        r = se_strbuf_failed(&was) ?: se_strbuf_failed(&is);
+        names_foreach(c, &was)
+        {
+                uintptr_t n = (uintptr_t)se_hashmap_get(&cut, c);
+                if (r == 0 && se_hashmap_put(&cut, c, (void *)(n + 1), NULL) < 0)
+                        r = -ENOMEM;
+        }
+        names_foreach(c, &is)
+        {
+                if (r == 0 && se_hashmap_put(&now, c, SE_UNCONST(char, c), NULL) < 0)
+                        r = -ENOMEM;
+        }
+        for (size_t it = 0; r == 0 && se_hashmap_next(&cut, &it, &k, &v);)
+                if ((uintptr_t)se_hashmap_get(&tr->owners, k) <= (uintptr_t)v &&
+                    !se_hashmap_get(&now, k))
+                        r = se_strv_push(gone, k);
+        se_hashmap_release(&cut);
+        se_hashmap_release(&now);
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
+        return r;
+}
+
+/* After an applied partial sync: the owner counts of pending (current to
+ * be). Dropped when that fails (the next partial sync builds them anew). */
+static void owners_update(struct se_proxy_tracker *tr)
+{
+        struct se_strbuf was, is;
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
+        changed_names(tr, &tr->current, &was);
+        changed_names(tr, &tr->pending, &is);
+        if (owners_add(tr, &was, -1) < 0 || owners_add(tr, &is, 1) < 0)
+                owners_drop(tr);
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
+}
+
 int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
 {
         const char *k;
@@ -361,6 +546,12 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
         struct se_strbuf all, was, is;
         bool built = false;
         int r = 0;
+        if (!tr->full) { /* partial: counted (a full sync lists every name anyway) */
+                r = gone_counted(tr, gone);
+                if (r == 0)
+                        se_strv_sort(gone); /* deterministic output */
+                return r;
+        }
         se_strbuf_init(&all, 0);
         se_strbuf_init(&was, 0);
         se_strbuf_init(&is, 0);
@@ -421,9 +612,33 @@ int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chain
         return r;
 }
 
-bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok)
+bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok, struct se_strbuf *out)
 {
         bool partial = !tr->full;
+        struct state *pend = &tr->pending;
+        if (ok && tr->in_place) {
+                /* the segments are in out (proxy_tracker_moved): take it */
+                bool there = !tr->lost && out &&
+                             (pend->map.n == 0 || (pend->part[0] == out && pend->part[1] == out));
+                if (there) {
+                        if (pend->text.alloc > tr->spare.alloc) {
+                                struct se_strbuf t = tr->spare;
+                                tr->spare = pend->text;
+                                pend->text = t;
+                        }
+                        se_strbuf_release(&pend->text);
+                        pend->text = *out;
+                        pend->text.max = TEXT_MAX;
+                        se_strbuf_init(out, out->max);
+                }
+                pend->part[0] = pend->part[1] = NULL;
+                /* without its text the state is of no use: a full sync again */
+                ok = there;
+        }
+        if (ok && partial && tr->owners_valid)
+                owners_update(tr);
+        else if (ok)
+                owners_drop(tr); /* a full sync: counted again when needed */
         if (ok) {
                 state_retire(tr, &tr->current);
                 tr->current = tr->pending;
@@ -447,25 +662,12 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
 {
         /* an entry no service port has: everything in it not written again
          * is deleted by the next sync */
-        static const char key[] = "\001existing";
-        struct entry *e = calloc(1, sizeof(*e));
         struct se_strbuf names;
         se_strbuf_init(&names, 0);
         se_strv_foreach(c, chains) {
                 se_strbuf_puts(&names, *c);
                 se_strbuf_append(&names, "", 1);
         }
-        if (!e || !(e->key = strdup(key)) || se_strbuf_failed(&names) ||
-            !(e->names = se_strbuf_detach(&names, &e->names_len))) {
-                se_strbuf_release(&names);
-                entry_free(e);
-                return -ENOMEM;
-        }
-        void *old = NULL;
-        if (se_hashmap_put(&tr->current.map, e->key, e, &old) < 0) {
-                entry_free(e);
-                return -ENOMEM;
-        }
-        entry_free(old);
-        return 0;
+        owners_drop(tr); /* current changes */
+        return put_names(&tr->current, "\001existing", &names);
 }

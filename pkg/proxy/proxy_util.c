@@ -12,16 +12,19 @@
 #include "proxy_internal.h"
 
 /* base32 of the first 10 digest bytes: the 16 characters kept */
-static void base32_16(const uint8_t d[10], char out[17])
+void proxy_base32_8(const uint8_t d[5], char out[8])
 {
         static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-        for (int half = 0; half < 2; half++) {
-                const uint8_t *b = d + 5 * half;
-                uint64_t bits = ((uint64_t)b[0] << 32) | ((uint64_t)b[1] << 24) |
-                                ((uint64_t)b[2] << 16) | ((uint64_t)b[3] << 8) | b[4];
-                for (int k = 0; k < 8; k++)
-                        out[8 * half + k] = alphabet[(bits >> (35 - 5 * k)) & 31];
-        }
+        uint64_t bits = ((uint64_t)d[0] << 32) | ((uint64_t)d[1] << 24) | ((uint64_t)d[2] << 16) |
+                        ((uint64_t)d[3] << 8) | d[4];
+        for (int k = 0; k < 8; k++)
+                out[k] = alphabet[(bits >> (35 - 5 * k)) & 31];
+}
+
+static void base32_16(const uint8_t d[10], char out[17])
+{
+        proxy_base32_8(d, out);
+        proxy_base32_8(d + 5, out + 8);
         out[16] = 0;
 }
 
@@ -98,7 +101,7 @@ enum topo { TOPO_NONE, TOPO_NODE, TOPO_ZONE };
 static enum topo topology_mode(const struct se_proxy_svcport *sp, const struct se_proxy_options *o)
 {
         bool node_for = false, all_node = true, zone_for = false, all_zone = true;
-        for (uint32_t i = 0; i < sp->n_eps; i++) {
+        for (uint32_t i = 0; i < sp->n_eps && (all_node || all_zone); i++) {
                 const struct se_proxy_endpoint *ep = &sp->eps[i];
                 if (!ep->ready)
                         continue;
@@ -130,24 +133,26 @@ static bool topo_ok(const struct se_proxy_endpoint *ep, enum topo t,
 
 void proxy_categories_release(struct proxy_categories *c)
 {
-        free(c->cluster);
-        free(c->local);
-        free(c->reachable);
-        memset(c, 0, sizeof(*c));
+        if (c->cluster != c->small)
+                free(c->cluster); /* one block for the three */
+        c->cluster = c->local = c->reachable = NULL;
+        c->n_cluster = c->n_local = c->n_reachable = 0;
+        c->has_any = false;
 }
 
 int proxy_categorize(const struct se_proxy_svcport *sp, const struct se_proxy_options *opt,
                      struct proxy_categories *c)
 {
-        memset(c, 0, sizeof(*c));
         size_t n = sp->n_eps ? sp->n_eps : 1;
-        c->cluster = calloc(n, sizeof(*c->cluster));
-        c->local = calloc(n, sizeof(*c->local));
-        c->reachable = calloc(n, sizeof(*c->reachable));
-        if (!c->cluster || !c->local || !c->reachable) {
-                proxy_categories_release(c);
+        c->n_cluster = c->n_local = c->n_reachable = 0;
+        c->has_any = false;
+        c->cluster = n <= PROXY_CAT_INLINE ? c->small : calloc(3 * n, sizeof(*c->cluster));
+        if (!c->cluster) {
+                c->local = c->reachable = NULL;
                 return -ENOMEM;
         }
+        c->local = c->cluster + n;
+        c->reachable = c->local + n;
         enum topo mode = TOPO_NONE;
         if (proxy_uses_cluster(sp)) {
                 mode = topology_mode(sp, opt);

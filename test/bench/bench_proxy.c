@@ -95,7 +95,7 @@ static void partial_sync(struct se_store *s, const struct se_proxy_options *o,
                 if (apply)
                         r = timed_apply(&sb, backend, "partial apply");
         }
-        se_proxy_tracker_done(tr, r == 0);
+        se_proxy_tracker_done(tr, r == 0, &sb);
         se_strbuf_release(&sb);
         se_proxy_table_free(t);
 }
@@ -179,7 +179,7 @@ static void run(unsigned n_svc, unsigned eps, bool apply)
                         r = timed_apply(&sb, backend,
                                         backend ? "apply (nft -f, fresh netns)" :
                                                   "apply (iptables-restore, fresh netns)");
-                se_proxy_tracker_done(tr, r == 0);
+                se_proxy_tracker_done(tr, r == 0, &sb);
                 se_strbuf_release(&sb);
                 if (apply && backend)
                         nft_resync(t, &o);

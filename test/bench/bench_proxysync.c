@@ -75,7 +75,7 @@ static void sync_once(struct se_store *s, const struct se_proxy_options *o, stru
                         printf(", apply FAILED: %s", err);
         }
         printf("\n");
-        se_proxy_tracker_done(r->tr, ok);
+        se_proxy_tracker_done(r->tr, ok, &sb);
         se_strbuf_release(&sb);
         se_proxy_table_free(t);
 }

@@ -121,6 +121,42 @@ static void test_strbuf__numbers_and_inline_append(void **state)
         se_strbuf_release(&sb);
 }
 
+/* Buffers of SE_HUGE_MIN and more are 2 MiB aligned (whole huge pages); a
+ * small buffer growing big keeps what it held, and so does a big one
+ * growing further; an allocation failure on the way is sticky. */
+static void test_strbuf__growing_big_keeps_contents(void **state)
+{
+        (void)state;
+        void *p = se_malloc_huge(SE_HUGE_MIN);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % ((uintptr_t)2 << 20), 0);
+        free(p);
+        p = se_malloc_huge(100);
+        assert_non_null(p);
+        free(p);
+
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        for (int i = 0; i < 1500000; i++) /* 64 B ... 2 MiB by doubling */
+                se_strbuf_add_int(&sb, i % 7);
+        assert_int_equal(se_strbuf_failed(&sb), 0);
+        assert_int_equal(sb.len, 1500000);
+        assert_true(sb.alloc >= SE_HUGE_MIN);
+        for (int i = 0; i < 1500000; i += 9973)
+                assert_int_equal(sb.buf[i], '0' + i % 7);
+        assert_int_equal(sb.buf[sb.len], '\0');
+        se_strbuf_release(&sb);
+
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(&sb, "head");
+        se_alloc_fail_at(1); /* the move to a big buffer fails */
+        assert_int_equal(se_strbuf_grow(&sb, SE_HUGE_MIN), -ENOMEM);
+        se_alloc_fail_at(0);
+        assert_int_equal(se_strbuf_failed(&sb), -ENOMEM);
+        assert_string_equal(sb.buf, "head"); /* the old buffer is still there */
+        se_strbuf_release(&sb);
+}
+
 static void test_strv__push_sort_split(void **state)
 {
         (void)state;
@@ -396,6 +432,26 @@ static void test_arena__alignment_and_strings(void **state)
         assert_int_equal(a.total, 0);
 }
 
+/* A reserved arena serves what fits from its one chunk, big ones included
+ * (huge-page aligned), and grows past it. */
+static void test_arena__reserve_big(void **state)
+{
+        (void)state;
+        struct se_arena a = SE_ARENA_INIT;
+        assert_int_equal(se_arena_reserve(&a, (size_t)3 << 20), 0);
+        size_t total = a.total;
+        char *first = se_arena_alloc(&a, 1000);
+        assert_non_null(first);
+        memset(first, 'x', 1000);
+        for (int i = 0; i < 3000; i++)
+                assert_non_null(se_arena_alloc(&a, 1000));
+        assert_int_equal(a.total, total); /* all from the reserved chunk */
+        assert_non_null(se_arena_alloc(&a, (size_t)1 << 20));
+        assert_true(a.total > total);
+        assert_int_equal(first[999], 'x');
+        se_arena_release(&a);
+}
+
 static void test_backoff__grows_to_cap(void **state)
 {
         (void)state;
@@ -436,6 +492,7 @@ int main(void)
                 cmocka_unit_test(test_strbuf__long_printf),
                 cmocka_unit_test(test_strbuf__allocation_failure),
                 cmocka_unit_test(test_strbuf__numbers_and_inline_append),
+                cmocka_unit_test(test_strbuf__growing_big_keeps_contents),
                 cmocka_unit_test(test_strv__push_sort_split),
                 cmocka_unit_test(test_hashmap__put_get_remove_many),
                 cmocka_unit_test(test_parse__numbers),
@@ -445,6 +502,7 @@ int main(void)
                 cmocka_unit_test(test_hash__base64),
                 cmocka_unit_test(test_time__rfc3339),
                 cmocka_unit_test(test_arena__alignment_and_strings),
+                cmocka_unit_test(test_arena__reserve_big),
                 cmocka_unit_test(test_backoff__grows_to_cap),
                 cmocka_unit_test(test_diag__format),
         };

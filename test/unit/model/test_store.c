@@ -108,6 +108,21 @@ static void test_store__list_sorted_and_by_namespace(void **state)
         free(objs);
         assert_int_equal(se_store_list(s, SE_KIND_SERVICE, "none", &objs), 0);
         assert_null(objs);
+        /* unordered: the same objects, each once */
+        n = se_store_list_unordered(s, SE_KIND_SERVICE, NULL, &objs);
+        assert_int_equal(n, 4);
+        for (size_t i = 0; i < 4; i++) {
+                int seen = 0;
+                for (long k = 0; k < n; k++)
+                        seen += strcmp(objs[k]->meta.namespace, names[i][0]) == 0 &&
+                                strcmp(objs[k]->meta.name, names[i][1]) == 0;
+                assert_int_equal(seen, 1);
+        }
+        free(objs);
+        assert_int_equal(se_store_list_unordered(s, SE_KIND_SERVICE, "b", &objs), 2);
+        free(objs);
+        assert_int_equal(se_store_list_unordered(s, SE_KIND_SERVICE, "none", &objs), 0);
+        assert_null(objs);
         const char **nss;
         assert_int_equal(se_store_namespaces(s, SE_KIND_SERVICE, &nss), 2);
         assert_string_equal(nss[0], "a");

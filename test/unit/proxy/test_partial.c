@@ -105,10 +105,11 @@ static char *sync_any(const char *spec, struct se_proxy_tracker *tr, bool nft)
                 0);
         se_proxy_table_free(t);
         se_store_free(s);
-        if (tr)
-                se_proxy_tracker_done(tr, true);
-        char *out = se_strbuf_detach(&sb, NULL);
-        return out ? out : strdup("");
+        char *out = strdup(sb.buf);
+        if (tr) /* after a full sync it takes sb's text over */
+                se_proxy_tracker_done(tr, true, &sb);
+        se_strbuf_release(&sb);
+        return out;
 }
 
 static char *sync_spec(const char *spec, struct se_proxy_tracker *tr)

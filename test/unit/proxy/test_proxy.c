@@ -909,6 +909,25 @@ static const char two_svcs[] =
         "addressType: IPv4\nendpoints: [{addresses: [10.180.0.3]}]\n"
         "ports: [{name: p80, port: 80, protocol: TCP}]\n";
 
+/* The output of the last sync_yaml / nft_sync_yaml: se_proxy_tracker_done
+ * takes it over after a full sync. */
+static struct se_strbuf last_out;
+
+/* A copy of the text in last_out. */
+static char *copy_out(void)
+{
+        char *copy = strdup(last_out.buf);
+        assert_non_null(copy);
+        return copy;
+}
+
+static bool tracker_done(struct se_proxy_tracker *tr, bool ok)
+{
+        bool partial = se_proxy_tracker_done(tr, ok, &last_out);
+        se_strbuf_release(&last_out);
+        return partial;
+}
+
 static char *sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
 {
         struct se_proxy_options o;
@@ -916,15 +935,12 @@ static char *sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
         o.nfacct = false; /* the counters do not exist where these are applied */
         struct se_store *s = load(yaml);
         struct se_proxy_table *t = NULL;
-        struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
-        se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &sb), 0);
+        se_strbuf_release(&last_out); /* the sync's output, for tracker_done */
+        assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &last_out), 0);
         se_proxy_table_free(t);
         se_store_free(s);
-        char *out = se_strbuf_detach(&sb, NULL);
-        assert_non_null(out);
-        return out;
+        return copy_out();
 }
 
 /* the three syncs of the tracker tests: full, unchanged, svc1 loses an
@@ -937,11 +953,47 @@ static void three_syncs(struct se_proxy_tracker *tr, char *out[3])
         memmove(at + 1, at + 28, strlen(at + 28) + 1);
         *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
         out[0] = sync_yaml(two_svcs, tr);
-        assert_false(se_proxy_tracker_done(tr, true));
+        assert_false(tracker_done(tr, true));
         out[1] = sync_yaml(two_svcs, tr);
-        assert_true(se_proxy_tracker_done(tr, true));
+        assert_true(tracker_done(tr, true));
         out[2] = sync_yaml(changed, tr);
         free(changed);
+}
+
+/* Deletions over several partial syncs (the tracker keeps its counts of
+ * who defines each name between them): a chain written again is not
+ * deleted, one gone again is deleted again. */
+static void test_proxy__partial_deletes_again(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        char *changed = strdup(two_svcs), h[17], svc2[40];
+        /* svc1 keeps 10.180.0.2 only; svc2 disappears */
+        char *at = strstr(changed, "[{addresses: [10.180.0.1]}, ");
+        memmove(at + 1, at + 28, strlen(at + 28) + 1);
+        *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
+        assert_int_equal(se_proxy_chain_hash("ns2/svc2:p80", "tcp", NULL, h), 0);
+        snprintf(svc2, sizeof(svc2), "-X KUBE-SVC-%s", h);
+        free(sync_yaml(two_svcs, tr));
+        assert_false(tracker_done(tr, true));
+        for (int round = 0; round < 2; round++) {
+                char *gone = sync_yaml(changed, tr);
+                has_line(gone, "-X KUBE-SEP-SXIVWICOYRO3J4NJ");
+                has_line(gone, svc2);
+                assert_true(tracker_done(tr, true));
+                char *same = sync_yaml(changed, tr);
+                no_text(same, "-X ");
+                assert_true(tracker_done(tr, true));
+                char *back = sync_yaml(two_svcs, tr);
+                has_line(back, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+                no_text(back, "-X ");
+                assert_true(tracker_done(tr, true));
+                free(gone);
+                free(same);
+                free(back);
+        }
+        free(changed);
+        se_proxy_tracker_free(tr);
 }
 
 /* TestSyncProxyRulesRepeated: partial syncs write only what changed */
@@ -974,10 +1026,24 @@ static void test_proxy__partial_sync(void **state)
         has_line(out[2], line);
         no_text(out[2], "ns2/svc2");
         /* a failed apply makes the next sync full again */
-        assert_true(se_proxy_tracker_done(tr, false));
+        assert_true(tracker_done(tr, false));
         char *again = sync_yaml(two_svcs, tr);
         has_line(again, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
-        assert_false(se_proxy_tracker_done(tr, true));
+        assert_false(tracker_done(tr, true));
+        free(again);
+        /* a full sync keeps its segments in its output: without the output
+         * handed back the tracker knows nothing, the next sync is full */
+        se_proxy_tracker_force_full(tr);
+        free(sync_yaml(two_svcs, tr));
+        assert_false(se_proxy_tracker_done(tr, true, NULL));
+        again = sync_yaml(two_svcs, tr);
+        has_line(again, ":KUBE-SEP-SXIVWICOYRO3J4NJ - [0:0]");
+        assert_false(tracker_done(tr, true));
+        free(again);
+        /* handed back: nothing changed, nothing rewritten */
+        again = sync_yaml(two_svcs, tr);
+        no_text(again, ":KUBE-SEP-");
+        assert_true(tracker_done(tr, true));
         free(again);
         for (int i = 0; i < 3; i++)
                 free(out[i]);
@@ -1079,8 +1145,10 @@ static char *rep_sync(struct se_proxy_tracker *tr, const char *const *parts)
         assert_int_equal(se_proxy_iptables_sync(t, &o, tr, &sb), 0);
         se_proxy_table_free(t);
         se_store_free(s);
-        se_proxy_tracker_done(tr, true);
-        char *raw = se_strbuf_detach(&sb, NULL);
+        char *raw = strdup(sb.buf);
+        assert_non_null(raw);
+        se_proxy_tracker_done(tr, true, &sb);
+        se_strbuf_release(&sb);
         char *norm = normalise(raw);
         free(raw);
         return norm;
@@ -1217,15 +1285,12 @@ static char *nft_sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
         base_options(&o);
         struct se_store *s = load(yaml);
         struct se_proxy_table *t = NULL;
-        struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
-        se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_nft_sync(t, &o, tr, &sb), 0);
+        se_strbuf_release(&last_out); /* the sync's output, for tracker_done */
+        assert_int_equal(se_proxy_nft_sync(t, &o, tr, &last_out), 0);
         se_proxy_table_free(t);
         se_store_free(s);
-        char *out = se_strbuf_detach(&sb, NULL);
-        assert_non_null(out);
-        return out;
+        return copy_out();
 }
 
 /* nftables partial syncs: full, unchanged, svc1 changed + svc2 gone; then
@@ -1240,11 +1305,11 @@ static void test_proxy__nft_partial_sync(void **state)
         *strstr(changed, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc2") = 0;
         char *out[3];
         out[0] = nft_sync_yaml(two_svcs, tr);
-        se_proxy_tracker_done(tr, true);
+        tracker_done(tr, true);
         out[1] = nft_sync_yaml(two_svcs, tr);
-        se_proxy_tracker_done(tr, true);
+        tracker_done(tr, true);
         out[2] = nft_sync_yaml(changed, tr);
-        se_proxy_tracker_done(tr, true);
+        tracker_done(tr, true);
         free(changed);
         /* a full sync with a tracker keeps the table (affinity sets) */
         has_line(out[0], "flush table ip svcenv");
@@ -1345,7 +1410,8 @@ static void test_proxy__save_chains_cleanup(void **state)
         no_text(out, "-X KUBE-SVC-XPGD46QRK7WJZT7O");
         assert_int_equal(count(out, "\n-X "), 14); /* 16 minus SVC-XPGD... and SEP-SXIV... */
         free(out);
-        se_proxy_tracker_free(tr);
+        se_proxy_tracker_free(tr); /* without done: the output stays the caller's */
+        se_strbuf_release(&last_out);
         se_strv_release(&chains);
         free(save);
 }
@@ -1374,6 +1440,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__topology_hints),
                 cmocka_unit_test(test_proxy__source_ranges_node_ip),
                 cmocka_unit_test(test_proxy__partial_sync),
+                cmocka_unit_test(test_proxy__partial_deletes_again),
                 cmocka_unit_test(test_proxy__sync_repeated_golden),
                 cmocka_unit_test(test_proxy__partial_sync_applied),
                 cmocka_unit_test(test_proxy__nft_partial_sync),
