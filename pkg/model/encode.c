@@ -59,20 +59,20 @@ static json_t *encode_meta(const struct se_meta *m, enum se_kind kind)
         if (!o)
                 return NULL;
         bool ok = set_str_nonempty(o, "name", m->name) &&
-                  set_str_nonempty(o, "generateName", m->generate_name) &&
+                  set_str_nonempty(o, "generateName", se_meta_generate_name(m)) &&
                   (!se_kind_namespaced(kind) || set_str_nonempty(o, "namespace", m->namespace)) &&
                   set_str_nonempty(o, "uid", m->uid) &&
                   set_str_nonempty(o, "resourceVersion", m->resource_version) &&
-                  (!m->generation || set_int(o, "generation", m->generation)) &&
-                  set_str_nonempty(o, "creationTimestamp", m->creation_timestamp) &&
+                  (!se_meta_generation(m) || set_int(o, "generation", se_meta_generation(m))) &&
+                  set_str_nonempty(o, "creationTimestamp", se_meta_creation_timestamp(m)) &&
                   set_str_nonempty(o, "deletionTimestamp", m->deletion_timestamp) &&
                   (!m->labels.n || set_new(o, "labels", kv_object(&m->labels))) &&
                   (!m->annotations.n || set_new(o, "annotations", kv_object(&m->annotations)));
-        if (ok && m->n_owner_refs) {
+        if (ok && se_meta_n_owner_refs(m)) {
                 json_t *refs = json_array();
                 ok = set_new(o, "ownerReferences", refs);
-                for (uint32_t i = 0; ok && i < m->n_owner_refs; i++) {
-                        const struct se_owner_ref *r = &m->owner_refs[i];
+                for (uint32_t i = 0; ok && i < m->more->n_owner_refs; i++) {
+                        const struct se_owner_ref *r = &m->more->owner_refs[i];
                         json_t *j = json_object();
                         ok = json_array_append_new(refs, j) == 0 && j &&
                              set_str(j, "apiVersion", r->api_version) &&

@@ -71,6 +71,13 @@ size_t se_object_memory(const struct se_object *obj)
         return obj ? obj->arena.total : 0;
 }
 
+struct se_meta_more *se_meta_more(struct se_meta *m, struct se_arena *a)
+{
+        if (!m->more)
+                m->more = se_arena_alloc(a, sizeof(*m->more));
+        return m->more;
+}
+
 const char *se_kind_name(enum se_kind kind)
 {
         return (unsigned)kind < SE_KIND_COUNT ? kinds[kind].name : "Unknown";
