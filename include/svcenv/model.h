@@ -244,14 +244,24 @@ struct se_pod_condition {
         const char *last_transition_time; /* RFC 3339; feeds the trigger-time annotation */
 };
 
+/* The Pod fields only the env-var generator and the webhook read: behind
+ * se_pod.more, in the pod's arena; `more` is NULL exactly when all of them
+ * are unset (a slim Pod: always), which means no serviceAccountName, no
+ * hostIP(s), hostNetwork false and enableServiceLinks unset (true). */
+struct se_pod_more {
+        const char *service_account_name;
+        const char *host_ip;
+        struct se_strs host_ips;
+        bool host_network;
+        enum se_opt_bool enable_service_links; /* unset means true */
+};
+
 struct se_pod {
         struct se_object obj;
         const char *node_name;
         const char *hostname;
         const char *subdomain;
-        const char *service_account_name;
-        bool host_network;
-        enum se_opt_bool enable_service_links; /* unset means true */
+        struct se_pod_more *more; /* NULL: none of its fields set */
         struct se_container *containers;
         uint32_t n_containers;
         struct se_container *init_containers;
@@ -259,8 +269,6 @@ struct se_pod {
         const char *phase;
         const char *pod_ip;
         struct se_strs pod_ips;
-        const char *host_ip;
-        struct se_strs host_ips;
         struct se_pod_condition *conditions;
         uint32_t n_conditions;
 };
@@ -482,6 +490,14 @@ SE_DEFINE_VIEW(se_secret, SE_KIND_SECRET)
 #undef SE_DEFINE_VIEW
 
 /* Pod helpers shared by envvars and endpoints. */
+/* pod->more, allocated (zeroed) in the pod's arena when it has none yet: the
+ * way to set one of its fields. NULL on -ENOMEM. */
+struct se_pod_more *se_pod_more(struct se_pod *pod);
+/* spec.enableServiceLinks: unset (the default) means true. */
+static inline bool se_pod_service_links(const struct se_pod *pod)
+{
+        return !pod->more || pod->more->enable_service_links != SE_FALSE;
+}
 /* True when the Ready condition is "True". */
 bool se_pod_is_ready(const struct se_pod *pod);
 /* True when status.phase is Succeeded or Failed. */

@@ -381,20 +381,22 @@ static json_t *ip_list(const struct se_strs *s)
 
 static bool encode_pod(json_t *o, const struct se_pod *p)
 {
+        static const struct se_pod_more unset = { 0 };
+        const struct se_pod_more *more = p->more ? p->more : &unset;
         json_t *spec = json_object(), *status = json_object();
-        bool ok =
-                set_new(o, "spec", spec) &&
-                (!p->n_init_containers ||
-                 set_new(spec, "initContainers",
-                         encode_containers(p->init_containers, p->n_init_containers))) &&
-                set_new(spec, "containers", encode_containers(p->containers, p->n_containers)) &&
-                set_str(spec, "serviceAccountName", p->service_account_name) &&
-                set_str(spec, "nodeName", p->node_name) &&
-                (!p->host_network || json_object_set_new(spec, "hostNetwork", json_true()) == 0) &&
-                set_str(spec, "hostname", p->hostname) &&
-                set_str(spec, "subdomain", p->subdomain) &&
-                set_bool(spec, "enableServiceLinks", p->enable_service_links) &&
-                set_new(o, "status", status) && set_str(status, "phase", p->phase);
+        bool ok = set_new(o, "spec", spec) &&
+                  (!p->n_init_containers ||
+                   set_new(spec, "initContainers",
+                           encode_containers(p->init_containers, p->n_init_containers))) &&
+                  set_new(spec, "containers", encode_containers(p->containers, p->n_containers)) &&
+                  set_str(spec, "serviceAccountName", more->service_account_name) &&
+                  set_str(spec, "nodeName", p->node_name) &&
+                  (!more->host_network ||
+                   json_object_set_new(spec, "hostNetwork", json_true()) == 0) &&
+                  set_str(spec, "hostname", p->hostname) &&
+                  set_str(spec, "subdomain", p->subdomain) &&
+                  set_bool(spec, "enableServiceLinks", more->enable_service_links) &&
+                  set_new(o, "status", status) && set_str(status, "phase", p->phase);
         if (ok && p->n_conditions) {
                 json_t *conds = json_array();
                 ok = set_new(status, "conditions", conds);
@@ -407,8 +409,8 @@ static bool encode_pod(json_t *o, const struct se_pod *p)
                                      p->conditions[i].last_transition_time);
                 }
         }
-        return ok && set_str(status, "hostIP", p->host_ip) &&
-               (!p->host_ips.n || set_new(status, "hostIPs", ip_list(&p->host_ips))) &&
+        return ok && set_str(status, "hostIP", more->host_ip) &&
+               (!more->host_ips.n || set_new(status, "hostIPs", ip_list(&more->host_ips))) &&
                set_str(status, "podIP", p->pod_ip) &&
                (!p->pod_ips.n || set_new(status, "podIPs", ip_list(&p->pod_ips)));
 }

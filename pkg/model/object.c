@@ -139,6 +139,14 @@ const char *se_kvlist_get(const struct se_kvlist *l, const char *key)
         return NULL;
 }
 
+struct se_pod_more *se_pod_more(struct se_pod *pod)
+{
+        struct se_object *o = &pod->obj;
+        if (!pod->more)
+                pod->more = se_arena_alloc(&o->arena, sizeof(*pod->more));
+        return pod->more;
+}
+
 bool se_pod_is_ready(const struct se_pod *pod)
 {
         for (uint32_t i = 0; i < pod->n_conditions; i++)

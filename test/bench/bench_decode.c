@@ -96,9 +96,11 @@ static size_t pod_string_bytes(const struct se_pod *p)
         size_t n = str_bytes(m->name) + str_bytes(se_meta_generate_name(m)) +
                    str_bytes(m->namespace) + str_bytes(m->uid) + str_bytes(m->resource_version) +
                    str_bytes(se_meta_creation_timestamp(m)) + kv_bytes(&m->labels) +
-                   kv_bytes(&m->annotations) + str_bytes(p->node_name) +
-                   str_bytes(p->service_account_name) + str_bytes(p->phase) + str_bytes(p->pod_ip) +
-                   str_bytes(p->host_ip) + strs_bytes(&p->pod_ips) + strs_bytes(&p->host_ips);
+                   kv_bytes(&m->annotations) + str_bytes(p->node_name) + str_bytes(p->phase) +
+                   str_bytes(p->pod_ip) + strs_bytes(&p->pod_ips);
+        if (p->more)
+                n += str_bytes(p->more->service_account_name) + str_bytes(p->more->host_ip) +
+                     strs_bytes(&p->more->host_ips);
         for (uint32_t i = 0; i < se_meta_n_owner_refs(m); i++) {
                 const struct se_owner_ref *o = se_meta_owner_ref(m, i);
                 n += str_bytes(o->api_version) + str_bytes(o->kind) + str_bytes(o->name) +

@@ -151,7 +151,7 @@ static void test_manifest__every_kind_decodes(void **state)
         assert_non_null(pod);
         assert_int_equal(se_object_source_line(&pod->obj), 29);
         assert_string_equal(pod->obj.meta.deletion_timestamp, "2026-11-30T08:00:00Z");
-        assert_int_equal(pod->enable_service_links, SE_FALSE);
+        assert_int_equal(pod->more->enable_service_links, SE_FALSE);
         assert_int_equal(pod->n_init_containers, 1);
         assert_string_equal(pod->init_containers[0].restart_policy, "Always");
         const struct se_container *c = &pod->containers[0];
