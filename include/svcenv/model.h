@@ -263,8 +263,8 @@ struct se_pod {
         const char *subdomain;
         struct se_pod_more *more; /* NULL: none of its fields set */
         struct se_container *containers;
-        uint32_t n_containers;
         struct se_container *init_containers;
+        uint32_t n_containers; /* the counts side by side: no padding */
         uint32_t n_init_containers;
         const char *phase;
         const char *pod_ip;
