@@ -10,7 +10,11 @@
  *  - arrays are a pointer and a count (`n_`), NULL/0 when absent;
  *  - an int32 that is 0 means "not set" where Kubernetes has no valid 0
  *    (ports, nodePort, healthCheckNodePort);
- *  - label and annotation lists are sorted by key (unique keys). */
+ *  - label and annotation lists are sorted by key (unique keys);
+ *  - fields few cached objects set sit behind a `more` pointer (se_meta.more,
+ *    se_pod.more) to a struct in the same arena, NULL when all of its fields
+ *    are unset: read them through the NULL-safe accessors, set them after
+ *    se_meta_more() / se_pod_more(). */
 #ifndef SVCENV_MODEL_H
 #define SVCENV_MODEL_H
 
