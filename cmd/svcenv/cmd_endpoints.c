@@ -94,8 +94,8 @@ static int sync_key(struct run *r, const char *ns, const char *name, const struc
         const struct se_object **pods = NULL, **slices = NULL;
         long n_pods = 0, n_slices = 0;
         int64_t t;
-        if (svc && svc->obj.meta.creation_timestamp &&
-            se_time_parse_rfc3339(svc->obj.meta.creation_timestamp, &t) == 0)
+        if (svc && se_meta_creation_timestamp(&svc->obj.meta) &&
+            se_time_parse_rfc3339(se_meta_creation_timestamp(&svc->obj.meta), &t) == 0)
                 in.trigger_time_ns = t;
         if (svc && se_endpoints_service_managed(svc)) {
                 n_pods = se_store_select(r->store, SE_KIND_POD, ns, &svc->selector, &pods);

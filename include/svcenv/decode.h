@@ -40,13 +40,14 @@ int se_decode_object_as(const json_t *json, enum se_kind kind, const char *defau
 enum {
         /* Pods only (other kinds ignore it): keep just what the Endpoints and
          * EndpointSlice controllers read, for a cache of many pods:
-         * metadata name, namespace, uid, resourceVersion, generation,
-         * deletionTimestamp and labels; spec nodeName, hostname, subdomain;
-         * the containers that declare ports and the init containers with
-         * restartPolicy Always that do (name, restartPolicy and each port's
-         * name, containerPort, protocol); status phase, podIP(s) and the
-         * Ready condition. Everything else is NULL/0 and is not checked:
-         * generateName, creationTimestamp, annotations, ownerReferences,
+         * metadata name, namespace, uid, resourceVersion, deletionTimestamp
+         * and labels; spec nodeName, hostname, subdomain; the containers
+         * that declare ports and the init containers with restartPolicy
+         * Always that do (name, restartPolicy and each port's name,
+         * containerPort, protocol); status phase, podIP(s) and the Ready
+         * condition. generation is checked but not kept (so meta.more and
+         * the pod's `more` are NULL). Everything else is NULL/0 and is not
+         * checked: generateName, creationTimestamp, annotations, ownerReferences,
          * serviceAccountName, hostNetwork, enableServiceLinks, images, env,
          * envFrom, resources, hostPort/hostIP, hostIP(s), other conditions.
          * Such a pod is for se_endpoints_* only, never for envvars or

@@ -10,7 +10,11 @@
  *  - arrays are a pointer and a count (`n_`), NULL/0 when absent;
  *  - an int32 that is 0 means "not set" where Kubernetes has no valid 0
  *    (ports, nodePort, healthCheckNodePort);
- *  - label and annotation lists are sorted by key (unique keys). */
+ *  - label and annotation lists are sorted by key (unique keys);
+ *  - fields few cached objects set sit behind a `more` pointer (se_meta.more,
+ *    se_pod.more) to a struct in the same arena, NULL when all of its fields
+ *    are unset: read them through the NULL-safe accessors, set them after
+ *    se_meta_more() / se_pod_more(). */
 #ifndef SVCENV_MODEL_H
 #define SVCENV_MODEL_H
 
@@ -61,19 +65,29 @@ struct se_owner_ref {
         enum se_opt_bool block_owner_deletion;
 };
 
+/* The metadata few objects of a cache have (a slim Pod none of it): it lives
+ * behind se_meta.more, in the object's arena, and `more` is NULL when every
+ * field is unset (NULL, 0). Read it with the se_meta_*() accessors below,
+ * which are NULL-safe; write it through se_meta_more(). */
+struct se_meta_more {
+        const char *generate_name;
+        const char *creation_timestamp;
+        int64_t generation;
+        struct se_owner_ref *owner_refs;
+        uint32_t n_owner_refs;
+        uint32_t source_line; /* line of `source` */
+        const char *source; /* "file" the object came from, NULL when from the API */
+};
+
 struct se_meta {
         const char *name;
-        const char *generate_name;
         const char *namespace; /* "" for cluster-scoped kinds */
         const char *uid;
         const char *resource_version;
-        const char *creation_timestamp;
         const char *deletion_timestamp; /* NULL unless terminating */
-        int64_t generation;
         struct se_kvlist labels;
         struct se_kvlist annotations;
-        struct se_owner_ref *owner_refs;
-        uint32_t n_owner_refs;
+        struct se_meta_more *more; /* NULL: none of its fields set */
 };
 
 /* Common head of every object. */
@@ -82,9 +96,42 @@ struct se_object {
         int refs; /* atomic; see se_object_ref */
         struct se_arena arena;
         struct se_meta meta;
-        const char *source; /* "file" the object came from, NULL when from the API */
-        uint32_t source_line;
 };
+
+/* m->more, allocated (zeroed) in arena a when m has none yet: the way to set
+ * one of its fields. NULL on -ENOMEM. a must own m. */
+struct se_meta_more *se_meta_more(struct se_meta *m, struct se_arena *a);
+
+static inline const char *se_meta_generate_name(const struct se_meta *m)
+{
+        return m->more ? m->more->generate_name : NULL;
+}
+static inline const char *se_meta_creation_timestamp(const struct se_meta *m)
+{
+        return m->more ? m->more->creation_timestamp : NULL;
+}
+static inline int64_t se_meta_generation(const struct se_meta *m)
+{
+        return m->more ? m->more->generation : 0;
+}
+static inline uint32_t se_meta_n_owner_refs(const struct se_meta *m)
+{
+        return m->more ? m->more->n_owner_refs : 0;
+}
+/* The i-th owner reference; i < se_meta_n_owner_refs(m). */
+static inline const struct se_owner_ref *se_meta_owner_ref(const struct se_meta *m, uint32_t i)
+{
+        return &m->more->owner_refs[i];
+}
+/* File and line an object was loaded from (manifest.h); NULL/0 from the API. */
+static inline const char *se_object_source(const struct se_object *o)
+{
+        return o->meta.more ? o->meta.more->source : NULL;
+}
+static inline uint32_t se_object_source_line(const struct se_object *o)
+{
+        return o->meta.more ? o->meta.more->source_line : 0;
+}
 
 struct se_int_or_string {
         bool is_string; /* false: num holds the value (0 = not set) */
@@ -201,23 +248,31 @@ struct se_pod_condition {
         const char *last_transition_time; /* RFC 3339; feeds the trigger-time annotation */
 };
 
+/* The Pod fields only the env-var generator and the webhook read: behind
+ * se_pod.more, in the pod's arena; `more` is NULL exactly when all of them
+ * are unset (a slim Pod: always), which means no serviceAccountName, no
+ * hostIP(s), hostNetwork false and enableServiceLinks unset (true). */
+struct se_pod_more {
+        const char *service_account_name;
+        const char *host_ip;
+        struct se_strs host_ips;
+        bool host_network;
+        enum se_opt_bool enable_service_links; /* unset means true */
+};
+
 struct se_pod {
         struct se_object obj;
         const char *node_name;
         const char *hostname;
         const char *subdomain;
-        const char *service_account_name;
-        bool host_network;
-        enum se_opt_bool enable_service_links; /* unset means true */
+        struct se_pod_more *more; /* NULL: none of its fields set */
         struct se_container *containers;
-        uint32_t n_containers;
         struct se_container *init_containers;
+        uint32_t n_containers; /* the counts side by side: no padding */
         uint32_t n_init_containers;
         const char *phase;
         const char *pod_ip;
         struct se_strs pod_ips;
-        const char *host_ip;
-        struct se_strs host_ips;
         struct se_pod_condition *conditions;
         uint32_t n_conditions;
 };
@@ -439,6 +494,14 @@ SE_DEFINE_VIEW(se_secret, SE_KIND_SECRET)
 #undef SE_DEFINE_VIEW
 
 /* Pod helpers shared by envvars and endpoints. */
+/* pod->more, allocated (zeroed) in the pod's arena when it has none yet: the
+ * way to set one of its fields. NULL on -ENOMEM. */
+struct se_pod_more *se_pod_more(struct se_pod *pod);
+/* spec.enableServiceLinks: unset (the default) means true. */
+static inline bool se_pod_service_links(const struct se_pod *pod)
+{
+        return !pod->more || pod->more->enable_service_links != SE_FALSE;
+}
 /* True when the Ready condition is "True". */
 bool se_pod_is_ready(const struct se_pod *pod);
 /* True when status.phase is Succeeded or Failed. */

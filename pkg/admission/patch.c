@@ -391,7 +391,7 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
                 filtered.services = sel;
         }
         struct nsvars *svc = NULL;
-        bool links = pod->enable_service_links != SE_FALSE;
+        bool links = se_pod_service_links(pod);
         if (cache && !names)
                 r = cache_get(cache, in, ns, links, &svc);
         else

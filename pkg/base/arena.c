@@ -18,6 +18,12 @@ struct se_arena_chunk {
 #define ALIGN       8
 #define HDR         ((sizeof(struct se_arena_chunk) + 15) & ~(size_t)15)
 
+/* *counter += n, saturating. */
+static void count(uint32_t *counter, size_t n)
+{
+        *counter = n >= (size_t)(UINT32_MAX - *counter) ? UINT32_MAX : *counter + (uint32_t)n;
+}
+
 static int add_chunk(struct se_arena *a, size_t need, size_t exact)
 {
         size_t size = exact;
@@ -35,7 +41,7 @@ static int add_chunk(struct se_arena *a, size_t need, size_t exact)
         a->head = c;
         a->lo = (char *)c + HDR;
         a->hi = a->lo + size;
-        a->total += HDR + size;
+        count(&a->total, HDR + size);
         return 0;
 }
 
@@ -59,7 +65,7 @@ void *se_arena_alloc(struct se_arena *a, size_t size)
                 return NULL;
         void *p = a->lo;
         a->lo += rounded;
-        a->requested += rounded;
+        count(&a->requested, rounded);
         memset(p, 0, size);
         return p;
 }
@@ -78,7 +84,7 @@ char *se_arena_strndup(struct se_arena *a, const char *s, size_t n)
         if ((size_t)(a->hi - a->lo) < n + 1 && add_chunk(a, n + 1, 0) < 0)
                 return NULL;
         a->hi -= n + 1;
-        a->requested += n + 1;
+        count(&a->requested, n + 1);
         memcpy(a->hi, s, n);
         a->hi[n] = '\0';
         return a->hi;

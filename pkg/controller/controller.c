@@ -189,7 +189,7 @@ static bool slice_event_ours(struct se_controller *ctl, enum se_store_event ev,
                 free(w->key);
                 free(w);
         } else if (w) {
-                ours = w->generation >= 0 && o->meta.generation <= w->generation;
+                ours = w->generation >= 0 && se_meta_generation(&o->meta) <= w->generation;
         }
         pthread_mutex_unlock(&ctl->slices_lock);
         return ours;

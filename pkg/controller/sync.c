@@ -223,7 +223,7 @@ static void remember(struct se_controller *ctl, enum ctl_res res, const char *ns
         if (!obj || se_decode_object_flags(obj, kind, ns, flags, &o, &err) != 0 || !o)
                 return;
         if (kind == SE_KIND_ENDPOINT_SLICE)
-                ctl_slice_written(ctl, ns, o->meta.name, o->meta.generation);
+                ctl_slice_written(ctl, ns, o->meta.name, se_meta_generation(&o->meta));
         (void)se_store_put(ctl->store, o);
 }
 

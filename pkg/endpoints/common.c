@@ -211,25 +211,35 @@ int meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src
  } while (0)
         *dst = (struct se_meta){ 0 };
         DUP(name);
-        DUP(generate_name);
         DUP(namespace);
         DUP(uid);
         DUP(resource_version);
-        DUP(creation_timestamp);
         DUP(deletion_timestamp);
-        dst->generation = src->generation;
         int r;
         if ((r = kv_copy(a, &dst->labels, &src->labels)) < 0 ||
             (r = kv_copy(a, &dst->annotations, &src->annotations)) < 0)
                 return r;
-        if (src->n_owner_refs) {
-                dst->owner_refs = se_arena_array(a, src->n_owner_refs, sizeof(*dst->owner_refs));
-                if (!dst->owner_refs)
+        const struct se_meta_more *sm = src->more;
+        if (!sm ||
+            !(sm->generate_name || sm->creation_timestamp || sm->generation || sm->n_owner_refs))
+                return 0; /* not the source file and line: they are not metadata */
+        struct se_meta_more *dm = se_meta_more(dst, a);
+        if (!dm)
+                return -ENOMEM;
+        dm->generate_name = se_arena_strdup(a, sm->generate_name);
+        dm->creation_timestamp = se_arena_strdup(a, sm->creation_timestamp);
+        if ((sm->generate_name && !dm->generate_name) ||
+            (sm->creation_timestamp && !dm->creation_timestamp))
+                return -ENOMEM;
+        dm->generation = sm->generation;
+        if (sm->n_owner_refs) {
+                dm->owner_refs = se_arena_array(a, sm->n_owner_refs, sizeof(*dm->owner_refs));
+                if (!dm->owner_refs)
                         return -ENOMEM;
-                dst->n_owner_refs = src->n_owner_refs;
-                for (uint32_t i = 0; i < src->n_owner_refs; i++) {
-                        const struct se_owner_ref *s = &src->owner_refs[i];
-                        struct se_owner_ref *d = &dst->owner_refs[i];
+                dm->n_owner_refs = sm->n_owner_refs;
+                for (uint32_t i = 0; i < sm->n_owner_refs; i++) {
+                        const struct se_owner_ref *s = &sm->owner_refs[i];
+                        struct se_owner_ref *d = &dm->owner_refs[i];
                         *d = *s;
                         d->api_version = se_arena_strdup(a, s->api_version);
                         d->kind = se_arena_strdup(a, s->kind);

@@ -138,8 +138,8 @@ static int ports_match(const struct se_endpoint_slice *s, const struct group *g,
 
 static bool owned_by(const struct se_endpoint_slice *s, const struct se_service *svc)
 {
-        for (uint32_t i = 0; i < s->obj.meta.n_owner_refs; i++) {
-                const struct se_owner_ref *o = &s->obj.meta.owner_refs[i];
+        for (uint32_t i = 0; i < se_meta_n_owner_refs(&s->obj.meta); i++) {
+                const struct se_owner_ref *o = se_meta_owner_ref(&s->obj.meta, i);
                 if (estreq(o->uid, svc->obj.meta.uid) && nstreq(o->kind, "Service") &&
                     nstreq(o->api_version, "v1"))
                         return true;
@@ -659,20 +659,23 @@ static int set_fresh_meta(struct ctx *c, struct se_endpoint_slice *s, const char
         const struct se_service *svc = c->svc;
         char prefix[80];
         snprintf(prefix, sizeof(prefix), "%.58s-", svc->obj.meta.name);
-        m->generate_name = se_arena_strdup(a, prefix);
-        m->namespace = se_arena_strdup(a, svc->obj.meta.namespace);
-        m->owner_refs = se_arena_alloc(a, sizeof(*m->owner_refs));
-        if (!m->generate_name || !m->namespace || !m->owner_refs)
+        struct se_meta_more *more = se_meta_more(m, a);
+        if (!more)
                 return -ENOMEM;
-        m->n_owner_refs = 1;
-        m->owner_refs[0] = (struct se_owner_ref){ "v1",
-                                                  "Service",
-                                                  se_arena_strdup(a, svc->obj.meta.name),
-                                                  se_arena_strdup(a, svc->obj.meta.uid),
-                                                  SE_TRUE,
-                                                  SE_TRUE };
+        more->generate_name = se_arena_strdup(a, prefix);
+        m->namespace = se_arena_strdup(a, svc->obj.meta.namespace);
+        more->owner_refs = se_arena_alloc(a, sizeof(*more->owner_refs));
+        if (!more->generate_name || !m->namespace || !more->owner_refs)
+                return -ENOMEM;
+        more->n_owner_refs = 1;
+        more->owner_refs[0] = (struct se_owner_ref){ "v1",
+                                                     "Service",
+                                                     se_arena_strdup(a, svc->obj.meta.name),
+                                                     se_arena_strdup(a, svc->obj.meta.uid),
+                                                     SE_TRUE,
+                                                     SE_TRUE };
         s->address_type = family;
-        if (!m->owner_refs[0].name || (svc->obj.meta.uid && !m->owner_refs[0].uid))
+        if (!more->owner_refs[0].name || (svc->obj.meta.uid && !more->owner_refs[0].uid))
                 return -ENOMEM;
         if (name) {
                 m->name = se_arena_strdup(a, name);

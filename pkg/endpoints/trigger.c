@@ -126,7 +126,7 @@ int se_trigger_tracker_compute(struct se_trigger_tracker *t, const struct se_ser
         }
         if (n > 1)
                 qsort(times, n, sizeof(*times), cmp_pod_time);
-        int64_t service_time = parse_time(svc->obj.meta.creation_timestamp);
+        int64_t service_time = parse_time(se_meta_creation_timestamp(&svc->obj.meta));
         if (service_time > (state ? state->service_time : 0))
                 min_changed = earliest(min_changed, service_time);
 

@@ -316,10 +316,11 @@ static void host_ips(const struct cctx *x, struct host_ips *h)
         }
         if (h->n)
                 return;
-        for (uint32_t i = 0; i < pod->host_ips.n && h->n < 2; i++)
-                snprintf(h->text[h->n++], sizeof(h->text[0]), "%s", pod->host_ips.v[i]);
-        if (!h->n && pod->host_ip && *pod->host_ip)
-                snprintf(h->text[h->n++], sizeof(h->text[0]), "%s", pod->host_ip);
+        const struct se_pod_more *more = pod->more;
+        for (uint32_t i = 0; more && i < more->host_ips.n && h->n < 2; i++)
+                snprintf(h->text[h->n++], sizeof(h->text[0]), "%s", more->host_ips.v[i]);
+        if (!h->n && more && more->host_ip && *more->host_ip)
+                snprintf(h->text[h->n++], sizeof(h->text[0]), "%s", more->host_ip);
 }
 
 /* The pod's IPs as the kubelet passes them: at most one per family, the
@@ -378,7 +379,7 @@ static int field_value(struct cctx *x, const char *path, struct se_strbuf *sb)
         if (strcmp(path, "spec.nodeName") == 0 || strcmp(path, "spec.host") == 0) {
                 v = pod->node_name;
         } else if (strcmp(path, "spec.serviceAccountName") == 0) {
-                v = pod->service_account_name;
+                v = pod->more ? pod->more->service_account_name : NULL;
         } else if (strcmp(path, "status.podIP") == 0 || strcmp(path, "status.podIPs") == 0) {
                 const char *ips[2];
                 size_t k;

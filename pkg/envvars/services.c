@@ -379,6 +379,5 @@ int se_envvars_services(const struct se_envvars_input *in, const char *ns, bool 
 int se_envvars_pod_services(const struct se_envvars_input *in, const struct se_pod *pod,
                             struct se_env_list *out)
 {
-        return envvars_services(in, pod->obj.meta.namespace, pod->enable_service_links != SE_FALSE,
-                                out);
+        return envvars_services(in, pod->obj.meta.namespace, se_pod_service_links(pod), out);
 }

@@ -59,22 +59,32 @@ int decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, const cha
                 return dctx_fail(d, "metadata.name", "Required value: name is required");
         size_t old = dctx_push_key(d, "metadata");
         bool slim = d->flags & SE_DECODE_SLIM_POD;
+        struct se_meta_more more = { 0 };
         if ((r = get_string(d, meta, "name", &m->name)) < 0 ||
-            (!slim && (r = get_string(d, meta, "generateName", &m->generate_name)) < 0) ||
+            (!slim && (r = get_string(d, meta, "generateName", &more.generate_name)) < 0) ||
             (r = get_string(d, meta, "namespace", &m->namespace)) < 0 ||
             (r = get_string(d, meta, "uid", &m->uid)) < 0 ||
             (r = get_string(d, meta, "resourceVersion", &m->resource_version)) < 0 ||
-            (!slim && (r = get_string(d, meta, "creationTimestamp", &m->creation_timestamp)) < 0) ||
+            (!slim &&
+             (r = get_string(d, meta, "creationTimestamp", &more.creation_timestamp)) < 0) ||
             (r = get_string(d, meta, "deletionTimestamp", &m->deletion_timestamp)) < 0 ||
-            (r = get_int64(d, meta, "generation", &m->generation)) < 0 ||
+            (r = get_int64(d, meta, "generation", &more.generation)) < 0 ||
             (r = get_strmap(d, meta, "labels", &m->labels)) < 0 ||
             (!slim && (r = get_strmap(d, meta, "annotations", &m->annotations)) < 0) ||
             (!slim && (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL,
-                                    m->owner_refs, m->n_owner_refs)) < 0))
+                                    more.owner_refs, more.n_owner_refs)) < 0))
                 return r;
+        if (slim) /* checked, not kept: nothing reads a Pod's generation */
+                more.generation = 0;
+        if (more.generate_name || more.creation_timestamp || more.generation || more.n_owner_refs) {
+                m->more = dctx_array(d, 1, sizeof(*m->more));
+                if (!m->more)
+                        return -ENOMEM;
+                *m->more = more;
+        }
         if (!m->name || !*m->name) {
                 /* generated objects (a Pod under admission) have only generateName */
-                if (!m->generate_name || !*m->generate_name)
+                if (!more.generate_name || !*more.generate_name)
                         return dctx_fail(d, "name",
                                          "Required value: name or generateName is required");
                 m->name = "";

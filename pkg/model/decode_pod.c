@@ -351,28 +351,31 @@ static int decode_condition(struct dctx *d, const json_t *e, void *out, const vo
         return check_one_of(d, "status", c->status ? c->status : "", cond_status);
 }
 
-static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
+/* more: where hostIP and hostIPs go; NULL for a slim pod (not decoded). */
+static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod,
+                         struct se_pod_more *more)
 {
         const json_t *status;
         int r;
         if ((r = get_object(d, json, "status", &status)) < 0 || !status)
                 return r;
         size_t old = dctx_push_key(d, "status");
-        bool slim = d->flags & SE_DECODE_SLIM_POD;
+        bool slim = !more;
         if ((r = get_string(d, status, "phase", &pod->phase)) < 0 ||
             (r = get_string(d, status, "podIP", &pod->pod_ip)) < 0 ||
-            (!slim && (r = get_string(d, status, "hostIP", &pod->host_ip)) < 0))
+            (!slim && (r = get_string(d, status, "hostIP", &more->host_ip)) < 0))
                 return r;
         if (pod->phase && *pod->phase && (r = check_one_of(d, "phase", pod->phase, phases)) < 0)
                 return r;
         if (pod->pod_ip && *pod->pod_ip && (r = check_ip(d, "podIP", pod->pod_ip)) < 0)
                 return r;
-        if (pod->host_ip && *pod->host_ip && (r = check_ip(d, "hostIP", pod->host_ip)) < 0)
+        if (more && more->host_ip && *more->host_ip &&
+            (r = check_ip(d, "hostIP", more->host_ip)) < 0)
                 return r;
         if ((r = GET_LIST(d, status, "podIPs", decode_ip_entry, NULL, pod->pod_ips.v,
                           pod->pod_ips.n)) < 0 ||
-            (!slim && (r = GET_LIST(d, status, "hostIPs", decode_ip_entry, NULL, pod->host_ips.v,
-                                    pod->host_ips.n)) < 0) ||
+            (!slim && (r = GET_LIST(d, status, "hostIPs", decode_ip_entry, NULL, more->host_ips.v,
+                                    more->host_ips.n)) < 0) ||
             (r = get_list_if(d, status, "conditions", sizeof(struct se_pod_condition),
                              slim ? is_ready_condition : NULL, decode_condition, NULL,
                              (void **)&pod->conditions, &pod->n_conditions)) < 0)
@@ -387,8 +390,8 @@ static int decode_status(struct dctx *d, const json_t *json, struct se_pod *pod)
                 pod->pod_ips.v[0] = pod->pod_ip;
                 pod->pod_ips.n = 1;
         }
-        if ((!pod->host_ip || !*pod->host_ip) && pod->host_ips.n)
-                pod->host_ip = pod->host_ips.v[0];
+        if (more && (!more->host_ip || !*more->host_ip) && more->host_ips.n)
+                more->host_ip = more->host_ips.v[0];
         dctx_pop(d, old);
         return 0;
 }
@@ -407,20 +410,21 @@ int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod)
                 if ((r = decode_slim_spec(d, spec, pod)) < 0)
                         return r;
                 dctx_pop(d, old);
-                return decode_status(d, json, pod);
+                return decode_status(d, json, pod, NULL);
         }
+        struct se_pod_more more = { 0 };
         if ((r = get_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
             (r = get_string(d, spec, "hostname", &pod->hostname)) < 0 ||
             (r = get_string(d, spec, "subdomain", &pod->subdomain)) < 0 ||
-            (r = get_string(d, spec, "serviceAccountName", &pod->service_account_name)) < 0 ||
+            (r = get_string(d, spec, "serviceAccountName", &more.service_account_name)) < 0 ||
             (r = get_bool(d, spec, "hostNetwork", &host_network)) < 0 ||
-            (r = get_bool(d, spec, "enableServiceLinks", &pod->enable_service_links)) < 0 ||
+            (r = get_bool(d, spec, "enableServiceLinks", &more.enable_service_links)) < 0 ||
             (r = GET_LIST(d, spec, "containers", decode_container, NULL, pod->containers,
                           pod->n_containers)) < 0 ||
             (r = GET_LIST(d, spec, "initContainers", decode_container, NULL, pod->init_containers,
                           pod->n_init_containers)) < 0)
                 return r;
-        pod->host_network = host_network == SE_TRUE;
+        more.host_network = host_network == SE_TRUE;
         if (pod->n_containers == 0)
                 return dctx_fail(d, "containers", "Required value");
         if (pod->hostname && *pod->hostname &&
@@ -432,5 +436,14 @@ int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod)
         if ((r = check_unique_names(d, pod)) < 0)
                 return r;
         dctx_pop(d, old);
-        return decode_status(d, json, pod);
+        if ((r = decode_status(d, json, pod, &more)) < 0)
+                return r;
+        if (more.service_account_name || more.host_ip || more.host_ips.n || more.host_network ||
+            more.enable_service_links != SE_UNSET) {
+                pod->more = dctx_array(d, 1, sizeof(*pod->more));
+                if (!pod->more)
+                        return -ENOMEM;
+                *pod->more = more;
+        }
+        return 0;
 }

@@ -59,20 +59,20 @@ static json_t *encode_meta(const struct se_meta *m, enum se_kind kind)
         if (!o)
                 return NULL;
         bool ok = set_str_nonempty(o, "name", m->name) &&
-                  set_str_nonempty(o, "generateName", m->generate_name) &&
+                  set_str_nonempty(o, "generateName", se_meta_generate_name(m)) &&
                   (!se_kind_namespaced(kind) || set_str_nonempty(o, "namespace", m->namespace)) &&
                   set_str_nonempty(o, "uid", m->uid) &&
                   set_str_nonempty(o, "resourceVersion", m->resource_version) &&
-                  (!m->generation || set_int(o, "generation", m->generation)) &&
-                  set_str_nonempty(o, "creationTimestamp", m->creation_timestamp) &&
+                  (!se_meta_generation(m) || set_int(o, "generation", se_meta_generation(m))) &&
+                  set_str_nonempty(o, "creationTimestamp", se_meta_creation_timestamp(m)) &&
                   set_str_nonempty(o, "deletionTimestamp", m->deletion_timestamp) &&
                   (!m->labels.n || set_new(o, "labels", kv_object(&m->labels))) &&
                   (!m->annotations.n || set_new(o, "annotations", kv_object(&m->annotations)));
-        if (ok && m->n_owner_refs) {
+        if (ok && se_meta_n_owner_refs(m)) {
                 json_t *refs = json_array();
                 ok = set_new(o, "ownerReferences", refs);
-                for (uint32_t i = 0; ok && i < m->n_owner_refs; i++) {
-                        const struct se_owner_ref *r = &m->owner_refs[i];
+                for (uint32_t i = 0; ok && i < m->more->n_owner_refs; i++) {
+                        const struct se_owner_ref *r = &m->more->owner_refs[i];
                         json_t *j = json_object();
                         ok = json_array_append_new(refs, j) == 0 && j &&
                              set_str(j, "apiVersion", r->api_version) &&
@@ -381,20 +381,22 @@ static json_t *ip_list(const struct se_strs *s)
 
 static bool encode_pod(json_t *o, const struct se_pod *p)
 {
+        static const struct se_pod_more unset = { 0 };
+        const struct se_pod_more *more = p->more ? p->more : &unset;
         json_t *spec = json_object(), *status = json_object();
-        bool ok =
-                set_new(o, "spec", spec) &&
-                (!p->n_init_containers ||
-                 set_new(spec, "initContainers",
-                         encode_containers(p->init_containers, p->n_init_containers))) &&
-                set_new(spec, "containers", encode_containers(p->containers, p->n_containers)) &&
-                set_str(spec, "serviceAccountName", p->service_account_name) &&
-                set_str(spec, "nodeName", p->node_name) &&
-                (!p->host_network || json_object_set_new(spec, "hostNetwork", json_true()) == 0) &&
-                set_str(spec, "hostname", p->hostname) &&
-                set_str(spec, "subdomain", p->subdomain) &&
-                set_bool(spec, "enableServiceLinks", p->enable_service_links) &&
-                set_new(o, "status", status) && set_str(status, "phase", p->phase);
+        bool ok = set_new(o, "spec", spec) &&
+                  (!p->n_init_containers ||
+                   set_new(spec, "initContainers",
+                           encode_containers(p->init_containers, p->n_init_containers))) &&
+                  set_new(spec, "containers", encode_containers(p->containers, p->n_containers)) &&
+                  set_str(spec, "serviceAccountName", more->service_account_name) &&
+                  set_str(spec, "nodeName", p->node_name) &&
+                  (!more->host_network ||
+                   json_object_set_new(spec, "hostNetwork", json_true()) == 0) &&
+                  set_str(spec, "hostname", p->hostname) &&
+                  set_str(spec, "subdomain", p->subdomain) &&
+                  set_bool(spec, "enableServiceLinks", more->enable_service_links) &&
+                  set_new(o, "status", status) && set_str(status, "phase", p->phase);
         if (ok && p->n_conditions) {
                 json_t *conds = json_array();
                 ok = set_new(status, "conditions", conds);
@@ -407,8 +409,8 @@ static bool encode_pod(json_t *o, const struct se_pod *p)
                                      p->conditions[i].last_transition_time);
                 }
         }
-        return ok && set_str(status, "hostIP", p->host_ip) &&
-               (!p->host_ips.n || set_new(status, "hostIPs", ip_list(&p->host_ips))) &&
+        return ok && set_str(status, "hostIP", more->host_ip) &&
+               (!more->host_ips.n || set_new(status, "hostIPs", ip_list(&more->host_ips))) &&
                set_str(status, "podIP", p->pod_ip) &&
                (!p->pod_ips.n || set_new(status, "podIPs", ip_list(&p->pod_ips)));
 }

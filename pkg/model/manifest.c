@@ -124,8 +124,13 @@ static int load_object(struct loader *l, const struct source *src, const json_t 
         }
         if (r < 0)
                 return r;
-        obj->source = intern_source(src->name);
-        obj->source_line = line;
+        struct se_meta_more *more = se_meta_more(&obj->meta, &obj->arena);
+        if (!more) {
+                se_object_unref(obj);
+                return -ENOMEM;
+        }
+        more->source = intern_source(src->name);
+        more->source_line = line;
         const char *ns = obj->meta.namespace, *name = obj->meta.name;
         enum se_kind kind = obj->kind;
         if (se_store_get(l->target, kind, ns, name) || se_store_get(l->staged, kind, ns, name)) {
@@ -134,7 +139,8 @@ static int load_object(struct loader *l, const struct source *src, const json_t 
                         line = find_line(src, doc, item, "");
                 se_diag_set(l->diag, src->name, line, 0, "%s %s%s%s is defined twice%s",
                             se_kind_name(kind), ns, *ns ? "/" : "", name,
-                            prev && prev->source_line ? " (see the earlier definition)" : "");
+                            prev && se_object_source_line(prev) ? " (see the earlier definition)" :
+                                                                  "");
                 se_object_unref(obj);
                 return -EEXIST;
         }

@@ -71,6 +71,13 @@ size_t se_object_memory(const struct se_object *obj)
         return obj ? obj->arena.total : 0;
 }
 
+struct se_meta_more *se_meta_more(struct se_meta *m, struct se_arena *a)
+{
+        if (!m->more)
+                m->more = se_arena_alloc(a, sizeof(*m->more));
+        return m->more;
+}
+
 const char *se_kind_name(enum se_kind kind)
 {
         return (unsigned)kind < SE_KIND_COUNT ? kinds[kind].name : "Unknown";
@@ -130,6 +137,14 @@ const char *se_kvlist_get(const struct se_kvlist *l, const char *key)
                         hi = mid;
         }
         return NULL;
+}
+
+struct se_pod_more *se_pod_more(struct se_pod *pod)
+{
+        struct se_object *o = &pod->obj;
+        if (!pod->more)
+                pod->more = se_arena_alloc(&o->arena, sizeof(*pod->more));
+        return pod->more;
 }
 
 bool se_pod_is_ready(const struct se_pod *pod)

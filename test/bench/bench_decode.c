@@ -93,15 +93,19 @@ static size_t kv_bytes(const struct se_kvlist *l)
 static size_t pod_string_bytes(const struct se_pod *p)
 {
         const struct se_meta *m = &p->obj.meta;
-        size_t n = str_bytes(m->name) + str_bytes(m->generate_name) + str_bytes(m->namespace) +
-                   str_bytes(m->uid) + str_bytes(m->resource_version) +
-                   str_bytes(m->creation_timestamp) + kv_bytes(&m->labels) +
-                   kv_bytes(&m->annotations) + str_bytes(p->node_name) +
-                   str_bytes(p->service_account_name) + str_bytes(p->phase) + str_bytes(p->pod_ip) +
-                   str_bytes(p->host_ip) + strs_bytes(&p->pod_ips) + strs_bytes(&p->host_ips);
-        for (uint32_t i = 0; i < m->n_owner_refs; i++)
-                n += str_bytes(m->owner_refs[i].api_version) + str_bytes(m->owner_refs[i].kind) +
-                     str_bytes(m->owner_refs[i].name) + str_bytes(m->owner_refs[i].uid);
+        size_t n = str_bytes(m->name) + str_bytes(se_meta_generate_name(m)) +
+                   str_bytes(m->namespace) + str_bytes(m->uid) + str_bytes(m->resource_version) +
+                   str_bytes(se_meta_creation_timestamp(m)) + kv_bytes(&m->labels) +
+                   kv_bytes(&m->annotations) + str_bytes(p->node_name) + str_bytes(p->phase) +
+                   str_bytes(p->pod_ip) + strs_bytes(&p->pod_ips);
+        if (p->more)
+                n += str_bytes(p->more->service_account_name) + str_bytes(p->more->host_ip) +
+                     strs_bytes(&p->more->host_ips);
+        for (uint32_t i = 0; i < se_meta_n_owner_refs(m); i++) {
+                const struct se_owner_ref *o = se_meta_owner_ref(m, i);
+                n += str_bytes(o->api_version) + str_bytes(o->kind) + str_bytes(o->name) +
+                     str_bytes(o->uid);
+        }
         for (uint32_t i = 0; i < p->n_conditions; i++)
                 n += str_bytes(p->conditions[i].type) + str_bytes(p->conditions[i].status);
         for (uint32_t c = 0; c < p->n_containers; c++) {

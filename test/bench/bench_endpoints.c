@@ -168,8 +168,9 @@ static void run(struct se_store *st, const struct se_object **svcs, long n_svc, 
                         n_have = prev->n_slices;
                         size_t lo = (size_t)(uintptr_t)prev->eps[i];
                         size_t hi = lo;
-                        while (hi < n_have && strcmp(prev->slices[hi]->obj.meta.owner_refs[0].name,
-                                                     svc->obj.meta.name) == 0)
+                        while (hi < n_have &&
+                               strcmp(se_meta_owner_ref(&prev->slices[hi]->obj.meta, 0)->name,
+                                      svc->obj.meta.name) == 0)
                                 hi++;
                         have += lo;
                         n_have = hi - lo;

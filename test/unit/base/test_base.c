@@ -428,6 +428,13 @@ static void test_arena__alignment_and_strings(void **state)
         assert_int_equal(*p, 7);
         assert_null(se_arena_array(&a, SIZE_MAX / 4, 8));
         assert_true(a.total > 100000);
+        /* the 32-bit counts saturate rather than wrap */
+        a.requested = UINT32_MAX - 3;
+        a.total = UINT32_MAX - 3;
+        assert_non_null(se_arena_alloc(&a, 16));
+        assert_non_null(se_arena_alloc(&a, 1 << 20)); /* a new chunk */
+        assert_int_equal(a.requested, UINT32_MAX);
+        assert_int_equal(a.total, UINT32_MAX);
         se_arena_release(&a);
         assert_int_equal(a.total, 0);
 }

@@ -254,7 +254,7 @@ static void test_slices__one_pod(void **state)
         assert_int_equal(p->n_update + p->n_remove + p->n_unchanged, 0);
         const struct se_endpoint_slice *s = p->create[0];
         assert_string_equal(s->address_type, "IPv4");
-        assert_string_equal(s->obj.meta.generate_name, "web-");
+        assert_string_equal(se_meta_generate_name(&s->obj.meta), "web-");
         assert_int_equal(strlen(s->obj.meta.name), strlen("web-") + 5);
         assert_memory_equal(s->obj.meta.name, "web-", 4);
         assert_string_equal(s->obj.meta.namespace, "ns");
@@ -264,12 +264,12 @@ static void test_slices__one_pod(void **state)
         assert_string_equal(se_kvlist_get(l, SE_SLICE_SERVICE_NAME_LABEL), "web");
         assert_string_equal(se_kvlist_get(l, SE_SLICE_MANAGED_BY_LABEL),
                             "endpointslice-controller.k8s.io");
-        assert_int_equal(s->obj.meta.n_owner_refs, 1);
-        assert_string_equal(s->obj.meta.owner_refs[0].kind, "Service");
-        assert_string_equal(s->obj.meta.owner_refs[0].api_version, "v1");
-        assert_string_equal(s->obj.meta.owner_refs[0].uid, "svc-uid-1");
-        assert_int_equal(s->obj.meta.owner_refs[0].controller, SE_TRUE);
-        assert_int_equal(s->obj.meta.owner_refs[0].block_owner_deletion, SE_TRUE);
+        assert_int_equal(se_meta_n_owner_refs(&s->obj.meta), 1);
+        assert_string_equal(se_meta_owner_ref(&s->obj.meta, 0)->kind, "Service");
+        assert_string_equal(se_meta_owner_ref(&s->obj.meta, 0)->api_version, "v1");
+        assert_string_equal(se_meta_owner_ref(&s->obj.meta, 0)->uid, "svc-uid-1");
+        assert_int_equal(se_meta_owner_ref(&s->obj.meta, 0)->controller, SE_TRUE);
+        assert_int_equal(se_meta_owner_ref(&s->obj.meta, 0)->block_owner_deletion, SE_TRUE);
         assert_int_equal(s->n_ports, 1);
         assert_string_equal(s->ports[0].name, "http");
         assert_int_equal(s->ports[0].port, 8080);
@@ -492,13 +492,13 @@ static void test_slices__stale_and_foreign_slices(void **state)
         apply(f);
         struct se_endpoint_slice *s = f->existing[0];
         /* an older Service's slice */
-        s->obj.meta.owner_refs[0].uid = "old-uid";
+        s->obj.meta.more->owner_refs[0].uid = "old-uid";
         const struct se_slices_plan *p = plan(f);
         /* the stale slice's delete is not recycled (not ours): create + delete */
         assert_int_equal(p->n_create, 1);
         assert_int_equal(p->n_remove, 1);
         assert_ptr_equal(p->remove[0], s);
-        s->obj.meta.owner_refs[0].uid = "svc-uid-1";
+        s->obj.meta.more->owner_refs[0].uid = "svc-uid-1";
         /* another managed-by value: ignored, we create our own */
         f->opts.slices_managed_by = "svcenv.io/test";
         p = plan(f);

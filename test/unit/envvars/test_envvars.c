@@ -644,8 +644,10 @@ static void test_envvars__pod_ips_filtered(void **state)
         expect_list(&l, want, false, "multiple ips");
         se_env_list_release(&l);
         /* an IPv6 node puts the IPv6 address first */
-        pod->host_ips.n = 0;
-        pod->host_ip = "fd00::1";
+        struct se_pod_more *more = se_pod_more(pod);
+        assert_non_null(more);
+        more->host_ips.n = 0;
+        more->host_ip = "fd00::1";
         assert_int_equal(se_envvars_build(&in, pod, &pod->containers[0], &l, NULL), 0);
         static const char *const want6[] = { "POD_IP=fd00::6", "POD_IPS=fd00::6,1.2.3.4", NULL };
         expect_list(&l, want6, false, "IPv6 node");

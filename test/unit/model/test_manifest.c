@@ -145,13 +145,13 @@ static void test_manifest__every_kind_decodes(void **state)
         assert_string_equal(se_kvlist_get(&svc->obj.meta.annotations, "note"), "yes");
         assert_int_equal(svc->n_lb_ingress, 1);
         assert_int_equal(svc->lb_ingress[0].ip_mode, SE_IPMODE_PROXY);
-        assert_int_equal(svc->obj.source_line, 1);
+        assert_int_equal(se_object_source_line(&svc->obj), 1);
 
         const struct se_pod *pod = se_pod_of(se_store_get(s, SE_KIND_POD, "shop", "web-1"));
         assert_non_null(pod);
-        assert_int_equal(pod->obj.source_line, 29);
+        assert_int_equal(se_object_source_line(&pod->obj), 29);
         assert_string_equal(pod->obj.meta.deletion_timestamp, "2026-11-30T08:00:00Z");
-        assert_int_equal(pod->enable_service_links, SE_FALSE);
+        assert_int_equal(pod->more->enable_service_links, SE_FALSE);
         assert_int_equal(pod->n_init_containers, 1);
         assert_string_equal(pod->init_containers[0].restart_policy, "Always");
         const struct se_container *c = &pod->containers[0];
@@ -226,7 +226,7 @@ static void test_manifest__lists_anchors_merge_and_json(void **state)
         assert_string_equal(se_kvlist_get(&b->obj.meta.labels, "app"), "x");
         assert_int_equal(b->ports[0].port, 511);
         assert_int_equal(b->ports[0].target_port.num, 1000);
-        assert_int_equal(b->obj.source_line, 8);
+        assert_int_equal(se_object_source_line(&b->obj), 8);
         assert_non_null(se_store_get(s, SE_KIND_NAMESPACE, "", "json-in-yaml"));
         assert_int_equal(se_store_count(s, SE_KIND_SERVICE, NULL), 2);
 

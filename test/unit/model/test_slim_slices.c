@@ -77,7 +77,7 @@ static void test_slim_slices__digests_and_memory(void **state)
         /* what is kept besides the endpoints */
         assert_string_equal(slim->obj.meta.name, "web-x7k2p");
         assert_string_equal(slim->obj.meta.resource_version, "123456");
-        assert_int_equal(slim->obj.meta.n_owner_refs, 1);
+        assert_int_equal(se_meta_n_owner_refs(&slim->obj.meta), 1);
         assert_int_equal(slim->obj.meta.labels.n, 2);
         assert_string_equal(slim->address_type, "IPv4");
         assert_int_equal(slim->n_ports, 1);
