@@ -61,13 +61,13 @@ int decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, const cha
         bool slim = d->flags & SE_DECODE_SLIM_POD;
         if ((r = get_string(d, meta, "name", &m->name)) < 0 ||
             (!slim && (r = get_string(d, meta, "generateName", &m->generate_name)) < 0) ||
-            (r = get_string(d, meta, "namespace", &m->namespace)) < 0 ||
+            (r = get_shared_string(d, meta, "namespace", &m->namespace)) < 0 ||
             (r = get_string(d, meta, "uid", &m->uid)) < 0 ||
             (r = get_string(d, meta, "resourceVersion", &m->resource_version)) < 0 ||
             (!slim && (r = get_string(d, meta, "creationTimestamp", &m->creation_timestamp)) < 0) ||
             (r = get_string(d, meta, "deletionTimestamp", &m->deletion_timestamp)) < 0 ||
             (r = get_int64(d, meta, "generation", &m->generation)) < 0 ||
-            (r = get_strmap(d, meta, "labels", &m->labels)) < 0 ||
+            (r = get_shared_strmap(d, meta, "labels", &m->labels)) < 0 ||
             (!slim && (r = get_strmap(d, meta, "annotations", &m->annotations)) < 0) ||
             (!slim && (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL,
                                     m->owner_refs, m->n_owner_refs)) < 0))
