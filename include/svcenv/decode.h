@@ -66,6 +66,18 @@ enum {
          * hints; see model.h). Such a slice is for se_slices_plan only:
          * the encoder refuses it. */
         SE_DECODE_SLIM_SLICES = 1u << 2,
+        /* Any kind: short strings that recur across objects point into one
+         * process-wide pool instead of the object's arena: metadata
+         * namespace, label keys and values, a Service's selector, a pod's
+         * nodeName and (slim pods) its container and port names. A string
+         * enters the pool the second time it is decoded; strings over 64
+         * bytes never do. The pool is never freed and is capped (65,536
+         * strings, 4 MiB of text, 1 MiB of table); once full, strings are
+         * copied into each object as without the flag. Decoded values are
+         * the same either way, and the pool is thread-safe. For long-lived
+         * caches of many similar objects (the controller); a process that
+         * decodes untrusted one-off input (admission) gains nothing. */
+        SE_DECODE_INTERN = 1u << 3,
 };
 
 /* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */

@@ -382,17 +382,19 @@ static void queue_startup_keys(struct se_controller *ctl)
 
 /* The cache keeps only what the syncs read: most of its bytes are pods,
  * and the Endpoints and slices are compared, never copied. */
+/* Slim forms of what is only compared; shared strings everywhere (the
+ * namespaces, labels, selectors and node names of a big cluster). */
 static unsigned informer_decode_flags(enum se_kind kind)
 {
         switch (kind) {
         case SE_KIND_POD:
-                return SE_DECODE_SLIM_POD;
+                return SE_DECODE_INTERN | SE_DECODE_SLIM_POD;
         case SE_KIND_ENDPOINTS:
-                return SE_DECODE_SLIM_ENDPOINTS;
+                return SE_DECODE_INTERN | SE_DECODE_SLIM_ENDPOINTS;
         case SE_KIND_ENDPOINT_SLICE:
-                return SE_DECODE_SLIM_SLICES;
+                return SE_DECODE_INTERN | SE_DECODE_SLIM_SLICES;
         default:
-                return 0;
+                return SE_DECODE_INTERN;
         }
 }
 

@@ -30,18 +30,20 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
         }
 }
 
-/* Each SE_DECODE_* flag is about one kind; other kinds ignore it. */
+/* Each SE_DECODE_SLIM_* flag is about one kind; other kinds ignore it.
+ * SE_DECODE_INTERN is for every kind. */
 static unsigned kind_flags(enum se_kind kind, unsigned flags)
 {
+        unsigned common = flags & SE_DECODE_INTERN;
         switch (kind) {
         case SE_KIND_POD:
-                return flags & SE_DECODE_SLIM_POD;
+                return common | (flags & SE_DECODE_SLIM_POD);
         case SE_KIND_ENDPOINTS:
-                return flags & SE_DECODE_SLIM_ENDPOINTS;
+                return common | (flags & SE_DECODE_SLIM_ENDPOINTS);
         case SE_KIND_ENDPOINT_SLICE:
-                return flags & SE_DECODE_SLIM_SLICES;
+                return common | (flags & SE_DECODE_SLIM_SLICES);
         default:
-                return 0;
+                return common;
         }
 }
 
@@ -50,7 +52,9 @@ static int decode_sized(const json_t *json, enum se_kind kind, const char *defau
                         unsigned flags, size_t size, struct se_object **ret,
                         struct se_decode_error *err)
 {
-        struct dctx d = { .err = err, .flags = kind_flags(kind, flags) };
+        /* the measuring pass may add to the pool, the final one only finds:
+         * the final layout never needs more than was measured */
+        struct dctx d = { .err = err, .flags = kind_flags(kind, flags), .pool_add = size == 0 };
         struct se_object *obj = se_object_new_sized(kind, size);
         if (!obj)
                 return -ENOMEM;

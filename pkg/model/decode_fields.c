@@ -128,12 +128,15 @@ static const char *find_well_known(const char *s, size_t n)
         return NULL;
 }
 
-static const char *intern(struct dctx *d, const char *s, size_t n)
+static const char *intern(struct dctx *d, const char *s, size_t n, bool shared)
 {
         if (n > 64)
                 return se_arena_strndup(d->arena, s, n);
         const char *k = find_well_known(s, n);
         if (k)
+                return k;
+        if (shared && (d->flags & SE_DECODE_INTERN) &&
+            (k = d->pool_add ? intern_pool_add(s, n) : intern_pool_find(s, n)))
                 return k;
         uint32_t h = 2166136261u; /* FNV-1a */
         for (size_t i = 0; i < n; i++)
@@ -149,7 +152,7 @@ static const char *intern(struct dctx *d, const char *s, size_t n)
 
 const char *dctx_strdup(struct dctx *d, const char *s)
 {
-        return s ? intern(d, s, strlen(s)) : NULL;
+        return s ? intern(d, s, strlen(s), false) : NULL;
 }
 
 /* The value at key, NULL when absent or null. */
@@ -159,7 +162,8 @@ static const json_t *field(const json_t *obj, const char *key)
         return v && !json_is_null(v) ? v : NULL;
 }
 
-int get_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
+static int string_at(struct dctx *d, const json_t *obj, const char *key, bool shared,
+                     const char **ret)
 {
         const json_t *v = field(obj, key);
         if (!v)
@@ -170,8 +174,18 @@ int get_string(struct dctx *d, const json_t *obj, const char *key, const char **
                 return dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
         if (strlen(json_string_value(v)) != json_string_length(v))
                 return dctx_fail(d, key, "string contains a NUL byte");
-        *ret = intern(d, json_string_value(v), json_string_length(v));
+        *ret = intern(d, json_string_value(v), json_string_length(v), shared);
         return *ret ? 0 : -ENOMEM;
+}
+
+int get_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
+{
+        return string_at(d, obj, key, false, ret);
+}
+
+int get_shared_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
+{
+        return string_at(d, obj, key, true, ret);
 }
 
 int get_int64(struct dctx *d, const json_t *obj, const char *key, int64_t *ret)
@@ -251,7 +265,8 @@ void kvlist_sort(struct se_kvlist *l)
                 qsort(l->items, l->n, sizeof(*l->items), cmp_kv);
 }
 
-int get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
+static int strmap_at(struct dctx *d, const json_t *obj, const char *key, bool shared,
+                     struct se_kvlist *ret)
 {
         const json_t *m;
         int r = get_object(d, obj, key, &m);
@@ -269,10 +284,10 @@ int get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvl
                 if (json_is_null(v))
                         continue; /* Go decodes a null map value as "" — keep it out */
                 const char *val = NULL;
-                r = get_string(d, m, k, &val);
+                r = string_at(d, m, k, shared, &val);
                 if (r < 0)
                         return r;
-                items[i].key = dctx_strdup(d, k);
+                items[i].key = intern(d, k, strlen(k), shared);
                 items[i].value = val;
                 if (!items[i].key)
                         return -ENOMEM;
@@ -283,6 +298,16 @@ int get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvl
         ret->n = (uint32_t)i;
         kvlist_sort(ret);
         return 0;
+}
+
+int get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
+{
+        return strmap_at(d, obj, key, false, ret);
+}
+
+int get_shared_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
+{
+        return strmap_at(d, obj, key, true, ret);
 }
 
 int get_strarray(struct dctx *d, const json_t *obj, const char *key, struct se_strs *ret)

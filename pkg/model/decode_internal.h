@@ -18,7 +18,24 @@ struct dctx {
         /* short strings already copied into this object, by hash: an
          * Endpoints repeats its namespace, node and "Pod" in every address */
         const char *seen[64];
+        bool pool_add; /* with SE_DECODE_INTERN: may add to the pool */
 };
+
+/* The process-wide pool of SE_DECODE_INTERN (intern.c): immortal copies of
+ * short strings, shared by every object and thread. Input decides what goes
+ * in, so it is capped; full, it returns NULL and callers copy. */
+#define INTERN_MAX_LEN     64
+#define INTERN_MAX_STRINGS 65536
+#define INTERN_MAX_BYTES   ((size_t)4 << 20) /* text incl. length byte and NUL */
+
+/* The pooled copy of s[0..n), or NULL. */
+const char *intern_pool_find(const char *s, size_t n);
+/* The same, but a string not pooled yet is added when it was offered once
+ * before (a filter of hashes remembers) and the caps allow. NULL when not
+ * pooled. */
+const char *intern_pool_add(const char *s, size_t n);
+/* Strings and bytes in the pool. */
+void intern_pool_stats(size_t *ret_strings, size_t *ret_bytes);
 
 /* Path segments: push returns the old length to give back to pop. */
 size_t dctx_push_key(struct dctx *d, const char *key);
@@ -34,6 +51,10 @@ const char *json_type_name(const json_t *j);
 /* Field getters on object `obj`: an absent key or JSON null leaves the output
  * at its "unset" value and returns 0. A value of the wrong type is -EINVAL. */
 int get_string(struct dctx *d, const json_t *obj, const char *key, const char **ret);
+/* get_string / get_strmap for values that recur across objects: with
+ * SE_DECODE_INTERN they come from the process-wide pool when it has them. */
+int get_shared_string(struct dctx *d, const json_t *obj, const char *key, const char **ret);
+int get_shared_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret);
 int get_int32(struct dctx *d, const json_t *obj, const char *key, int32_t *ret, bool *present);
 int get_int64(struct dctx *d, const json_t *obj, const char *key, int64_t *ret);
 int get_bool(struct dctx *d, const json_t *obj, const char *key, enum se_opt_bool *ret);

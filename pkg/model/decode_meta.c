@@ -62,14 +62,14 @@ int decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, const cha
         struct se_meta_more more = { 0 };
         if ((r = get_string(d, meta, "name", &m->name)) < 0 ||
             (!slim && (r = get_string(d, meta, "generateName", &more.generate_name)) < 0) ||
-            (r = get_string(d, meta, "namespace", &m->namespace)) < 0 ||
+            (r = get_shared_string(d, meta, "namespace", &m->namespace)) < 0 ||
             (r = get_string(d, meta, "uid", &m->uid)) < 0 ||
             (r = get_string(d, meta, "resourceVersion", &m->resource_version)) < 0 ||
             (!slim &&
              (r = get_string(d, meta, "creationTimestamp", &more.creation_timestamp)) < 0) ||
             (r = get_string(d, meta, "deletionTimestamp", &m->deletion_timestamp)) < 0 ||
             (r = get_int64(d, meta, "generation", &more.generation)) < 0 ||
-            (r = get_strmap(d, meta, "labels", &m->labels)) < 0 ||
+            (r = get_shared_strmap(d, meta, "labels", &m->labels)) < 0 ||
             (!slim && (r = get_strmap(d, meta, "annotations", &m->annotations)) < 0) ||
             (!slim && (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL,
                                     more.owner_refs, more.n_owner_refs)) < 0))

@@ -228,7 +228,7 @@ static int decode_slim_port(struct dctx *d, const json_t *pj, void *out, const v
         struct se_container_port *p = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, pj, "name", &p->name)) < 0 ||
+        if ((r = get_shared_string(d, pj, "name", &p->name)) < 0 ||
             (r = get_int32(d, pj, "containerPort", &p->container_port, NULL)) < 0 ||
             (r = get_protocol(d, pj, "protocol", &p->protocol, NULL)) < 0)
                 return r;
@@ -240,7 +240,7 @@ static int decode_slim_container(struct dctx *d, const json_t *cj, void *out, co
         struct se_container *c = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, cj, "name", &c->name)) < 0 ||
+        if ((r = get_shared_string(d, cj, "name", &c->name)) < 0 ||
             (r = get_string(d, cj, "restartPolicy", &c->restart_policy)) < 0 ||
             (r = GET_LIST(d, cj, "ports", decode_slim_port, NULL, c->ports, c->n_ports)) < 0)
                 return r;
@@ -270,7 +270,7 @@ static bool is_ready_condition(const json_t *c)
 static int decode_slim_spec(struct dctx *d, const json_t *spec, struct se_pod *pod)
 {
         int r;
-        if ((r = get_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
+        if ((r = get_shared_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
             (r = get_string(d, spec, "hostname", &pod->hostname)) < 0 ||
             (r = get_string(d, spec, "subdomain", &pod->subdomain)) < 0 ||
             (r = get_list_if(d, spec, "containers", sizeof(struct se_container), has_ports,
@@ -413,7 +413,7 @@ int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod)
                 return decode_status(d, json, pod, NULL);
         }
         struct se_pod_more more = { 0 };
-        if ((r = get_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
+        if ((r = get_shared_string(d, spec, "nodeName", &pod->node_name)) < 0 ||
             (r = get_string(d, spec, "hostname", &pod->hostname)) < 0 ||
             (r = get_string(d, spec, "subdomain", &pod->subdomain)) < 0 ||
             (r = get_string(d, spec, "serviceAccountName", &more.service_account_name)) < 0 ||

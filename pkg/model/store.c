@@ -9,19 +9,32 @@
 #include <svcenv/hashmap.h>
 #include <svcenv/store.h>
 
+#include "ptab_internal.h"
+
 /* Objects of one kind and namespace that carry one label key=value. */
 struct posting {
-        char *label; /* "key=value", the map's key */
         const struct se_object **objs;
-        size_t n, cap;
+        uint32_t n, cap;
+        char label[]; /* "key=value", the index's key */
 };
 
 struct ns_bucket {
         char *ns;
-        struct se_hashmap by_name; /* name -> struct se_object* (one reference) */
-        struct se_hashmap by_label; /* "key=value" -> struct posting* */
+        struct ptab by_name; /* objects (one reference each) by meta.name */
+        struct ptab by_label; /* struct posting* by label */
         bool index_broken; /* an index update failed: select scans instead */
 };
+
+static const char *obj_name(const void *entry)
+{
+        const struct se_object *o = entry;
+        return o->meta.name ? o->meta.name : "";
+}
+
+static const char *posting_label(const void *entry)
+{
+        return ((const struct posting *)entry)->label;
+}
 
 struct subscriber {
         se_store_fn fn;
@@ -58,20 +71,18 @@ struct se_store *se_store_new(void)
 static void posting_free(struct posting *p)
 {
         free(p->objs);
-        free(p->label);
         free(p);
 }
 
 static void bucket_free(struct ns_bucket *b)
 {
-        const char *k;
         void *v;
-        for (size_t i = 0; se_hashmap_next(&b->by_name, &i, &k, &v);)
+        for (uint32_t i = 0; (v = ptab_next(&b->by_name, &i));)
                 se_object_unref(v);
-        se_hashmap_release(&b->by_name);
-        for (size_t i = 0; se_hashmap_next(&b->by_label, &i, &k, &v);)
+        ptab_release(&b->by_name);
+        for (uint32_t i = 0; (v = ptab_next(&b->by_label, &i));)
                 posting_free(v);
-        se_hashmap_release(&b->by_label);
+        ptab_release(&b->by_label);
         free(b->ns);
         free(b);
 }
@@ -119,6 +130,8 @@ static struct ns_bucket *bucket_get(struct kind_table *t, const char *ns, bool c
         b = se_calloc(1, sizeof(*b));
         if (!b)
                 return NULL;
+        b->by_name = PTAB_INIT(obj_name);
+        b->by_label = PTAB_INIT(posting_label);
         b->ns = se_strdup(ns);
         if (!b->ns || se_hashmap_put(&t->by_ns, b->ns, b, NULL) < 0) {
                 free(b->ns);
@@ -151,19 +164,22 @@ static void index_add(struct ns_bucket *b, const struct se_object *o)
                         b->index_broken = true;
                         break;
                 }
-                struct posting *p = se_hashmap_get(&b->by_label, key);
+                struct posting *p = ptab_get(&b->by_label, key);
                 if (!p) {
-                        p = se_calloc(1, sizeof(*p));
-                        if (!p || !(p->label = se_strdup(key)) ||
-                            se_hashmap_put(&b->by_label, p->label, p, NULL) < 0) {
-                                if (p)
-                                        posting_free(p);
+                        size_t len = strlen(key) + 1;
+                        p = se_calloc(1, sizeof(*p) + len);
+                        if (p)
+                                memcpy(p->label, key, len);
+                        if (!p || ptab_put(&b->by_label, p, NULL) < 0) {
+                                free(p);
                                 b->index_broken = true;
                                 break;
                         }
                 }
                 if (p->n == p->cap) {
-                        size_t cap = p->cap ? p->cap * 2 : 4;
+                        /* from 1: many labels are one object's own (a
+                         * StatefulSet pod's name, a lone pod's hash) */
+                        uint32_t cap = p->cap ? p->cap * 2 : 1;
                         const struct se_object **objs =
                                 se_reallocarray(p->objs, cap, sizeof(*objs));
                         if (!objs) {
@@ -185,7 +201,7 @@ static void index_remove(struct ns_bucket *b, const struct se_object *o)
                 char key[512];
                 struct posting *p;
                 if (!label_key(key, sizeof(key), &o->meta.labels.items[i]) ||
-                    !(p = se_hashmap_get(&b->by_label, key)))
+                    !(p = ptab_get(&b->by_label, key)))
                         continue;
                 for (size_t k = 0; k < p->n; k++) {
                         if (p->objs[k] == o) {
@@ -194,7 +210,7 @@ static void index_remove(struct ns_bucket *b, const struct se_object *o)
                         }
                 }
                 if (p->n == 0) {
-                        se_hashmap_remove(&b->by_label, p->label);
+                        ptab_remove(&b->by_label, p->label);
                         posting_free(p);
                 }
         }
@@ -209,11 +225,11 @@ static int insert(struct se_store *s, struct se_object *obj, bool replace)
         struct ns_bucket *b = bucket_get(t, ns, true);
         if (!b)
                 return -ENOMEM;
-        struct se_object *old = se_hashmap_get(&b->by_name, name);
+        struct se_object *old = ptab_get(&b->by_name, name);
         if (old && !replace)
                 return -EEXIST;
         void *replaced = NULL;
-        if (se_hashmap_put(&b->by_name, name, obj, &replaced) < 0)
+        if (ptab_put(&b->by_name, obj, &replaced) < 0)
                 return -ENOMEM;
         if (old)
                 index_remove(b, old);
@@ -255,7 +271,7 @@ int se_store_delete(struct se_store *s, enum se_kind kind, const char *ns, const
         pthread_rwlock_wrlock(s->lock);
         struct kind_table *t = &s->kinds[kind];
         struct ns_bucket *b = bucket_get(t, ns ? ns : "", false);
-        struct se_object *old = b ? se_hashmap_remove(&b->by_name, name) : NULL;
+        struct se_object *old = b ? ptab_remove(&b->by_name, name ? name : "") : NULL;
         if (old) {
                 t->count--;
                 index_remove(b, old);
@@ -276,7 +292,7 @@ const struct se_object *se_store_get(const struct se_store *s, enum se_kind kind
         if ((unsigned)kind >= SE_KIND_COUNT)
                 return NULL;
         const struct ns_bucket *b = se_hashmap_get(&s->kinds[kind].by_ns, ns ? ns : "");
-        return b ? se_hashmap_get(&b->by_name, name) : NULL;
+        return b ? ptab_get(&b->by_name, name ? name : "") : NULL;
 }
 
 static int cmp_obj(const void *a, const void *b)
@@ -297,7 +313,7 @@ static const struct posting *best_posting(const struct ns_bucket *b,
                 char key[512];
                 if (!label_key(key, sizeof(key), &selector->items[i]))
                         return NULL; /* no indexed label is that long: none match */
-                const struct posting *p = se_hashmap_get(&b->by_label, key);
+                const struct posting *p = ptab_get(&b->by_label, key);
                 if (!p)
                         return NULL;
                 if (!best || p->n < best->n)
@@ -312,8 +328,7 @@ static const struct posting *best_posting(const struct ns_bucket *b,
 static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
                     const struct posting *best, const struct se_object **out, size_t *n)
 {
-        const char *k;
-        void *v;
+        const struct se_object *o;
         if (selector && selector->n && !b->index_broken) {
                 if (best && selector->n == 1) {
                         memcpy(out + *n, best->objs, best->n * sizeof(*out));
@@ -325,8 +340,7 @@ static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
                                 out[(*n)++] = best->objs[i];
                 return;
         }
-        for (size_t i = 0; se_hashmap_next(&b->by_name, &i, &k, &v);) {
-                const struct se_object *o = v;
+        for (uint32_t i = 0; (o = ptab_next(&b->by_name, &i));) {
                 if (!selector || se_selector_matches(selector, &o->meta.labels))
                         out[(*n)++] = o;
         }

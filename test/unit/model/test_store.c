@@ -187,6 +187,114 @@ static void test_store__references_outlive_removal(void **state)
         se_store_free(s);
 }
 
+/* Many puts, adds, replacements and deletes across index resizes in two
+ * namespaces, checked against a plain table after each batch: get, counts,
+ * sorted lists, label selects and the callbacks. */
+#define CHURN_NAMES 700
+
+struct churn_ref {
+        int64_t gen[2][CHURN_NAMES]; /* 0: absent */
+        int app[2][CHURN_NAMES];
+};
+
+static void churn_check(const struct se_store *s, const struct churn_ref *ref)
+{
+        static const char *const nss[] = { "ns-a", "ns-b" };
+        size_t total = 0;
+        for (int n = 0; n < 2; n++) {
+                size_t present = 0, by_app[4] = { 0 };
+                for (int i = 0; i < CHURN_NAMES; i++) {
+                        char name[16];
+                        snprintf(name, sizeof(name), "pod-%d", i);
+                        const struct se_object *o = se_store_get(s, SE_KIND_POD, nss[n], name);
+                        if (!ref->gen[n][i]) {
+                                assert_null(o);
+                                continue;
+                        }
+                        assert_non_null(o);
+                        assert_int_equal(o->meta.generation, ref->gen[n][i]);
+                        present++;
+                        by_app[ref->app[n][i]]++;
+                }
+                total += present;
+                assert_int_equal(se_store_count(s, SE_KIND_POD, nss[n]), present);
+                const struct se_object **objs;
+                assert_int_equal(se_store_list(s, SE_KIND_POD, nss[n], &objs), (long)present);
+                for (size_t k = 1; k < present; k++)
+                        assert_true(strcmp(objs[k - 1]->meta.name, objs[k]->meta.name) < 0);
+                free(objs);
+                for (int a = 0; a < 4; a++) {
+                        char app[8];
+                        snprintf(app, sizeof(app), "a%d", a);
+                        struct se_kv want = { "app", app };
+                        struct se_kvlist sel = { &want, 1 };
+                        assert_int_equal(se_store_select(s, SE_KIND_POD, nss[n], &sel, &objs),
+                                         (long)by_app[a]);
+                        for (size_t k = 0; k < by_app[a]; k++)
+                                assert_string_equal(se_kvlist_get(&objs[k]->meta.labels, "app"),
+                                                    app);
+                        free(objs);
+                }
+        }
+        assert_int_equal(se_store_count(s, SE_KIND_POD, NULL), total);
+}
+
+static void test_store__churn_matches_reference(void **state)
+{
+        (void)state;
+        static const char *const nss[] = { "ns-a", "ns-b" };
+        struct churn_ref *ref = calloc(1, sizeof(*ref));
+        assert_non_null(ref);
+        struct se_store *s = se_store_new();
+        struct events ev = { 0 };
+        assert_int_equal(se_store_subscribe(s, SE_KIND_POD, on_change, &ev), 0);
+        int adds = 0, updates = 0, deletes = 0;
+        int64_t gen = 0;
+        srand(7);
+        for (int step = 0; step < 20000; step++) {
+                int n = rand() % 2, i = rand() % CHURN_NAMES, op = rand() % 10;
+                if (step > 14000)
+                        op = op < 7 ? 9 : op; /* drain: deletes shift the chains */
+                char name[16], app[8];
+                snprintf(name, sizeof(name), "pod-%d", i);
+                int a = rand() % 4;
+                snprintf(app, sizeof(app), "a%d", a);
+                if (op < 5) {
+                        struct se_object *o = make(SE_KIND_POD, nss[n], name, app);
+                        o->meta.generation = ++gen;
+                        assert_int_equal(se_store_put(s, o), 0);
+                        *(ref->gen[n][i] ? &updates : &adds) += 1;
+                        ref->gen[n][i] = gen;
+                        ref->app[n][i] = a;
+                } else if (op < 7) {
+                        struct se_object *o = make(SE_KIND_POD, nss[n], name, app);
+                        o->meta.generation = ++gen;
+                        int r = se_store_add(s, o);
+                        if (ref->gen[n][i]) {
+                                assert_int_equal(r, -EEXIST);
+                        } else {
+                                assert_int_equal(r, 0);
+                                adds++;
+                                ref->gen[n][i] = gen;
+                                ref->app[n][i] = a;
+                        }
+                } else {
+                        int r = se_store_delete(s, SE_KIND_POD, nss[n], name);
+                        assert_int_equal(r, ref->gen[n][i] ? 0 : -ENOENT);
+                        deletes += r == 0;
+                        ref->gen[n][i] = 0;
+                }
+                if (step % 1999 == 0)
+                        churn_check(s, ref);
+        }
+        churn_check(s, ref);
+        assert_int_equal(ev.adds, adds);
+        assert_int_equal(ev.updates, updates);
+        assert_int_equal(ev.deletes, deletes);
+        se_store_free(s);
+        free(ref);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -194,6 +302,7 @@ int main(void)
                 cmocka_unit_test(test_store__list_sorted_and_by_namespace),
                 cmocka_unit_test(test_store__select_by_labels),
                 cmocka_unit_test(test_store__references_outlive_removal),
+                cmocka_unit_test(test_store__churn_matches_reference),
         };
         return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
