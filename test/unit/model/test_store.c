@@ -212,7 +212,7 @@ static void churn_check(const struct se_store *s, const struct churn_ref *ref)
                                 continue;
                         }
                         assert_non_null(o);
-                        assert_int_equal(o->meta.generation, ref->gen[n][i]);
+                        assert_int_equal(se_meta_generation(&o->meta), ref->gen[n][i]);
                         present++;
                         by_app[ref->app[n][i]]++;
                 }
@@ -261,14 +261,14 @@ static void test_store__churn_matches_reference(void **state)
                 snprintf(app, sizeof(app), "a%d", a);
                 if (op < 5) {
                         struct se_object *o = make(SE_KIND_POD, nss[n], name, app);
-                        o->meta.generation = ++gen;
+                        se_meta_more(&o->meta, &o->arena)->generation = ++gen;
                         assert_int_equal(se_store_put(s, o), 0);
                         *(ref->gen[n][i] ? &updates : &adds) += 1;
                         ref->gen[n][i] = gen;
                         ref->app[n][i] = a;
                 } else if (op < 7) {
                         struct se_object *o = make(SE_KIND_POD, nss[n], name, app);
-                        o->meta.generation = ++gen;
+                        se_meta_more(&o->meta, &o->arena)->generation = ++gen;
                         int r = se_store_add(s, o);
                         if (ref->gen[n][i]) {
                                 assert_int_equal(r, -EEXIST);
