@@ -379,6 +379,9 @@ struct se_endpoints {
 int se_endpoints_digest(const struct se_endpoints *ep, uint8_t out[SE_ENDPOINTS_DIGEST_LEN]);
 /* Ready plus not-ready addresses of all subsets (a slim ep: stored). */
 size_t se_endpoints_n_addresses(const struct se_endpoints *ep);
+/* The order Endpoints ports are compared and digested in: name (absent as
+ * ""), port, protocol, appProtocol (absent first). <0, 0 or >0. */
+int se_endpoint_port_cmp(const struct se_endpoint_port *a, const struct se_endpoint_port *b);
 
 /* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
 

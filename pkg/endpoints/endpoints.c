@@ -48,27 +48,15 @@ static bool same_addr(const struct addr *a, const struct addr *b)
         return strcmp(a->ip, b->ip) == 0 && nstreq(a->pod->obj.meta.uid, b->pod->obj.meta.uid);
 }
 
-static int cmp_port(const struct se_endpoint_port *a, const struct se_endpoint_port *b)
-{
-        int c = strcmp(a->name ? a->name : "", b->name ? b->name : "");
-        if (c)
-                return c;
-        if (a->port != b->port)
-                return a->port < b->port ? -1 : 1;
-        if (a->protocol != b->protocol)
-                return a->protocol < b->protocol ? -1 : 1;
-        return nstrcmp(a->app_protocol, b->app_protocol);
-}
-
 static int cmp_port_qsort(const void *a, const void *b)
 {
-        return cmp_port(a, b);
+        return se_endpoint_port_cmp(a, b);
 }
 
 static int cmp_port_ptr(const void *a, const void *b)
 {
-        return cmp_port(*(const struct se_endpoint_port *const *)a,
-                        *(const struct se_endpoint_port *const *)b);
+        return se_endpoint_port_cmp(*(const struct se_endpoint_port *const *)a,
+                                    *(const struct se_endpoint_port *const *)b);
 }
 
 static int add_member(struct pkey *k, uint32_t idx, bool not_ready)
@@ -124,7 +112,7 @@ static int cmp_subset(const void *pa, const void *pb)
         const struct se_endpoint_subset *a = pa, *b = pb;
         if (!a->n_ports || !b->n_ports)
                 return (a->n_ports != 0) - (b->n_ports != 0);
-        return cmp_port(&a->ports[0], &b->ports[0]);
+        return se_endpoint_port_cmp(&a->ports[0], &b->ports[0]);
 }
 
 static int build_labels(struct se_arena *a, struct se_kvlist *out, const struct se_service *svc,
@@ -393,7 +381,7 @@ static int cmp_sorted_subset(const void *pa, const void *pb)
         const struct sorted_subset *a = pa, *b = pb;
         if (!a->s->n_ports || !b->s->n_ports)
                 return (a->s->n_ports != 0) - (b->s->n_ports != 0);
-        return cmp_port(a->ports[0], b->ports[0]);
+        return se_endpoint_port_cmp(a->ports[0], b->ports[0]);
 }
 
 /* A slim existing object (the controller's cache) holds only the digest of
@@ -437,7 +425,7 @@ static bool subsets_equal(const struct se_endpoints *want, const struct se_endpo
                      addrs_equal(w->addresses, w->n_addresses, h->addresses, h->n_addresses) &&
                      addrs_equal(w->not_ready, w->n_not_ready, h->not_ready, h->n_not_ready);
                 for (uint32_t k = 0; eq && k < w->n_ports; k++)
-                        eq = cmp_port(&w->ports[k], ss[i].ports[k]) == 0 &&
+                        eq = se_endpoint_port_cmp(&w->ports[k], ss[i].ports[k]) == 0 &&
                              estreq(w->ports[k].name, ss[i].ports[k]->name);
         }
         free(ss);

@@ -48,9 +48,7 @@ static int cmp_nstr(const char *a, const char *b)
         return strcmp(a, b);
 }
 
-/* The planner's port order: name (absent as ""), port, protocol,
- * appProtocol (absent first). */
-static int cmp_port(const struct se_endpoint_port *a, const struct se_endpoint_port *b)
+int se_endpoint_port_cmp(const struct se_endpoint_port *a, const struct se_endpoint_port *b)
 {
         int c = strcmp(a->name ? a->name : "", b->name ? b->name : "");
         if (c)
@@ -64,8 +62,8 @@ static int cmp_port(const struct se_endpoint_port *a, const struct se_endpoint_p
 
 static int cmp_port_ptr(const void *a, const void *b)
 {
-        return cmp_port(*(const struct se_endpoint_port *const *)a,
-                        *(const struct se_endpoint_port *const *)b);
+        return se_endpoint_port_cmp(*(const struct se_endpoint_port *const *)a,
+                                    *(const struct se_endpoint_port *const *)b);
 }
 
 static void put_addresses(struct se_strbuf *b, const struct se_endpoint_address *a, uint32_t n)
@@ -98,7 +96,7 @@ static int cmp_entry(const void *pa, const void *pb)
         const struct entry *a = pa, *b = pb;
         if (!a->first || !b->first)
                 return (a->first != NULL) - (b->first != NULL);
-        int c = cmp_port(a->first, b->first);
+        int c = se_endpoint_port_cmp(a->first, b->first);
         if (c)
                 return c;
         /* a tie on the first port (only with duplicate service port names):
