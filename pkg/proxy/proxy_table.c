@@ -45,9 +45,39 @@ unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family
         return n;
 }
 
+/* A dotted quad as se_parse_ip takes it (no leading zeros): the common
+ * case, read once without the general parser (one per endpoint). */
+static bool dotted_quad(const char *p)
+{
+        for (int k = 0; k < 4; k++) {
+                if (k && *p++ != '.')
+                        return false;
+                unsigned c0 = (unsigned)(p[0] - '0'), c1 = (unsigned)(p[1] - '0'),
+                         c2 = (unsigned)(p[2] - '0');
+                if (c0 > 9)
+                        return false;
+                if (c1 > 9) {
+                        p += 1;
+                } else if (c0 == 0) {
+                        return false;
+                } else if (c2 > 9) {
+                        p += 2;
+                } else if (c0 * 100 + c1 * 10 + c2 > 255 || (unsigned)(p[3] - '0') <= 9) {
+                        return false;
+                } else {
+                        p += 3;
+                }
+        }
+        return *p == 0;
+}
+
 static bool is_family(const char *ip, enum se_ip_family fam)
 {
-        return ip && se_ip_family_of(ip) == fam;
+        if (!ip)
+                return false;
+        if (dotted_quad(ip))
+                return fam == SE_IPV4;
+        return se_ip_family_of(ip) == fam;
 }
 
 /* proxyutil.GetClusterIPByFamily */

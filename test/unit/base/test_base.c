@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
 
 #include <svcenv/alloc.h>
 #include <svcenv/arena.h>
@@ -344,6 +345,29 @@ static void test_hash__sha256_base32_chain_name(void **state)
         assert_string_equal(small, "MZXW");
 }
 
+/* Every length from 0 to 200 (one, two, three blocks, the padding on
+ * either side of a block's end), whole and split in parts, against
+ * libcrypto's EVP digest. */
+static void test_hash__sha256_lengths(void **state)
+{
+        (void)state;
+        uint8_t in[200], want[SE_SHA256_LEN], got[SE_SHA256_LEN];
+        for (size_t i = 0; i < sizeof(in); i++)
+                in[i] = (uint8_t)(i * 7 + 1);
+        for (size_t n = 0; n <= sizeof(in); n++) {
+                unsigned int wn = 0;
+                assert_int_equal(EVP_Digest(in, n, want, &wn, EVP_sha256(), NULL), 1);
+                assert_int_equal(wn, SE_SHA256_LEN);
+                assert_int_equal(se_sha256(in, n, got), 0);
+                assert_memory_equal(got, want, SE_SHA256_LEN);
+                size_t a = n / 3, b = n / 2;
+                const struct se_sha256_part parts[] = { { in, a }, { in + a, b - a }, { "", 0 },
+                                                        { in + b, n - b } };
+                assert_int_equal(se_sha256_parts(parts, 4, got), 0);
+                assert_memory_equal(got, want, SE_SHA256_LEN);
+        }
+}
+
 static void test_hash__base64(void **state)
 {
         (void)state;
@@ -499,6 +523,7 @@ int main(void)
                 cmocka_unit_test(test_parse__ips_and_cidrs),
                 cmocka_unit_test(test_parse__durations),
                 cmocka_unit_test(test_hash__sha256_base32_chain_name),
+                cmocka_unit_test(test_hash__sha256_lengths),
                 cmocka_unit_test(test_hash__base64),
                 cmocka_unit_test(test_time__rfc3339),
                 cmocka_unit_test(test_arena__alignment_and_strings),
