@@ -384,10 +384,10 @@ static void test_proxy__cluster_ip_three_endpoints(void **state)
 static void test_proxy__endpoint_address_family(void **state)
 {
         (void)state;
-        static const char *const addrs[] = { "10.180.0.1",   "010.180.0.2",     "10.180.0.256",
+        static const char *const addrs[] = { "10.180.0.1",   "010.180.0.2",       "10.180.0.256",
                                              "10.180.0",     "::ffff:10.180.0.5", "fd00::1",
-                                             "10.180.0.1.7", "255.0.99.250",    "10.180.0.01",
-                                             "1.2.3.4x",     "1.2.3.4 ",        "1..2.3" };
+                                             "10.180.0.1.7", "255.0.99.250",      "10.180.0.01",
+                                             "1.2.3.4x",     "1.2.3.4 ",          "1..2.3" };
         struct se_strbuf y;
         se_strbuf_init(&y, 0);
         se_strbuf_puts(&y, three_eps);
