@@ -110,19 +110,16 @@ static size_t pad(const struct se_sha256_part *msg, uint8_t buf[MAX_BLOCKS * BLO
         memcpy(buf, msg->data, n);
         buf[n] = 0x80;
         memset(buf + n + 1, 0, nb * BLOCK - 8 - (n + 1));
-        uint64_t bits = (uint64_t)n * 8;
-        for (int k = 0; k < 8; k++)
-                buf[nb * BLOCK - 1 - k] = (uint8_t)(bits >> (8 * k));
+        uint64_t bits = __builtin_bswap64((uint64_t)n * 8); /* x86 is little-endian */
+        memcpy(buf + nb * BLOCK - 8, &bits, 8);
         return nb;
 }
 
 static void digest(const uint32_t st[8], uint8_t out[SE_SHA256_LEN])
 {
         for (int k = 0; k < 8; k++) {
-                out[4 * k] = (uint8_t)(st[k] >> 24);
-                out[4 * k + 1] = (uint8_t)(st[k] >> 16);
-                out[4 * k + 2] = (uint8_t)(st[k] >> 8);
-                out[4 * k + 3] = (uint8_t)st[k];
+                uint32_t be = __builtin_bswap32(st[k]);
+                memcpy(out + 4 * k, &be, 4);
         }
 }
 

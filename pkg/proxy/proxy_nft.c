@@ -113,6 +113,30 @@ static inline void put_name(struct se_strbuf *sb, const struct nft_name *nm)
         se_strbuf_append(sb, nm->s, nm->n);
 }
 
+/* Raw writes into room a caller reserved (room_begin): one check per
+ * chain instead of one per piece of text. */
+static inline char *cpy(char *p, const void *src, size_t n)
+{
+        memcpy(p, src, n);
+        return p + n;
+}
+#define CPY_LIT(p, lit) cpy((p), "" lit, sizeof(lit) - 1)
+
+/* Room for n more bytes at the end of sb; where to write, NULL when sb
+ * failed (the error stays in sb). */
+static inline char *room_begin(struct se_strbuf *sb, size_t n)
+{
+        if (se_strbuf_grow(sb, n) < 0)
+                return NULL;
+        return sb->buf + sb->len;
+}
+
+static inline void room_end(struct se_strbuf *sb, char *p)
+{
+        sb->len = (size_t)(p - sb->buf);
+        *p = 0;
+}
+
 /* nm = prefix + h */
 static void prefixed(struct nft_name *nm, const char *prefix, const struct nft_name *h)
 {
@@ -307,11 +331,16 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                 const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
                 if (!nm)
                         return r;
+                /* ", " + "N : goto endpoint-" + name */
+                char *p = room_begin(s, nm->n + 48);
+                if (!p)
+                        return 0; /* the error is in s */
                 if (i)
-                        se_strbuf_lit(s, ", ");
-                se_strbuf_add_uint(s, i);
-                se_strbuf_lit(s, " : goto endpoint-");
-                put_name(s, nm);
+                        p = CPY_LIT(p, ", ");
+                p += proxy_int_text((int32_t)i, p);
+                p = CPY_LIT(p, " : goto endpoint-");
+                p = cpy(p, nm->s, nm->n);
+                room_end(s, p);
         }
         se_strbuf_lit(s, " }\n\t}\n");
         return 0;
@@ -335,33 +364,39 @@ static int endpoint_chain(struct nft *w, const struct se_proxy_svcport *sp,
                 se_strbuf_add_int(s, sp->affinity_timeout);
                 se_strbuf_lit(s, "s\n\t}\n");
         }
-        se_strbuf_lit(c, "\tchain endpoint-");
-        put_name(c, en);
-        se_strbuf_lit(c, " {\n\t\t");
-        put(c, w->ip);
-        se_strbuf_lit(c, " saddr ");
-        put(c, ep->ip);
-        se_strbuf_lit(c, " jump mark-for-masquerade\n");
+        size_t ipn = strlen(ep->ip), fn = strlen(w->ip), pn = strlen(sp->proto);
+        /* the text below with two names, two IPs, the family thrice */
+        char *p = room_begin(c, 2 * en->n + 2 * ipn + 3 * fn + pn + 160);
+        if (!p)
+                return 0; /* the error is in c */
+        p = CPY_LIT(p, "\tchain endpoint-");
+        p = cpy(p, en->s, en->n);
+        p = CPY_LIT(p, " {\n\t\t");
+        p = cpy(p, w->ip, fn);
+        p = CPY_LIT(p, " saddr ");
+        p = cpy(p, ep->ip, ipn);
+        p = CPY_LIT(p, " jump mark-for-masquerade\n");
         if (sp->affinity) {
-                se_strbuf_lit(c, "\t\tupdate @affinity-");
-                put_name(c, en);
-                se_strbuf_lit(c, " { ");
-                put(c, w->ip);
-                se_strbuf_lit(c, " saddr }\n");
+                p = CPY_LIT(p, "\t\tupdate @affinity-");
+                p = cpy(p, en->s, en->n);
+                p = CPY_LIT(p, " { ");
+                p = cpy(p, w->ip, fn);
+                p = CPY_LIT(p, " saddr }\n");
         }
-        se_strbuf_lit(c, "\t\tmeta l4proto ");
-        put(c, sp->proto);
-        se_strbuf_lit(c, " dnat to ");
+        p = CPY_LIT(p, "\t\tmeta l4proto ");
+        p = cpy(p, sp->proto, pn);
+        p = CPY_LIT(p, " dnat to ");
         if (w->v6) {
-                se_strbuf_lit(c, "[");
-                put(c, ep->ip);
-                se_strbuf_lit(c, "]:");
+                p = CPY_LIT(p, "[");
+                p = cpy(p, ep->ip, ipn);
+                p = CPY_LIT(p, "]:");
         } else {
-                put(c, ep->ip);
-                se_strbuf_lit(c, ":");
+                p = cpy(p, ep->ip, ipn);
+                p = CPY_LIT(p, ":");
         }
-        se_strbuf_add_int(c, ep->port);
-        se_strbuf_lit(c, "\n\t}\n");
+        p += proxy_int_text(ep->port, p);
+        p = CPY_LIT(p, "\n\t}\n");
+        room_end(c, p);
         return 0;
 }
 
@@ -915,8 +950,10 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                  w.ip, COMMENT, w.ip);
                 if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
-                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
-                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
+                if (known.n) { /* the first sync knows of nothing to flush */
+                        flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
+                        flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
+                }
         } else {
                 se_strbuf_printf(&head, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
                                  w.ip);
