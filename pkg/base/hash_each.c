@@ -36,14 +36,17 @@ static const uint32_t iv256[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53
 
 static bool have_shani(void)
 {
-        static int known; /* 0 unknown, 1 yes, -1 no (a benign race: same answer) */
-        if (known == 0) {
+        /* 0 unknown, 1 yes, -1 no; threads asking at once get one answer */
+        static int known;
+        int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+        if (k == 0) {
                 unsigned a, b, c, d;
                 bool ok = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1);
                 ok = ok && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
-                known = ok ? 1 : -1;
+                k = ok ? 1 : -1;
+                __atomic_store_n(&known, k, __ATOMIC_RELAXED);
         }
-        return known > 0;
+        return k > 0;
 }
 
 /* st[lane] as the ABEF/CDGH register pair the SHA instructions use */
