@@ -52,21 +52,25 @@ static bool dotted_quad(const char *p)
         for (int k = 0; k < 4; k++) {
                 if (k && *p++ != '.')
                         return false;
-                unsigned c0 = (unsigned)(p[0] - '0'), c1 = (unsigned)(p[1] - '0'),
-                         c2 = (unsigned)(p[2] - '0');
-                if (c0 > 9)
+                /* each digit read only after the one before it was one */
+                unsigned v = (unsigned)(p[0] - '0'), d;
+                if (v > 9)
                         return false;
-                if (c1 > 9) {
+                if ((d = (unsigned)(p[1] - '0')) > 9) {
                         p += 1;
-                } else if (c0 == 0) {
-                        return false;
-                } else if (c2 > 9) {
-                        p += 2;
-                } else if (c0 * 100 + c1 * 10 + c2 > 255 || (unsigned)(p[3] - '0') <= 9) {
-                        return false;
-                } else {
-                        p += 3;
+                        continue;
                 }
+                if (v == 0) /* a leading zero */
+                        return false;
+                v = v * 10 + d;
+                if ((d = (unsigned)(p[2] - '0')) > 9) {
+                        p += 2;
+                        continue;
+                }
+                v = v * 10 + d;
+                if (v > 255 || (unsigned)(p[3] - '0') <= 9)
+                        return false;
+                p += 3;
         }
         return *p == 0;
 }
