@@ -19,6 +19,10 @@ struct se_sha256_part {
         size_t n;
 };
 int se_sha256_parts(const struct se_sha256_part *parts, size_t n, uint8_t out[SE_SHA256_LEN]);
+/* SHA-256 of each of n independent messages (msgs[i] -> out[i]), several
+ * at a time where the CPU can (x86 SHA extensions): the proxy names every
+ * endpoint chain after one. 0, -ENOMEM or -EIO. */
+int se_sha256_each(const struct se_sha256_part *msgs, size_t n, uint8_t (*out)[SE_SHA256_LEN]);
 /* Standard-alphabet base32 with '=' padding, as Go's base32.StdEncoding.
  * Writes at most size-1 characters plus NUL; returns the full encoded
  * length (like snprintf), so size >= se_base32_len(n)+1 gives all of it. */

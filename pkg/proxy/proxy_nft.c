@@ -67,13 +67,9 @@ struct nft {
 };
 
 /* "HASH8-base" (kube-proxy's nftables chain-name suffix) with the base
- * already at nm->s + 9, bn characters long. */
-static int name_finish(struct nft_name *nm, size_t bn)
+ * at nm->s + 9, bn characters long, and d its SHA-256. */
+static void name_digest(struct nft_name *nm, size_t bn, const uint8_t d[SE_SHA256_LEN])
 {
-        uint8_t d[SE_SHA256_LEN];
-        int r = se_sha256(nm->s + 9, bn, d);
-        if (r < 0)
-                return r;
         /* 8 characters of base32 come from the first 5 bytes */
         proxy_base32_8(d, nm->s);
         nm->s[8] = '-';
@@ -85,7 +81,16 @@ static int name_finish(struct nft_name *nm, size_t bn)
                 nm->n = NAME_BASE_MAX;
         }
         nm->s[nm->n] = 0;
-        return 0;
+}
+
+/* name_digest, hashing the base here */
+static int name_finish(struct nft_name *nm, size_t bn)
+{
+        uint8_t d[SE_SHA256_LEN];
+        int r = se_sha256(nm->s + 9, bn, d);
+        if (r == 0)
+                name_digest(nm, bn, d);
+        return r;
 }
 
 /* Appends src (n bytes) at *pos of nm's base, within BASE_MAX. */
@@ -108,6 +113,30 @@ static inline void put_name(struct se_strbuf *sb, const struct nft_name *nm)
         se_strbuf_append(sb, nm->s, nm->n);
 }
 
+/* Raw writes into room a caller reserved (room_begin): one check per
+ * chain instead of one per piece of text. */
+static inline char *cpy(char *p, const void *src, size_t n)
+{
+        memcpy(p, src, n);
+        return p + n;
+}
+#define CPY_LIT(p, lit) cpy((p), "" lit, sizeof(lit) - 1)
+
+/* Room for n more bytes at the end of sb; where to write, NULL when sb
+ * failed (the error stays in sb). */
+static inline char *room_begin(struct se_strbuf *sb, size_t n)
+{
+        if (se_strbuf_grow(sb, n) < 0)
+                return NULL;
+        return sb->buf + sb->len;
+}
+
+static inline void room_end(struct se_strbuf *sb, char *p)
+{
+        sb->len = (size_t)(p - sb->buf);
+        *p = 0;
+}
+
 /* nm = prefix + h */
 static void prefixed(struct nft_name *nm, const char *prefix, const struct nft_name *h)
 {
@@ -117,15 +146,10 @@ static void prefixed(struct nft_name *nm, const char *prefix, const struct nft_n
         nm->n = pl + h->n;
 }
 
-/* The name of endpoint chain ep of the service being written, made once
- * per service: "HASH8-ns/name/proto/port__ip/port" (':' of IPv6 as '.'). */
-static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcport *sp,
-                                      const struct se_proxy_endpoint *ep, int *r)
+/* The base of endpoint ep's chain name into nm: "ns/name/proto/port__ip/port"
+ * (':' of IPv6 as '.'); its length. */
+static size_t ep_base(struct nft *w, struct nft_name *nm, const struct se_proxy_endpoint *ep)
 {
-        size_t i = (size_t)(ep - sp->eps);
-        struct nft_name *nm = &w->ep_names[i];
-        if (w->ep_done[i])
-                return nm;
         size_t pos = w->base_n, n = strlen(ep->ip);
         char digits[16];
         memcpy(nm->s + 9, w->base.s + 9, pos);
@@ -139,10 +163,58 @@ static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcpo
                         nm->s[9 + k] = '.';
         base_add(nm, &pos, "/", 1);
         base_add(nm, &pos, digits, proxy_int_text(ep->port, digits));
-        if ((*r = name_finish(nm, pos)) < 0)
+        return pos;
+}
+
+/* The name of endpoint chain ep of the service being written, made once
+ * per service (names_hash made most of them already). */
+static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcport *sp,
+                                      const struct se_proxy_endpoint *ep, int *r)
+{
+        size_t i = (size_t)(ep - sp->eps);
+        struct nft_name *nm = &w->ep_names[i];
+        if (w->ep_done[i])
+                return nm;
+        if ((*r = name_finish(nm, ep_base(w, nm, ep))) < 0)
                 return NULL;
         w->ep_done[i] = true;
         return nm;
+}
+
+/* The service's chain-name hash h (base already in h) and its reachable
+ * endpoints' names, hashed together: SHA-256 is most of a name's cost and
+ * goes faster several at a time (se_sha256_each). 0 or -errno. */
+static int names_hash(struct nft *w, const struct se_proxy_svcport *sp,
+                      const struct proxy_categories *cat, struct nft_name *h)
+{
+        enum { BATCH = 16 };
+        struct se_sha256_part msgs[BATCH];
+        uint8_t d[BATCH][SE_SHA256_LEN];
+        struct nft_name *names[BATCH];
+        size_t lens[BATCH], k = 0;
+        names[0] = h;
+        lens[0] = w->base_n;
+        msgs[k++] = (struct se_sha256_part){ h->s + 9, w->base_n };
+        for (uint32_t i = 0; i <= cat->n_reachable; i++) {
+                if (k == BATCH || (i == cat->n_reachable && k)) {
+                        int r = se_sha256_each(msgs, k, d);
+                        if (r < 0)
+                                return r;
+                        for (size_t j = 0; j < k; j++)
+                                name_digest(names[j], lens[j], d[j]);
+                        k = 0;
+                }
+                if (i == cat->n_reachable)
+                        break;
+                const struct se_proxy_endpoint *ep = cat->reachable[i];
+                size_t e = (size_t)(ep - sp->eps);
+                names[k] = &w->ep_names[e];
+                lens[k] = ep_base(w, names[k], ep);
+                msgs[k] = (struct se_sha256_part){ names[k]->s + 9, lens[k] };
+                k++;
+                w->ep_done[e] = true;
+        }
+        return 0;
 }
 
 /* ",\n\t\t\t" between the elements of a verdict map */
@@ -259,11 +331,16 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                 const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
                 if (!nm)
                         return r;
+                /* ", " + "N : goto endpoint-" + name */
+                char *p = room_begin(s, nm->n + 48);
+                if (!p)
+                        return 0; /* the error is in s */
                 if (i)
-                        se_strbuf_lit(s, ", ");
-                se_strbuf_add_uint(s, i);
-                se_strbuf_lit(s, " : goto endpoint-");
-                put_name(s, nm);
+                        p = CPY_LIT(p, ", ");
+                p += proxy_int_text((int32_t)i, p);
+                p = CPY_LIT(p, " : goto endpoint-");
+                p = cpy(p, nm->s, nm->n);
+                room_end(s, p);
         }
         se_strbuf_lit(s, " }\n\t}\n");
         return 0;
@@ -287,33 +364,39 @@ static int endpoint_chain(struct nft *w, const struct se_proxy_svcport *sp,
                 se_strbuf_add_int(s, sp->affinity_timeout);
                 se_strbuf_lit(s, "s\n\t}\n");
         }
-        se_strbuf_lit(c, "\tchain endpoint-");
-        put_name(c, en);
-        se_strbuf_lit(c, " {\n\t\t");
-        put(c, w->ip);
-        se_strbuf_lit(c, " saddr ");
-        put(c, ep->ip);
-        se_strbuf_lit(c, " jump mark-for-masquerade\n");
+        size_t ipn = strlen(ep->ip), fn = strlen(w->ip), pn = strlen(sp->proto);
+        /* the text below with two names, two IPs, the family thrice */
+        char *p = room_begin(c, 2 * en->n + 2 * ipn + 3 * fn + pn + 160);
+        if (!p)
+                return 0; /* the error is in c */
+        p = CPY_LIT(p, "\tchain endpoint-");
+        p = cpy(p, en->s, en->n);
+        p = CPY_LIT(p, " {\n\t\t");
+        p = cpy(p, w->ip, fn);
+        p = CPY_LIT(p, " saddr ");
+        p = cpy(p, ep->ip, ipn);
+        p = CPY_LIT(p, " jump mark-for-masquerade\n");
         if (sp->affinity) {
-                se_strbuf_lit(c, "\t\tupdate @affinity-");
-                put_name(c, en);
-                se_strbuf_lit(c, " { ");
-                put(c, w->ip);
-                se_strbuf_lit(c, " saddr }\n");
+                p = CPY_LIT(p, "\t\tupdate @affinity-");
+                p = cpy(p, en->s, en->n);
+                p = CPY_LIT(p, " { ");
+                p = cpy(p, w->ip, fn);
+                p = CPY_LIT(p, " saddr }\n");
         }
-        se_strbuf_lit(c, "\t\tmeta l4proto ");
-        put(c, sp->proto);
-        se_strbuf_lit(c, " dnat to ");
+        p = CPY_LIT(p, "\t\tmeta l4proto ");
+        p = cpy(p, sp->proto, pn);
+        p = CPY_LIT(p, " dnat to ");
         if (w->v6) {
-                se_strbuf_lit(c, "[");
-                put(c, ep->ip);
-                se_strbuf_lit(c, "]:");
+                p = CPY_LIT(p, "[");
+                p = cpy(p, ep->ip, ipn);
+                p = CPY_LIT(p, "]:");
         } else {
-                put(c, ep->ip);
-                se_strbuf_lit(c, ":");
+                p = cpy(p, ep->ip, ipn);
+                p = CPY_LIT(p, ":");
         }
-        se_strbuf_add_int(c, ep->port);
-        se_strbuf_lit(c, "\n\t}\n");
+        p += proxy_int_text(ep->port, p);
+        p = CPY_LIT(p, "\n\t}\n");
+        room_end(c, p);
         return 0;
 }
 
@@ -390,10 +473,11 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         base_add(&w->base, &pos, sp->port_name, strlen(sp->port_name));
         w->base_n = pos;
         memcpy(h.s + 9, w->base.s + 9, pos);
-        int r = name_finish(&h, pos);
-        if (r < 0 || (r = ep_names_reserve(w, sp)) < 0 ||
-            (r = proxy_categorize(sp, w->opt, &cat)) < 0)
+        int r = ep_names_reserve(w, sp);
+        if (r < 0 || (r = proxy_categorize(sp, w->opt, &cat)) < 0)
                 return r;
+        if ((r = names_hash(w, sp, &cat, &h)) < 0)
+                goto out;
         size_t chains_at = w->chains->len, sets_at = w->sets.len;
         prefixed(&svc, "service-", &h);
         prefixed(&loc, "local-", &h);
@@ -866,8 +950,10 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                  w.ip, COMMENT, w.ip);
                 if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
-                flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
-                flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
+                if (known.n) { /* the first sync knows of nothing to flush */
+                        flush_known(&w, gmaps.buf, gmaps.len, &known, NULL, &head);
+                        flush_known(&w, w.sets.buf, w.sets.len, &known, NULL, &head);
+                }
         } else {
                 se_strbuf_printf(&head, "add table %s " TABLE "\ndelete table %s " TABLE "\n", w.ip,
                                  w.ip);

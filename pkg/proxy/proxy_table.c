@@ -45,9 +45,43 @@ unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family
         return n;
 }
 
+/* A dotted quad as se_parse_ip takes it (no leading zeros): the common
+ * case, read once without the general parser (one per endpoint). */
+static bool dotted_quad(const char *p)
+{
+        for (int k = 0; k < 4; k++) {
+                if (k && *p++ != '.')
+                        return false;
+                /* each digit read only after the one before it was one */
+                unsigned v = (unsigned)(p[0] - '0'), d;
+                if (v > 9)
+                        return false;
+                if ((d = (unsigned)(p[1] - '0')) > 9) {
+                        p += 1;
+                        continue;
+                }
+                if (v == 0) /* a leading zero */
+                        return false;
+                v = v * 10 + d;
+                if ((d = (unsigned)(p[2] - '0')) > 9) {
+                        p += 2;
+                        continue;
+                }
+                v = v * 10 + d;
+                if (v > 255 || (unsigned)(p[3] - '0') <= 9)
+                        return false;
+                p += 3;
+        }
+        return *p == 0;
+}
+
 static bool is_family(const char *ip, enum se_ip_family fam)
 {
-        return ip && se_ip_family_of(ip) == fam;
+        if (!ip)
+                return false;
+        if (dotted_quad(ip))
+                return fam == SE_IPV4;
+        return se_ip_family_of(ip) == fam;
 }
 
 /* proxyutil.GetClusterIPByFamily */

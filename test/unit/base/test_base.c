@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
 
 #include <svcenv/alloc.h>
 #include <svcenv/arena.h>
@@ -344,6 +345,64 @@ static void test_hash__sha256_base32_chain_name(void **state)
         assert_string_equal(small, "MZXW");
 }
 
+/* Every length from 0 to 200 (one, two, three blocks, the padding on
+ * either side of a block's end), whole and split in parts, against
+ * libcrypto's EVP digest. */
+static void test_hash__sha256_lengths(void **state)
+{
+        (void)state;
+        uint8_t in[200], want[SE_SHA256_LEN], got[SE_SHA256_LEN];
+        for (size_t i = 0; i < sizeof(in); i++)
+                in[i] = (uint8_t)(i * 7 + 1);
+        for (size_t n = 0; n <= sizeof(in); n++) {
+                unsigned int wn = 0;
+                assert_int_equal(EVP_Digest(in, n, want, &wn, EVP_sha256(), NULL), 1);
+                assert_int_equal(wn, SE_SHA256_LEN);
+                assert_int_equal(se_sha256(in, n, got), 0);
+                assert_memory_equal(got, want, SE_SHA256_LEN);
+                size_t a = n / 3, b = n / 2;
+                const struct se_sha256_part parts[] = {
+                        { in, a }, { in + a, b - a }, { "", 0 }, { in + b, n - b }
+                };
+                assert_int_equal(se_sha256_parts(parts, 4, got), 0);
+                assert_memory_equal(got, want, SE_SHA256_LEN);
+        }
+}
+
+/* Messages of every length to 600 (more blocks than the paired path
+ * buffers), hashed together, each against libcrypto's EVP digest: pairs of
+ * equal and of different block counts, and an odd one out at the end. */
+static void test_hash__sha256_each(void **state)
+{
+        (void)state;
+        enum { N = 601 };
+        static uint8_t in[N], out[N][SE_SHA256_LEN];
+        static struct se_sha256_part msgs[N];
+        for (size_t i = 0; i < N; i++)
+                in[i] = (uint8_t)(i * 13 + 5);
+        /* lengths 0..600, shuffled so neighbours differ */
+        for (size_t i = 0; i < N; i++)
+                msgs[i] = (struct se_sha256_part){ in, (i * 271) % N };
+        assert_int_equal(se_sha256_each(msgs, N, out), 0);
+        for (size_t i = 0; i < N; i++) {
+                uint8_t want[SE_SHA256_LEN];
+                unsigned int wn = 0;
+                assert_int_equal(EVP_Digest(in, msgs[i].n, want, &wn, EVP_sha256(), NULL), 1);
+                assert_memory_equal(out[i], want, SE_SHA256_LEN);
+        }
+        /* neighbours of the same length, and a single message */
+        for (size_t i = 0; i < N; i++)
+                msgs[i] = (struct se_sha256_part){ in + i % 7, 40 + i / 2 % 3 };
+        assert_int_equal(se_sha256_each(msgs, N, out), 0);
+        for (size_t i = 0; i < N; i++) {
+                uint8_t want[SE_SHA256_LEN];
+                assert_int_equal(se_sha256(msgs[i].data, msgs[i].n, want), 0);
+                assert_memory_equal(out[i], want, SE_SHA256_LEN);
+        }
+        assert_int_equal(se_sha256_each(msgs, 1, out), 0);
+        assert_int_equal(se_sha256_each(msgs, 0, out), 0);
+}
+
 static void test_hash__base64(void **state)
 {
         (void)state;
@@ -506,6 +565,8 @@ int main(void)
                 cmocka_unit_test(test_parse__ips_and_cidrs),
                 cmocka_unit_test(test_parse__durations),
                 cmocka_unit_test(test_hash__sha256_base32_chain_name),
+                cmocka_unit_test(test_hash__sha256_lengths),
+                cmocka_unit_test(test_hash__sha256_each),
                 cmocka_unit_test(test_hash__base64),
                 cmocka_unit_test(test_time__rfc3339),
                 cmocka_unit_test(test_arena__alignment_and_strings),

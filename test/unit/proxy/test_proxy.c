@@ -377,6 +377,51 @@ static void test_proxy__cluster_ip_three_endpoints(void **state)
         free(got);
 }
 
+/* An IPv4 table keeps the endpoints whose first address parses as IPv4
+ * (an IPv4-mapped IPv6 text counts, as Go reads it) and drops the others:
+ * leading zeros, octets over 255, short or long quads, IPv6. The manifest
+ * loader refuses such addresses, so they are put into the stored slice. */
+static void test_proxy__endpoint_address_family(void **state)
+{
+        (void)state;
+        static const char *const addrs[] = { "10.180.0.1",   "010.180.0.2",       "10.180.0.256",
+                                             "10.180.0",     "::ffff:10.180.0.5", "fd00::1",
+                                             "10.180.0.1.7", "255.0.99.250",      "10.180.0.01",
+                                             "1.2.3.4x",     "1.2.3.4 ",          "1..2.3" };
+        struct se_strbuf y;
+        se_strbuf_init(&y, 0);
+        se_strbuf_puts(&y, three_eps);
+        se_strbuf_puts(&y, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                           "metadata: {name: svc1-b, namespace: ns1, labels: "
+                           "{kubernetes.io/service-name: svc1}}\naddressType: IPv4\nendpoints: [");
+        for (size_t i = 0; i < SE_ARRAY_SIZE(addrs); i++)
+                se_strbuf_printf(&y, "%s{addresses: [10.181.0.%zu]}", i ? ", " : "", i + 1);
+        se_strbuf_puts(&y, "]\nports: [{name: p80, port: 80, protocol: TCP}]\n");
+        assert_int_equal(se_strbuf_failed(&y), 0);
+        struct se_proxy_options o;
+        base_options(&o);
+        struct se_store *s = load(y.buf);
+        se_strbuf_release(&y);
+        const struct se_object *obj = se_store_get(s, SE_KIND_ENDPOINT_SLICE, "ns1", "svc1-b");
+        struct se_endpoint_slice *es =
+                SE_UNCONST(struct se_endpoint_slice, (const struct se_endpoint_slice *)obj);
+        assert_non_null(es);
+        assert_int_equal(es->n_endpoints, SE_ARRAY_SIZE(addrs));
+        for (size_t i = 0; i < SE_ARRAY_SIZE(addrs); i++)
+                es->endpoints[i].addresses.v[0] = addrs[i];
+        struct se_proxy_table *t = NULL;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        assert_int_equal(t->n_ports, 1);
+        const struct se_proxy_svcport *sp = &t->ports[0];
+        static const char *const want[] = { "10.180.0.1:80", "10.180.0.2:80", "10.180.0.3:80",
+                                            "255.0.99.250:80", "[::ffff:10.180.0.5]:80" };
+        assert_int_equal(sp->n_eps, SE_ARRAY_SIZE(want));
+        for (size_t i = 0; i < SE_ARRAY_SIZE(want); i++)
+                assert_string_equal(sp->eps[i].str, want[i]);
+        se_proxy_table_free(t);
+        se_store_free(s);
+}
+
 /* masquerade-all marks every cluster-IP packet; no detector marks none */
 static void test_proxy__masquerade_modes(void **state)
 {
@@ -1424,6 +1469,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__overall_golden),
                 cmocka_unit_test(test_proxy__no_endpoints_reject),
                 cmocka_unit_test(test_proxy__cluster_ip_three_endpoints),
+                cmocka_unit_test(test_proxy__endpoint_address_family),
                 cmocka_unit_test(test_proxy__masquerade_modes),
                 cmocka_unit_test(test_proxy__large_cluster_mode),
                 cmocka_unit_test(test_proxy__internal_policy_local),
