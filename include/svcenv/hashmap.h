@@ -30,6 +30,8 @@ struct se_hashmap {
 
 /* 64-bit hash of a NUL-terminated string. */
 uint64_t se_hash_str(const char *s);
+/* The same hash of n bytes at p (se_hash_mem(s, strlen(s)) == se_hash_str(s)). */
+uint64_t se_hash_mem(const void *p, size_t n);
 /* Value for key, NULL when absent. */
 void *se_hashmap_get(const struct se_hashmap *m, const char *key);
 /* Inserts or replaces. If ret_old is given it receives the replaced value

@@ -7,6 +7,14 @@
 #include <svcenv/hashmap.h>
 
 /* FNV-1a with a final avalanche: cheap for short keys like "ns/name". */
+static uint64_t avalanche(uint64_t h)
+{
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 33;
+        return h;
+}
+
 uint64_t se_hash_str(const char *s)
 {
         uint64_t h = 1469598103934665603ULL;
@@ -14,10 +22,17 @@ uint64_t se_hash_str(const char *s)
                 h ^= *p;
                 h *= 1099511628211ULL;
         }
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 33;
-        return h;
+        return avalanche(h);
+}
+
+uint64_t se_hash_mem(const void *p, size_t n)
+{
+        uint64_t h = 1469598103934665603ULL;
+        for (const unsigned char *b = p, *end = b + n; b < end; b++) {
+                h ^= *b;
+                h *= 1099511628211ULL;
+        }
+        return avalanche(h);
 }
 
 static size_t find_slot(const struct se_hashmap *m, const char *key, uint64_t h)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/hashmap.h>
 
 #include "decode_internal.h"
 
@@ -25,16 +26,6 @@ static size_t cap, count, bytes;
 static char *slab; /* the slab being filled, which starts with the previous one's address */
 static size_t slab_used;
 static uint32_t seen_once[FILTER_SIZE];
-
-static uint64_t hash(const char *s, size_t n)
-{
-        uint64_t h = 1469598103934665603ULL; /* FNV-1a, then a final mix */
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdULL;
-        return h ^ (h >> 33);
-}
 
 /* The slot of s[0..n), or the empty slot where it would go. */
 static size_t slot_of(const char *s, size_t n, uint64_t h)
@@ -62,7 +53,7 @@ static int grow_locked(void)
                 if (!table[i])
                         continue;
                 size_t n = (unsigned char)table[i][-1];
-                size_t j = hash(table[i], n) & (ncap - 1);
+                size_t j = se_hash_mem(table[i], n) & (ncap - 1);
                 while (t[j])
                         j = (j + 1) & (ncap - 1);
                 t[j] = table[i];
@@ -108,7 +99,7 @@ const char *intern_pool_find(const char *s, size_t n)
 {
         if (n == 0 || n > INTERN_MAX_LEN)
                 return NULL;
-        uint64_t h = hash(s, n);
+        uint64_t h = se_hash_mem(s, n);
         pthread_mutex_lock(&lock);
         const char *p = find_locked(s, n, h);
         pthread_mutex_unlock(&lock);
@@ -119,7 +110,7 @@ const char *intern_pool_add(const char *s, size_t n)
 {
         if (n == 0 || n > INTERN_MAX_LEN)
                 return NULL;
-        uint64_t h = hash(s, n);
+        uint64_t h = se_hash_mem(s, n);
         uint32_t mark = (uint32_t)(h >> 32) | 1; /* never 0: 0 is "nothing seen" */
         pthread_mutex_lock(&lock);
         const char *p = find_locked(s, n, h);

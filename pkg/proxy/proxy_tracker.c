@@ -389,32 +389,14 @@ int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_
         return r;
 }
 
-int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
-                        struct se_hashmap *names)
-{
-        const char *k;
-        void *v;
-        for (size_t it = 0; se_hashmap_next(&tr->current.map, &it, &k, &v);)
-                entry_names(&tr->current, v, store);
-        if (se_strbuf_failed(store))
-                return se_strbuf_failed(store);
-        names_foreach(c, store)
-        {
-                if (se_hashmap_put(names, c, SE_UNCONST(char, c), NULL) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-/* Every name the sync being built writes: the names into block, the set
+/* Every name the state's entries write: the names into block, the set
  * pointing into it. */
-static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
-                         struct se_hashmap *set)
+static int state_names(const struct state *st, struct se_strbuf *block, struct se_hashmap *set)
 {
         const char *k;
         void *v;
-        for (size_t it = 0; se_hashmap_next(&tr->pending.map, &it, &k, &v);)
-                entry_names(&tr->pending, v, block);
+        for (size_t it = 0; se_hashmap_next(&st->map, &it, &k, &v);)
+                entry_names(st, v, block);
         if (se_strbuf_failed(block))
                 return se_strbuf_failed(block);
         names_foreach(c, block)
@@ -423,6 +405,12 @@ static int pending_names(struct se_proxy_tracker *tr, struct se_strbuf *block,
                         return -ENOMEM;
         }
         return 0;
+}
+
+int proxy_tracker_known(const struct se_proxy_tracker *tr, struct se_strbuf *store,
+                        struct se_hashmap *names)
+{
+        return state_names(&tr->current, store, names);
 }
 
 /* Adds delta (+1 or -1) to the owner count of every name in names. */
@@ -575,7 +563,7 @@ int proxy_tracker_gone(struct se_proxy_tracker *tr, struct se_strv *gone)
                                 continue;
                         if (!built) { /* only when some name may be gone */
                                 built = true;
-                                if ((r = pending_names(tr, &all, &now_chains)) < 0)
+                                if ((r = state_names(&tr->pending, &all, &now_chains)) < 0)
                                         break;
                         }
                         if (se_hashmap_get(&now_chains, c))

@@ -182,6 +182,17 @@ static void test_strv__push_sort_split(void **state)
         se_strv_release(&sv);
 }
 
+static void test_hashmap__hash_mem_equals_hash_str(void **state)
+{
+        (void)state;
+        static const char *const keys[] = { "", "a", "ns/name", "kube-system/kube-dns" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(keys); i++)
+                assert_true(se_hash_mem(keys[i], strlen(keys[i])) == se_hash_str(keys[i]));
+        /* the length counts, not a NUL: a prefix hashes differently */
+        assert_true(se_hash_mem("ns/name", 2) == se_hash_str("ns"));
+        assert_true(se_hash_mem("ns/name", 2) != se_hash_str("ns/name"));
+}
+
 static void test_hashmap__put_get_remove_many(void **state)
 {
         (void)state;
@@ -560,6 +571,7 @@ int main(void)
                 cmocka_unit_test(test_strbuf__numbers_and_inline_append),
                 cmocka_unit_test(test_strbuf__growing_big_keeps_contents),
                 cmocka_unit_test(test_strv__push_sort_split),
+                cmocka_unit_test(test_hashmap__hash_mem_equals_hash_str),
                 cmocka_unit_test(test_hashmap__put_get_remove_many),
                 cmocka_unit_test(test_parse__numbers),
                 cmocka_unit_test(test_parse__ips_and_cidrs),
