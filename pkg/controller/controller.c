@@ -381,10 +381,10 @@ static void queue_startup_keys(struct se_controller *ctl)
 }
 
 /* The cache keeps only what the syncs read: most of its bytes are pods,
- * and the Endpoints and slices are compared, never copied. */
-/* Slim forms of what is only compared; shared strings everywhere (the
- * namespaces, labels, selectors and node names of a big cluster). */
-static unsigned informer_decode_flags(enum se_kind kind)
+ * and the Endpoints and slices are compared, never copied; strings shared
+ * everywhere (the namespaces, labels, selectors and node names of a big
+ * cluster). The informers and the write responses kept (sync.c) use it. */
+unsigned ctl_decode_flags(enum se_kind kind)
 {
         switch (kind) {
         case SE_KIND_POD:
@@ -405,8 +405,8 @@ int se_controller_run(struct se_controller *ctl, unsigned timeout_ms)
          * 500 objects) while it decodes it, and five at once would set the
          * peak memory */
         for (size_t i = 0; i < CTL_N_INFORMERS; i++) {
-                struct se_kube_informer_opts io = { .decode_flags = informer_decode_flags(
-                                                            informer_kinds[i]) };
+                struct se_kube_informer_opts io = { .decode_flags =
+                                                            ctl_decode_flags(informer_kinds[i]) };
                 ctl->informers[i] = se_kube_informer_new(ctl->client, informer_kinds[i], ctl->store,
                                                          &io, informer_error, ctl);
                 if (!ctl->informers[i])

@@ -69,6 +69,8 @@ void ctl_log(struct se_controller *ctl, enum se_controller_log sev, int v, const
 int ctl_topology_sync(struct se_controller *ctl);
 /* One sync of a service key: 0 or -errno (the key is retried). */
 int ctl_sync(struct se_controller *ctl, const char *key);
+/* The SE_DECODE_* flags the cache's objects of a kind are decoded with. */
+unsigned ctl_decode_flags(enum se_kind kind);
 /* The time of the oldest unwritten pod change of key (0: none), forgotten. */
 uint64_t ctl_take_pod_change(struct se_controller *ctl, const char *key);
 

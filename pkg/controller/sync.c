@@ -218,9 +218,9 @@ static void remember(struct se_controller *ctl, enum ctl_res res, const char *ns
         struct se_object *o = NULL;
         struct se_decode_error err;
         enum se_kind kind = res == CTL_RES_ENDPOINTS ? SE_KIND_ENDPOINTS : SE_KIND_ENDPOINT_SLICE;
-        /* slim, as the informers store them (each flag is for its own kind) */
-        unsigned flags = SE_DECODE_SLIM_ENDPOINTS | SE_DECODE_SLIM_SLICES;
-        if (!obj || se_decode_object_flags(obj, kind, ns, flags, &o, &err) != 0 || !o)
+        /* decoded as the informers store them */
+        if (!obj || se_decode_object_flags(obj, kind, ns, ctl_decode_flags(kind), &o, &err) != 0 ||
+            !o)
                 return;
         if (kind == SE_KIND_ENDPOINT_SLICE)
                 ctl_slice_written(ctl, ns, o->meta.name, se_meta_generation(&o->meta));
