@@ -30,6 +30,19 @@ Q := @
 endif
 
 DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && echo yes)
+# Missing packages: the rule for $(DEPS_MK) installs them, and because an
+# included makefile was remade, make starts over and reads the flags below
+# anew. So one `make demo` (or `make test`) on a fresh machine does the
+# set-up and then the job. Only on make's first pass (no loop), and not for
+# `make clean`.
+DEPS_MK := $(BUILD)/.deps-installed.mk
+ifneq ($(DEPS_OK),yes)
+ifeq ($(MAKE_RESTARTS),)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out clean,$(MAKECMDGOALS)),all),)
+-include $(DEPS_MK)
+endif
+endif
+endif
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -74,7 +87,7 @@ INTEG_BINS := $(INTEG_SRCS:test/integration/%.c=$(BUILD)/integration/%)
 BENCH_SRCS := $(sort $(wildcard test/bench/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:test/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test demo bench fuzz lint hdr-check install clean deps unit
+.PHONY: all test demo bench fuzz lint hdr-check install clean deps unit FORCE
 .DEFAULT_GOAL := all
 
 all: deps $(BINS)
@@ -82,8 +95,16 @@ all: deps $(BINS)
 deps:
 ifneq ($(DEPS_OK),yes)
 	$(Q)test/ensure-deps
-	$(Q)echo "dependencies installed; run make again" >&2; exit 1
 endif
+
+# FORCE: remade whenever it is included, i.e. whenever packages are missing.
+$(DEPS_MK): FORCE
+	$(Q)test/ensure-deps
+	$(Q)pkg-config --exists $(PKGS) cmocka || { echo "make: pkg-config still finds no" \
+		"$(PKGS) cmocka after test/ensure-deps" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(Q)echo "# packages installed by test/ensure-deps; make restarted to read their flags" >$@
+FORCE:
 
 # tests dereference typed views right after asserting them
 $(BUILD)/obj/test/%.o: EXTRA_CFLAGS := -Wno-null-dereference
