@@ -43,15 +43,16 @@ static const struct se_object *find(const struct se_envvars_input *in, enum se_k
 }
 
 /* The services named in the annotation (comma-separated, blanks ignored),
- * as an array input for envvars. `kubernetes` also names default/kubernetes. */
-static int select_services(const struct se_envvars_input *in, const char *ns, const char *list,
-                           const struct se_service ***ret, size_t *ret_n)
+ * as a set of "ns/name" keys, the origin envvars gives their variables.
+ * `kubernetes` also names default/kubernetes. Unknown names are kept too:
+ * they match no variable. */
+static int select_services(const char *ns, const char *list, struct se_hashmap *set,
+                           struct se_strv *keys)
 {
-        const struct se_service **v = NULL;
-        size_t n = 0;
         char name[SE_MAX_NAME_LEN + 1];
         const char *p = list;
-        while (*p) {
+        size_t n = 0;
+        while (*p && n < MAX_SELECTED) {
                 const char *end = strchr(p, ',');
                 if (!end)
                         end = p + strlen(p);
@@ -68,26 +69,17 @@ static int select_services(const struct se_envvars_input *in, const char *ns, co
                                 if (pass == 1 &&
                                     (strcmp(name, "kubernetes") != 0 || strcmp(ns, "default") == 0))
                                         break;
-                                const struct se_service *s =
-                                        se_service_of(find(in, SE_KIND_SERVICE, sns, name));
-                                bool dup = false;
-                                for (size_t i = 0; s && i < n; i++)
-                                        dup = dup || v[i] == s;
-                                if (!s || dup || n >= MAX_SELECTED)
-                                        continue;
-                                const struct se_service **nv = realloc(v, (n + 1) * sizeof(*v));
-                                if (!nv) {
-                                        free(v);
+                                char *key = NULL;
+                                if (asprintf(&key, "%s/%s", sns, name) < 0 ||
+                                    se_strv_push_consume(keys, key) < 0 ||
+                                    se_hashmap_put(set, key, SE_UNCONST(char, &env_from_key),
+                                                   NULL) < 0)
                                         return -ENOMEM;
-                                }
-                                v = nv;
-                                v[n++] = s;
+                                n++;
                         }
                 }
                 p = *end ? end + 1 : end;
         }
-        *ret = v;
-        *ret_n = n;
         return 0;
 }
 
@@ -124,6 +116,9 @@ struct ctx {
         struct se_hashmap defined; /* scratch: names the container sets */
         struct se_strv owned; /* scratch: envFrom names */
         bool *add; /* scratch: per service variable, to be added */
+        /* svcenv.io/services: the "ns/name" of the Services whose variables
+         * may be injected; NULL: all */
+        const struct se_hashmap *only;
 };
 
 static void op_begin(struct ctx *x)
@@ -197,6 +192,8 @@ static void skip_defined(struct ctx *x, size_t i, const void *d, size_t *n_add, 
 {
         const struct rvar *e = &x->svc->v[i];
         const struct se_env_var *v = d;
+        if (!x->add[i])
+                return; /* not selected: nothing to skip or report */
         if (d != &env_from_key &&
             (v->source != SE_ENV_VALUE || strcmp(v->value ? v->value : "", e->value) != 0))
                 (*clashes)++;
@@ -217,6 +214,17 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         /* every variable, minus the names the container defines */
         size_t n_add = x->svc->n, add_bytes = x->svc->exec_total, own_bytes = 0, clashes = 0;
         memset(x->add, 1, x->svc->n * sizeof(*x->add));
+        /* Only the variables a selected Service won: a name whose winner among
+         * all Services is not selected is left to the kubelet, which gives
+         * the winner's value, as `svcenv env` says. */
+        for (size_t i = 0; x->only && i < x->svc->n; i++) {
+                const char *origin = x->svc->list.items[i].object;
+                if (!origin || !se_hashmap_get(x->only, origin)) {
+                        x->add[i] = false;
+                        n_add--;
+                        add_bytes -= x->svc->v[i].exec_size;
+                }
+        }
         const char *name;
         void *d;
         if (x->svc->indexed) { /* look up the container's few names */
@@ -378,26 +386,18 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
                 return 1;
         }
 
-        struct se_envvars_input filtered = *in;
-        const struct se_service **sel = NULL;
+        struct se_hashmap only = SE_HASHMAP_INIT;
+        struct se_strv only_keys = SE_STRV_INIT;
         const char *names = se_kvlist_get(ann, SE_ADMISSION_ANN_SERVICES);
-        if (names) {
-                r = select_services(in, ns, names, &sel, &filtered.n_services);
-                if (r < 0) {
-                        se_object_unref(obj);
-                        return r;
-                }
-                filtered.store = NULL;
-                filtered.services = sel;
-        }
+        r = names ? select_services(ns, names, &only, &only_keys) : 0;
         struct nsvars *svc = NULL;
         bool links = se_pod_service_links(pod);
-        if (cache && !names)
-                r = cache_get(cache, in, ns, links, &svc);
-        else
-                r = nsvars_build(&filtered, ns, links, false, &svc);
-        free(sel);
+        if (r == 0)
+                r = cache ? cache_get(cache, in, ns, links, &svc) :
+                            nsvars_build(in, ns, links, false, &svc);
         if (r < 0 || svc->n == 0) {
+                se_hashmap_release(&only);
+                se_strv_release(&only_keys);
                 nsvars_unref(svc);
                 se_object_unref(obj);
                 return r;
@@ -413,7 +413,8 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
                          .st = st,
                          .first = true,
                          .defined = SE_HASHMAP_INIT,
-                         .owned = SE_STRV_INIT };
+                         .owned = SE_STRV_INIT,
+                         .only = names ? &only : NULL };
         x.add = calloc(svc->n, sizeof(*x.add));
         if (!x.add)
                 r = -ENOMEM;
@@ -430,6 +431,8 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
         free(x.add);
         se_hashmap_release(&x.defined);
         se_strv_release(&x.owned);
+        se_hashmap_release(&only);
+        se_strv_release(&only_keys);
         nsvars_unref(svc);
         se_object_unref(obj);
         if (r == 0)

@@ -31,6 +31,11 @@ static const char cluster[] =
         "spec: {clusterIP: 10.0.0.12, ports: [{name: http, port: 80}]}\n"
         "---\napiVersion: v1\nkind: Service\nmetadata: {name: hl, namespace: shop}\n"
         "spec: {clusterIP: None, ports: [{port: 80}]}\n"
+        /* web's WEB_SERVICE_PORT and web-service's Docker-links WEB_SERVICE_PORT clash */
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: clash}\n"
+        "spec: {clusterIP: 10.0.1.1, ports: [{name: http, port: 80}]}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: web-service, namespace: clash}\n"
+        "spec: {clusterIP: 10.0.1.2, ports: [{port: 8080}]}\n"
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: shop}\n"
         "data: {DB_SERVICE_HOST: from-configmap}\n";
 
@@ -575,6 +580,35 @@ static void test_admission__selected_services(void **state)
         free(body);
 }
 
+/* svcenv.io/services naming only one side of a clash: a name the other
+ * (unselected) Service wins is not injected, so the container sees the
+ * winner's value from the kubelet, as without the webhook. */
+static void test_admission__selected_services_clash(void **state)
+{
+        (void)state;
+        const char *names[] = { "app" };
+        const char *picks[] = { "web", "web-service" };
+        const char *own[] = { "WEB_SERVICE_HOST", "WEB_SERVICE_SERVICE_HOST" };
+        for (size_t i = 0; i < 2; i++) {
+                char *pod_json = NULL;
+                assert_true(asprintf(&pod_json,
+                                     "{\"metadata\":{\"name\":\"p\",\"annotations\":"
+                                     "{\"svcenv.io/services\":\"%s\"}},\"spec\":{"
+                                     "\"containers\":[{\"name\":\"app\"}]}}",
+                                     picks[i]) > 0);
+                struct answer a;
+                json_t *pod = admit_and_check("clash", pod_json, names, 1, &a);
+                char *got = env_names(pod, "containers", 0);
+                /* the selected Service's own names are there, not the other's */
+                assert_non_null(strstr(got, own[i]));
+                assert_null(strstr(got, own[1 - i]));
+                free(got);
+                json_decref(pod);
+                answer_release(&a);
+                free(pod_json);
+        }
+}
+
 static void test_admission__size_guard(void **state)
 {
         (void)state;
@@ -1010,6 +1044,7 @@ int main(void)
                 cmocka_unit_test(test_admission__service_links_off),
                 cmocka_unit_test(test_admission__opt_out_and_mirror_pods),
                 cmocka_unit_test(test_admission__selected_services),
+                cmocka_unit_test(test_admission__selected_services_clash),
                 cmocka_unit_test(test_admission__size_guard),
                 cmocka_unit_test(test_admission__env_from),
                 cmocka_unit_test(test_admission__warnings_capped),
