@@ -78,6 +78,15 @@ enum {
          * caches of many similar objects (the controller); a process that
          * decodes untrusted one-off input (admission) gains nothing. */
         SE_DECODE_INTERN = 1u << 3,
+        /* Any kind: a string value with NUL bytes (JSON's \u0000, which the
+         * API server accepts in annotation, env and data values) decodes
+         * with each NUL as the two bytes C0 80, an overlong form no valid
+         * UTF-8 text holds, instead of failing with "string contains a NUL
+         * byte". The value then compares unequal to every NUL-free string and
+         * is one byte longer per NUL. For deciding about an object that is
+         * never printed or encoded back (the admission webhook); the JSON
+         * must be loaded with JSON_ALLOW_NUL. */
+        SE_DECODE_NUL_AS_C080 = 1u << 4,
 };
 
 /* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */

@@ -328,7 +328,8 @@ static int review(const struct se_envvars_input *in, struct se_admission_cache *
                 return invalid(res, "request body of %zu bytes is over the %zu-byte limit", len,
                                SE_ADMISSION_MAX_BODY);
         json_error_t je;
-        json_t *root = json_loadb(body, len, 0, &je);
+        /* \u0000 is valid JSON and the API server admits it in values */
+        json_t *root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
         if (!root)
                 return invalid(res, "request body is not JSON: line %d: %s", je.line, je.text);
         int r = json_is_object(root) ? decide(in, cache, opt, root, res) :

@@ -347,8 +347,9 @@ static void mark_injected(struct ctx *x, const json_t *object)
                 return;
         const json_t *ann = json_object_get(meta, "annotations");
         if (json_is_object(ann)) {
-                const char *v = json_string_value(json_object_get(ann, SE_ADMISSION_ANN_INJECTED));
-                if (v && strcmp(v, "true") == 0)
+                const json_t *jv = json_object_get(ann, SE_ADMISSION_ANN_INJECTED);
+                const char *v = json_string_value(jv);
+                if (v && json_string_length(jv) == 4 && strcmp(v, "true") == 0)
                         return;
                 op_begin(x);
                 se_strbuf_puts(x->patch, "{\"op\":\"add\",\"path\":\"/metadata/annotations/");
@@ -370,7 +371,7 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
 {
         struct se_object *obj = NULL;
         struct se_decode_error err = { 0 };
-        int r = se_decode_object_as(object, SE_KIND_POD, ns, &obj, &err);
+        int r = se_decode_object_flags(object, SE_KIND_POD, ns, SE_DECODE_NUL_AS_C080, &obj, &err);
         if (r < 0) {
                 if (r != -ENOMEM)
                         snprintf(msg, msg_size, "pod does not decode: %s%s%s", err.path,

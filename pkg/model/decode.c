@@ -34,7 +34,7 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
  * SE_DECODE_INTERN is for every kind. */
 static unsigned kind_flags(enum se_kind kind, unsigned flags)
 {
-        unsigned common = flags & SE_DECODE_INTERN;
+        unsigned common = flags & (SE_DECODE_INTERN | SE_DECODE_NUL_AS_C080);
         switch (kind) {
         case SE_KIND_POD:
                 return common | (flags & SE_DECODE_SLIM_POD);

@@ -162,6 +162,28 @@ static const json_t *field(const json_t *obj, const char *key)
         return v && !json_is_null(v) ? v : NULL;
 }
 
+/* s[0..n) with each NUL as C0 80 (SE_DECODE_NUL_AS_C080), in the arena. */
+static const char *nul_as_c080(struct dctx *d, const char *s, size_t n)
+{
+        size_t nuls = 0;
+        for (size_t i = 0; i < n; i++)
+                nuls += s[i] == '\0';
+        char *out = se_arena_alloc(d->arena, n + nuls + 1);
+        if (!out)
+                return NULL;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i]) {
+                        out[k++] = s[i];
+                } else {
+                        out[k++] = (char)0xC0;
+                        out[k++] = (char)0x80;
+                }
+        }
+        out[k] = '\0';
+        return out;
+}
+
 static int string_at(struct dctx *d, const json_t *obj, const char *key, bool shared,
                      const char **ret)
 {
@@ -172,8 +194,12 @@ static int string_at(struct dctx *d, const json_t *obj, const char *key, bool sh
                 return dctx_fail(d, key, "expected a string, got %s", json_type_name(v));
         if (json_string_length(v) > SE_MAX_STRING_LEN)
                 return dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
-        if (strlen(json_string_value(v)) != json_string_length(v))
-                return dctx_fail(d, key, "string contains a NUL byte");
+        if (strlen(json_string_value(v)) != json_string_length(v)) {
+                if (!(d->flags & SE_DECODE_NUL_AS_C080))
+                        return dctx_fail(d, key, "string contains a NUL byte");
+                *ret = nul_as_c080(d, json_string_value(v), json_string_length(v));
+                return *ret ? 0 : -ENOMEM;
+        }
         *ret = intern(d, json_string_value(v), json_string_length(v), shared);
         return *ret ? 0 : -ENOMEM;
 }

@@ -609,6 +609,32 @@ static void test_admission__selected_services_clash(void **state)
         }
 }
 
+/* \u0000 is valid JSON and the API server admits it in env and annotation
+ * values: the pod is served like any other, and a value that differs from
+ * the service's only after the NUL is still a clash. */
+static void test_admission__nul_in_values(void **state)
+{
+        (void)state;
+        const char pod[] = "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"note\":\"a\\u0000b\"}},"
+                           "\"spec\":{\"containers\":[{\"name\":\"app\",\"env\":["
+                           "{\"name\":\"DB_SERVICE_HOST\",\"value\":\"10.0.0.10\\u0000x\"},"
+                           "{\"name\":\"OTHER\",\"value\":\"\\u0000\"}]}]}}";
+        char *body = review("admission.k8s.io/v1", "shop", "CREATE", pod);
+        struct answer a;
+        ask(body, &a);
+        assert_int_equal(a.res.http_status, 200);
+        assert_true(allowed(&a));
+        assert_int_equal(a.res.outcome, SE_ADMIT_PATCHED);
+        /* every variable but the one the pod sets */
+        assert_int_equal(a.res.n_vars, 30);
+        char *w = warnings(&a);
+        assert_string_equal(w, "svcenv: container app: 1 service variables already set by the "
+                               "pod were left unchanged");
+        free(w);
+        answer_release(&a);
+        free(body);
+}
+
 static void test_admission__size_guard(void **state)
 {
         (void)state;
@@ -1045,6 +1071,7 @@ int main(void)
                 cmocka_unit_test(test_admission__opt_out_and_mirror_pods),
                 cmocka_unit_test(test_admission__selected_services),
                 cmocka_unit_test(test_admission__selected_services_clash),
+                cmocka_unit_test(test_admission__nul_in_values),
                 cmocka_unit_test(test_admission__size_guard),
                 cmocka_unit_test(test_admission__env_from),
                 cmocka_unit_test(test_admission__warnings_capped),
