@@ -129,7 +129,9 @@ static void op_begin(struct ctx *x)
 }
 
 /* Names the container sets itself: env, and the keys of envFrom sources
- * the input holds. */
+ * the input holds. 1 when an envFrom source is unknown: its keys, which
+ * would beat service variables under the kubelet but lose to injected
+ * ones, cannot be told apart, so the container must be left alone. */
 static int collect_defined(struct ctx *x, const struct se_container *c)
 {
         for (uint32_t i = 0; i < c->n_env; i++)
@@ -150,10 +152,10 @@ static int collect_defined(struct ctx *x, const struct se_container *c)
                 if (!data) {
                         warnings_add(x->w,
                                      "svcenv: container %s: envFrom %s %s is not known to the "
-                                     "webhook; its keys lose to injected service variables",
+                                     "webhook; the container is left to the kubelet",
                                      c->name, f->secret ? "secret" : "configMap",
                                      f->name ? f->name : "");
-                        continue;
+                        return 1;
                 }
                 for (uint32_t k = 0; k < data->n; k++) {
                         char *name = NULL;
@@ -208,8 +210,8 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         se_hashmap_release(&x->defined);
         se_strv_release(&x->owned);
         int r = collect_defined(x, c);
-        if (r < 0)
-                return r;
+        if (r != 0)
+                return r < 0 ? r : 0;
 
         /* every variable, minus the names the container defines */
         size_t n_add = x->svc->n, add_bytes = x->svc->exec_total, own_bytes = 0, clashes = 0;
