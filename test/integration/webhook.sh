@@ -348,7 +348,7 @@ done
 resource_of() {
         case $1 in
         Namespace) echo namespaces ;; ServiceAccount) echo serviceaccounts ;;
-        Service) echo services ;; Secret) echo secrets ;;
+        Service) echo services ;; Secret) echo secrets ;; ConfigMap) echo configmaps ;;
         ClusterRole) echo clusterroles ;; ClusterRoleBinding) echo clusterrolebindings ;;
         Role) echo roles ;; RoleBinding) echo rolebindings ;;
         Deployment) echo deployments ;; DaemonSet) echo daemonsets ;;
