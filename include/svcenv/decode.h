@@ -83,9 +83,10 @@ enum {
          * with each NUL as the two bytes C0 80, an overlong form no valid
          * UTF-8 text holds, instead of failing with "string contains a NUL
          * byte". The value then compares unequal to every NUL-free string and
-         * is one byte longer per NUL. For deciding about an object that is
-         * never printed or encoded back (the admission webhook); the JSON
-         * must be loaded with JSON_ALLOW_NUL. */
+         * is one byte longer per NUL. For deciding about objects, not for
+         * printing them: the admission webhook's pod, and every informer
+         * (one such object must not fail a whole list). The JSON must be
+         * loaded with JSON_ALLOW_NUL. */
         SE_DECODE_NUL_AS_C080 = 1u << 4,
 };
 

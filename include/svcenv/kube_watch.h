@@ -83,7 +83,8 @@ struct se_kube_informer_opts {
         const char *label_selector;
         const char *field_selector;
         unsigned watch_timeout_s; /* 0: random 5–10 min */
-        unsigned decode_flags; /* SE_DECODE_* (decode.h) for listed and watched objects */
+        unsigned decode_flags; /* SE_DECODE_* (decode.h) for listed and watched objects;
+                                  SE_DECODE_NUL_AS_C080 is always added */
 };
 
 /* Called (from the informer's thread) after every failed list or watch,

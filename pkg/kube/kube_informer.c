@@ -55,6 +55,9 @@ struct se_kube_informer *se_kube_informer_new(struct se_kube_client *c, enum se_
                 inf->watch_timeout_s = opts->watch_timeout_s;
                 inf->decode_flags = opts->decode_flags;
         }
+        /* One object with a NUL in a value (valid for the API server) must
+         * not keep the whole list failing, and so the informer unsynced. */
+        inf->decode_flags |= SE_DECODE_NUL_AS_C080;
         if (!ok)
                 return se_kube_informer_free(inf);
         return inf;

@@ -46,7 +46,7 @@ static int next_value(struct page *p, json_t **ret)
         json_error_t jerr;
         skip_ws(p);
         json_t *v = json_loadb(p->buf + p->pos, p->len - p->pos,
-                               JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &jerr);
+                               JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
         if (!v) {
                 se_diag_set(p->diag, NULL, 0, 0, "list response is not JSON: %s at byte %zu",
                             jerr.text, p->pos + (size_t)(jerr.position > 0 ? jerr.position : 0));

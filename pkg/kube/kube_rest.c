@@ -93,7 +93,7 @@ static int parse_body(const struct se_strbuf *body, json_t **ret, const char *wh
                       struct se_diag *diag)
 {
         json_error_t jerr;
-        json_t *j = json_loadb(body->buf, body->len, 0, &jerr);
+        json_t *j = json_loadb(body->buf, body->len, JSON_ALLOW_NUL, &jerr);
         if (!j) {
                 se_diag_set(diag, NULL, 0, 0, "%s: response is not JSON: %s", what, jerr.text);
                 return -EIO;

@@ -71,7 +71,9 @@ int se_kube_event_parse(const char *line, size_t len, enum se_kube_event_type *r
                         json_t **ret_doc, struct se_diag *diag)
 {
         json_error_t jerr;
-        json_t *doc = json_loadb(line, len, 0, &jerr);
+        /* \u0000 is valid JSON the API server stores in values; whether
+         * an object may hold it is the decoder's call, not the parser's */
+        json_t *doc = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
         if (!doc) {
                 se_diag_set(diag, NULL, 0, 0, "watch event is not JSON: %s", jerr.text);
                 return -EIO;
