@@ -204,14 +204,22 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
         }
         char field[300];
         snprintf(field, sizeof(field), "metadata.name=%s", d->hostname);
-        struct se_kube_informer_opts node_opts = { .field_selector = field };
+        /* kube-proxy's selectors: no headless slices; no ClusterIP None
+         * Services and none of another proxy (--proxy-name must see its own) */
+        const struct se_kube_informer_opts opts[] = {
+                { .field_selector = field },
+                { .field_selector = "spec.clusterIP!=None",
+                  .label_selector =
+                          d->opt.proxy_name ? NULL : "!service.kubernetes.io/service-proxy-name" },
+                { .label_selector = "!service.kubernetes.io/headless" },
+        };
         static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE,
                                               SE_KIND_ENDPOINT_SLICE };
         for (int i = 0; i < 3; i++) {
                 if ((r = se_store_subscribe(d->store, kinds[i], proxyd_on_change, d)) < 0)
                         return r;
-                d->inf[i] = se_kube_informer_new(d->client, kinds[i], d->store,
-                                                 i == 0 ? &node_opts : NULL, on_error, d);
+                d->inf[i] =
+                        se_kube_informer_new(d->client, kinds[i], d->store, &opts[i], on_error, d);
                 if (!d->inf[i])
                         return -ENOMEM;
                 if ((r = se_kube_informer_start(d->inf[i])) < 0)

@@ -6,6 +6,7 @@
  *     Nodes) and makes the per-family list of service ports with their
  *     endpoints, exactly as kube-proxy's service and endpoint-slice caches
  *     see them (headless, ExternalName and foreign-proxy services skipped,
+ *     EndpointSlices labelled service.kubernetes.io/headless unseen,
  *     endpoints sorted by "ip:port").
  *  2. se_proxy_iptables_write() / se_proxy_nft_write() render that table as
  *     iptables-restore input (filter + nat, kube-proxy's chain layout and

@@ -102,12 +102,13 @@ static bool externally_accessible(const struct se_service *svc)
                (svc->type == SE_SVC_CLUSTER_IP && svc->external_ips.n > 0);
 }
 
+/* kube-proxy's Service informer leaves out those labelled with a service
+ * proxy name (svcenv's --proxy-name serves its own) and ClusterIP None;
+ * the headless label is about EndpointSlices only (headless_slice). */
 static bool skip_service(const struct se_service *svc, const struct se_proxy_options *opt)
 {
         const char *proxy = se_kvlist_get(&svc->obj.meta.labels, LABEL_PROXY_NAME);
         if (proxy && (!opt->proxy_name || strcmp(proxy, opt->proxy_name) != 0))
-                return true;
-        if (se_kvlist_get(&svc->obj.meta.labels, LABEL_HEADLESS))
                 return true;
         if (svc->type == SE_SVC_EXTERNAL_NAME)
                 return true;
@@ -212,6 +213,13 @@ static int add_endpoint(struct se_arena *a, struct se_proxy_svcport *sp, const c
         return 0;
 }
 
+/* kube-proxy's EndpointSlice informer selects "!service.kubernetes.io/headless":
+ * a slice carrying the label, whatever its value, is not seen at all. */
+static bool headless_slice(const struct se_endpoint_slice *es)
+{
+        return se_kvlist_get(&es->obj.meta.labels, LABEL_HEADLESS) != NULL;
+}
+
 /* Endpoints of one service port from the service's EndpointSlices
  * (endpointslicecache: matching port name and protocol, this family,
  * first address of each endpoint, nil conditions count as ready/serving). */
@@ -230,7 +238,7 @@ static int slice_endpoints(struct se_arena *a, const struct se_object *const *sl
         const char *want = fam == SE_IPV4 ? "IPv4" : "IPv6";
         for (long i = 0; i < n; i++) {
                 const struct se_endpoint_slice *es = ((const struct se_endpoint_slice *)slices[i]);
-                if (!es->address_type || strcmp(es->address_type, want) != 0)
+                if (!es->address_type || strcmp(es->address_type, want) != 0 || headless_slice(es))
                         continue;
                 for (uint32_t p = 0; p < es->n_ports; p++) {
                         const struct se_slice_port *pp = &es->ports[p];

@@ -611,7 +611,7 @@ static void test_proxy__terminating_fallback(void **state)
         free(y2);
 }
 
-/* headless, ExternalName, foreign proxy names and the headless label get nothing */
+/* headless, ExternalName and foreign proxy names get nothing */
 static void test_proxy__skipped_services(void **state)
 {
         (void)state;
@@ -639,6 +639,61 @@ static void test_proxy__skipped_services(void **state)
         no_text(got, "ns/other");
         no_text(got, "ns/headless");
         free(got);
+}
+
+/* kube-proxy v1.36 filters EndpointSlices labelled service.kubernetes.io/headless
+ * (any value) and not Services: a ClusterIP Service carrying the label is
+ * proxied, its labelled slice is unseen (so it has no endpoints), its
+ * unlabelled slice is used. Both backends. */
+static void test_proxy__headless_label(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: lab, namespace: ns, labels: "
+                "{service.kubernetes.io/headless: ''}}\n"
+                "spec: {clusterIP: 172.30.0.11, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: lab-1, namespace: ns, labels: {kubernetes.io/service-name: lab}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: lab-2, namespace: ns, labels: {kubernetes.io/service-name: lab, "
+                "service.kubernetes.io/headless: 'true'}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.2]}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: unseen, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.12, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: unseen-1, namespace: ns, labels: {kubernetes.io/service-name: "
+                "unseen, service.kubernetes.io/headless: ''}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.3]}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns/lab:p cluster IP\" -m tcp -p tcp -d 172.30.0.11 --dport 80 -j KUBE-SVC-6BXOQYKGRCOIG52S");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns/unseen:p has no endpoints\" -m tcp -p tcp -d 172.30.0.12 --dport 80 -j REJECT");
+        no_text(got, "10.1.0.2");
+        no_text(got, "10.1.0.3");
+        free(got);
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, &o, &sb), 0);
+        has_line(sb.buf, "\t\tmeta l4proto tcp dnat to 10.1.0.1:8080");
+        no_text(sb.buf, "10.1.0.2");
+        no_text(sb.buf, "10.1.0.3");
+        assert_non_null(strstr(sb.buf, "172.30.0.12 . tcp . 80 : goto reject-chain"));
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
+        se_store_free(s);
 }
 
 /* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
@@ -1476,6 +1531,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__external_policy_local),
                 cmocka_unit_test(test_proxy__terminating_fallback),
                 cmocka_unit_test(test_proxy__skipped_services),
+                cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
                 cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
                 cmocka_unit_test(test_proxy__pods_without_slices),
