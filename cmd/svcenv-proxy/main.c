@@ -29,7 +29,8 @@ static const char usage[] =
         "  --node-ip IP[,IP]          node IPs (default: from the Node)\n"
         "  --masquerade-bit N         (default 14)\n"
         "  --masquerade-all\n"
-        "  --nodeport-addresses CIDRS|primary\n"
+        "  --nodeport-addresses CIDRS|primary (default: all local addresses with\n"
+        "                             iptables, primary with nftables; 0.0.0.0/0,::/0: all)\n"
         "  --localhost-nodeports true|false (default true)\n"
         "  --random-fully auto|on|off\n"
         "  --nfacct auto|on|off       nfacct counters in rules (auto: made over netlink if\n"
@@ -391,6 +392,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         }
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
+        if (d->nft)
+                se_proxy_options_nft_defaults(&d->opt);
         return 0;
 }
 

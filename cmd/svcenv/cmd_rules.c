@@ -25,6 +25,10 @@ static const char usage[] =
         "Endpoints come from the EndpointSlices, or for a selector Service without\n"
         "slices, from its pods. Node IPs come from the Node object and --node-ip.\n"
         "--cluster-cidr enables local-traffic detection (pods are not masqueraded).\n"
+        "--nodeport-addresses: NodePorts on the node IPs in CIDRS; `primary` means the\n"
+        "first node IP of each family (the nftables default); a family without a CIDR,\n"
+        "or with 0.0.0.0/0 or ::/0, takes them on every local address (the iptables\n"
+        "default).\n"
         "--random-fully auto means on (iptables >= 1.6.2); --nfacct auto means off\n"
         "(the counters must exist before rules name them).\n"
         "--apply feeds the rules to iptables-restore --noflush / ip6tables-restore /\n"
@@ -316,6 +320,8 @@ int cmd_rules(int argc, char **argv)
                 goto out;
         }
         o.node_name = a.node;
+        if (strcmp(a.backend, "nftables") == 0)
+                se_proxy_options_nft_defaults(&o);
         if ((rc = cli_load(&src, &store)) != EXIT_OK)
                 goto out;
         if ((rc = node_facts(store, a.node, &o)) != EXIT_OK)

@@ -43,8 +43,9 @@ struct se_proxy_options {
          * none: no detector (kube-proxy's "no LocalTrafficDetector"). */
         struct se_cidr cluster_cidrs[2];
         unsigned n_cluster_cidrs;
-        /* --nodeport-addresses: empty means all local addresses; `primary`
-         * sets nodeport_primary instead. */
+        /* --nodeport-addresses: per family, no CIDR of it (or one that is
+         * 0.0.0.0/0, ::/0) means every local address; `primary` sets
+         * nodeport_primary (the family's first node IP) instead. */
         struct se_cidr nodeport_cidrs[SE_PROXY_MAX_CIDRS];
         unsigned n_nodeport_cidrs;
         bool nodeport_primary;
@@ -61,6 +62,11 @@ struct se_proxy_options {
 /* kube-proxy's defaults: mark bit 14, localhost NodePorts on, nfacct off,
  * --random-fully off. */
 void se_proxy_options_init(struct se_proxy_options *opt);
+
+/* kube-proxy's nftables default, for after the flags when the backend is
+ * nftables: without --nodeport-addresses, NodePorts are taken on the node's
+ * primary IPs (`primary`), not on every local address as with iptables. */
+void se_proxy_options_nft_defaults(struct se_proxy_options *opt);
 
 /* Parses a comma-separated CIDR list ("10.0.0.0/8, fd00::/64") into cidrs
  * (at most max; spaces around items are ignored). Returns the count, or

@@ -631,8 +631,7 @@ static void vmap(struct se_strbuf *out, const char *name, const char *type,
 
 static void nodeport_match(struct nft *w, struct se_strbuf *out)
 {
-        const struct se_proxy_options *o = w->opt;
-        if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary) {
+        if (proxy_nodeport_all(w->opt, w->v6 ? SE_IPV6 : SE_IPV4)) {
                 se_strbuf_printf(out, "fib daddr type local %s daddr != %s", w->ip,
                                  w->v6 ? "::1" : "127.0.0.0/8");
                 return;
@@ -644,21 +643,13 @@ static void nodeport_ips(struct nft *w, struct se_strbuf *out)
 {
         const struct se_proxy_options *o = w->opt;
         enum se_ip_family fam = w->v6 ? SE_IPV6 : SE_IPV4;
-        bool first = true, primary_done = false;
-        if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary)
+        bool first = true;
+        if (proxy_nodeport_all(o, fam))
                 return;
         se_strbuf_printf(out, "\tset nodeport-ips {\n\t\ttype %s\n", w->addr_type);
         for (unsigned i = 0; i < o->n_node_ips; i++) {
                 const struct se_ip *ip = &o->node_ips[i];
-                bool take = false;
-                if (ip->family != fam)
-                        continue;
-                for (unsigned k = 0; k < o->n_nodeport_cidrs && !take; k++)
-                        take = se_cidr_contains(&o->nodeport_cidrs[k], ip);
-                if (o->nodeport_primary && !primary_done)
-                        take = true;
-                primary_done = true;
-                if (!take)
+                if (ip->family != fam || !proxy_nodeport_ip(o, i))
                         continue;
                 char text[64];
                 se_ip_format(ip, text, sizeof(text));

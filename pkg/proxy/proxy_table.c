@@ -21,6 +21,12 @@ void se_proxy_options_init(struct se_proxy_options *opt)
         opt->localhost_nodeports = true;
 }
 
+void se_proxy_options_nft_defaults(struct se_proxy_options *opt)
+{
+        if (opt->n_nodeport_cidrs == 0)
+                opt->nodeport_primary = true;
+}
+
 struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t)
 {
         if (t) {

@@ -696,6 +696,99 @@ static void test_proxy__headless_label(void **state)
         se_store_free(s);
 }
 
+static char *nft_text(const struct se_store *s, const struct se_proxy_options *o,
+                      enum se_ip_family fam)
+{
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
+        se_proxy_table_free(t);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* --nodeport-addresses per family, as kube-proxy's NodePortAddresses: a
+ * family without a CIDR of its own, or with a zero CIDR, takes NodePorts on
+ * every local address; `primary` is the family's first node IP (none, or
+ * loopback: every local address); nftables defaults to `primary`. */
+static void test_proxy__nodeport_addresses_per_family(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: np, namespace: ns}\n"
+                "spec:\n  type: NodePort\n  clusterIPs: [172.30.0.5, 'fd00:30::5']\n"
+                "  clusterIP: 172.30.0.5\n  ipFamilies: [IPv4, IPv6]\n"
+                "  ports: [{name: p, port: 80, nodePort: 30080}]\n";
+        static const char all4[] =
+                "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports";
+        static const char all6[] =
+                "\t\tfib daddr type local ip6 daddr != ::1 meta l4proto . th dport vmap @service-nodeports";
+        static const char set4[] =
+                "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports";
+        static const char set6[] =
+                "\t\tip6 daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports";
+        static const char ipt_all6[] =
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS";
+        static const char ipt_all4[] =
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS";
+        struct se_store *s = load(yaml);
+        struct se_proxy_options o;
+        base_options(&o);
+        assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
+        o.n_node_ips = 2;
+        /* an IPv4 CIDR only: IPv6 NodePorts stay on every local address */
+        assert_int_equal(se_parse_cidr("192.168.0.0/16", &o.nodeport_cidrs[0]), 0);
+        o.n_nodeport_cidrs = 1;
+        char *v4 = nft_text(s, &o, SE_IPV4), *v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v4, set4);
+        has_line(v4, "\t\telements = { 192.168.0.2 }");
+        has_line(v6, all6);
+        no_text(v6, "nodeport-ips");
+        free(v4);
+        free(v6);
+        v6 = rules(s, &o, SE_IPV6);
+        has_line(v6, ipt_all6);
+        free(v6);
+        /* a zero CIDR: every local address */
+        assert_int_equal(se_parse_cidr("0.0.0.0/0", &o.nodeport_cidrs[1]), 0);
+        o.n_nodeport_cidrs = 2;
+        v4 = nft_text(s, &o, SE_IPV4);
+        has_line(v4, all4);
+        no_text(v4, "nodeport-ips");
+        free(v4);
+        v4 = rules(s, &o, SE_IPV4);
+        has_line(v4, ipt_all4);
+        free(v4);
+        /* nftables' default: the primary IPs; a family without one: all */
+        o.n_nodeport_cidrs = 0;
+        se_proxy_options_nft_defaults(&o);
+        assert_true(o.nodeport_primary);
+        v4 = nft_text(s, &o, SE_IPV4);
+        v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v4, set4);
+        has_line(v6, set6);
+        has_line(v6, "\t\telements = { fd00::2 }");
+        free(v4);
+        free(v6);
+        o.n_node_ips = 1;
+        v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v6, all6);
+        free(v6);
+        assert_int_equal(se_parse_ip("127.0.0.1", &o.node_ips[0]), 0);
+        v4 = nft_text(s, &o, SE_IPV4);
+        has_line(v4, all4);
+        free(v4);
+        /* an explicit list stays as given */
+        o.nodeport_primary = false;
+        o.n_nodeport_cidrs = 1;
+        se_proxy_options_nft_defaults(&o);
+        assert_false(o.nodeport_primary);
+        se_store_free(s);
+}
+
 /* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
 static void test_proxy__ipv6_and_dual_stack(void **state)
 {
@@ -1532,6 +1625,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__terminating_fallback),
                 cmocka_unit_test(test_proxy__skipped_services),
                 cmocka_unit_test(test_proxy__headless_label),
+                cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
                 cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
                 cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
                 cmocka_unit_test(test_proxy__pods_without_slices),
