@@ -21,7 +21,7 @@ static const char usage[] =
         "\n"
         "Programs this node's packet filter for the cluster's Services as kube-proxy\n"
         "v1.36 does (iptables or nftables), watching Services, EndpointSlices and the\n"
-        "Node through the API server.\n"
+        "Node (with nftables also the ServiceCIDRs) through the API server.\n"
         "\n"
         "  --hostname-override NAME   the Node we run on (default: the hostname)\n"
         "  --backend iptables|nftables (default iptables)\n"
@@ -213,10 +213,13 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
                   .label_selector =
                           d->opt.proxy_name ? NULL : "!service.kubernetes.io/service-proxy-name" },
                 { .label_selector = "!service.kubernetes.io/headless" },
+                { 0 },
         };
-        static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE,
-                                              SE_KIND_ENDPOINT_SLICE };
-        for (int i = 0; i < 3; i++) {
+        static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE,
+                                              SE_KIND_SERVICE_CIDR };
+        /* the service CIDRs matter to nftables' cluster-ips-check only */
+        d->n_inf = d->nft ? 4 : 3;
+        for (unsigned i = 0; i < d->n_inf; i++) {
                 if ((r = se_store_subscribe(d->store, kinds[i], proxyd_on_change, d)) < 0)
                         return r;
                 d->inf[i] =
@@ -467,7 +470,7 @@ int main(int argc, char **argv)
                 rc = 4;
                 goto out;
         }
-        for (int i = 0; i < 3; i++)
+        for (unsigned i = 0; i < d.n_inf; i++)
                 while (se_kube_informer_wait_synced(d.inf[i], 1000) < 0) {
                         se_log_info(1, "waiting for the informers to sync");
                         struct timespec zero = { 0, 0 };
@@ -509,7 +512,7 @@ out:
         if (started)
                 pthread_join(tid, NULL);
         proxyd_serve_stop(&d);
-        for (int i = 0; i < 3; i++)
+        for (unsigned i = 0; i < d.n_inf; i++)
                 d.inf[i] = se_kube_informer_free(d.inf[i]);
         d.client = se_kube_client_free(d.client);
         d.store = se_store_free(d.store);

@@ -110,6 +110,11 @@ struct se_proxy_table {
         struct se_proxy_svcport *ports; /* sorted by spn, then protocol */
         uint32_t n_ports;
         uint32_t n_endpoints; /* total over all ports (large-cluster mode) */
+        /* the ServiceCIDR objects' ranges of this family, canonical "ip/len"
+         * text, sorted and unique (nftables drops traffic to the unallocated
+         * ClusterIPs in them, as kube-proxy's cluster-ips-check) */
+        const char **service_cidrs;
+        uint32_t n_service_cidrs;
 };
 
 /* Builds the table for one family from the store (caller holds the store's

@@ -491,6 +491,44 @@ static size_t table_bytes(const struct pick *p, enum se_ip_family fam)
         return total;
 }
 
+static int cmp_str(const void *x, const void *y)
+{
+        return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* kube-proxy's ServiceCIDR handler: the union of every object's
+ * spec.cidrs, those of the proxier's family. */
+static int service_cidrs(const struct se_store *store, struct se_proxy_table *t)
+{
+        _cleanup_free_ const struct se_object **objs = NULL;
+        long n = se_store_list_unordered(store, SE_KIND_SERVICE_CIDR, NULL, &objs);
+        if (n <= 0)
+                return (int)n;
+        if (!(t->service_cidrs = se_arena_array(&t->arena, 2 * (size_t)n, sizeof(char *))))
+                return -ENOMEM;
+        for (long i = 0; i < n; i++) {
+                const struct se_service_cidr *sc = se_service_cidr_of(objs[i]);
+                for (uint32_t k = 0; sc && k < sc->cidrs.n && k < 2; k++) {
+                        struct se_cidr c;
+                        char text[80];
+                        if (se_parse_cidr(sc->cidrs.v[k], &c) < 0 || c.ip.family != t->family)
+                                continue;
+                        proxy_cidr_text(&c, text, sizeof(text));
+                        const char *own = se_arena_strdup(&t->arena, text);
+                        if (!own)
+                                return -ENOMEM;
+                        t->service_cidrs[t->n_service_cidrs++] = own;
+                }
+        }
+        qsort(t->service_cidrs, t->n_service_cidrs, sizeof(char *), cmp_str);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < t->n_service_cidrs; i++)
+                if (k == 0 || strcmp(t->service_cidrs[i], t->service_cidrs[k - 1]) != 0)
+                        t->service_cidrs[k++] = t->service_cidrs[i];
+        t->n_service_cidrs = k;
+        return 0;
+}
+
 static void picks_free(struct pick *picks, size_t n)
 {
         for (size_t i = 0; i < n; i++)
@@ -550,6 +588,10 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                 }
         }
         picks_free(picks, n_picks);
+        picks = NULL;
+        n_picks = 0;
+        if ((r = service_cidrs(store, t)) < 0)
+                goto fail;
         if (t->n_ports > 1 && !strictly_sorted(t->ports, t->n_ports, sizeof(*t->ports), cmp_port))
                 qsort(t->ports, t->n_ports, sizeof(*t->ports), cmp_port);
         *ret = t;

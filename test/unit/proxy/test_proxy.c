@@ -789,6 +789,70 @@ static void test_proxy__nodeport_addresses_per_family(void **state)
         se_store_free(s);
 }
 
+/* nftables' cluster-ips-check (kube-proxy v1.36): every service port's
+ * ClusterIP in set cluster-ips, rejected after DNAT (a port the service does
+ * not have); the ServiceCIDR objects' ranges of the family dropped
+ * (unallocated ClusterIPs), jumped to from filter-forward and filter-output */
+static void test_proxy__cluster_ips_check(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: kubernetes}\n"
+                "spec: {cidrs: [172.30.0.0/16, 'fd00:30::/112']}\n---\n"
+                "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\n"
+                "spec: {cidrs: [10.97.0.0/16]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.5, ports: [{name: p, port: 80}, {name: q, port: 81}]}\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: a-1, namespace: ns, labels: {kubernetes.io/service-name: a}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.6, ports: [{port: 53, protocol: UDP}]}\n";
+        struct se_store *s = load(yaml);
+        struct se_proxy_options o;
+        base_options(&o);
+        char *v4 = nft_text(s, &o, SE_IPV4), *v6 = nft_text(s, &o, SE_IPV6);
+        const char *set = strstr(v4, "\tset cluster-ips {\n\t\ttype ipv4_addr\n\t\telements = {\n"
+                                     "\t\t\t172.30.0.5,\n\t\t\t172.30.0.6\n\t\t}\n\t}\n");
+        if (!set)
+                fail_msg("no set cluster-ips with both ClusterIPs once each:\n%s", v4);
+        const char *chain = strstr(v4, "\tchain cluster-ips-check {\n"
+                                       "\t\tip daddr @cluster-ips reject\n"
+                                       "\t\tip daddr { 10.97.0.0/16, 172.30.0.0/16 } drop\n\t}\n");
+        if (!chain)
+                fail_msg("no chain cluster-ips-check:\n%s", v4);
+        const char *fwd = strstr(v4, "\tchain filter-forward {");
+        const char *out = strstr(v4, "\tchain filter-output {");
+        assert_non_null(fwd);
+        assert_non_null(out);
+        assert_non_null(strstr(
+                fwd, "\t\tct state new jump cluster-ips-check\n\t}\n\tchain filter-output {"));
+        assert_non_null(strstr(out, "\t\tct state new jump cluster-ips-check\n\t}\n"));
+        has_line(v6, "\t\tip6 daddr { fd00:30::/112 } drop");
+        has_line(v6, "\t\tip6 daddr @cluster-ips reject");
+        no_text(v6, "elements = {\n\t\t\t172");
+        free(v4);
+        free(v6);
+        se_store_free(s);
+        /* no ServiceCIDR objects: the reject rule alone */
+        s = load(strstr(yaml, "apiVersion: v1\nkind: Service"));
+        v4 = nft_text(s, &o, SE_IPV4);
+        assert_non_null(
+                strstr(v4, "\tchain cluster-ips-check {\n\t\tip daddr @cluster-ips reject\n\t}\n"));
+        free(v4);
+        se_store_free(s);
+        /* a range that is not a CIDR is invalid input */
+        s = se_store_new();
+        struct se_diag d;
+        static const char bad[] = "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\n"
+                                  "metadata: {name: bad}\nspec: {cidrs: [10.0.0.1]}\n";
+        assert_true(se_manifest_load_buffer(s, "bad.yaml", bad, strlen(bad), NULL, NULL, &d) < 0);
+        if (!strstr(d.text, "spec.cidrs[0]") || !strstr(d.text, "must be a valid CIDR"))
+                fail_msg("diagnostic: %s", d.text);
+        se_store_free(s);
+}
+
 /* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
 static void test_proxy__ipv6_and_dual_stack(void **state)
 {
@@ -1626,6 +1690,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__skipped_services),
                 cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
+                cmocka_unit_test(test_proxy__cluster_ips_check),
                 cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
                 cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
                 cmocka_unit_test(test_proxy__pods_without_slices),
