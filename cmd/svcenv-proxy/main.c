@@ -486,7 +486,8 @@ int main(int argc, char **argv)
                         se_log_warn("nfacct counters unavailable (%s): rules without them",
                                     strerror(-(r1 ? r1 : r2)));
         }
-        d.n_fams = se_proxy_families(&d.opt, d.fams);
+        /* as kube-proxy: both families wherever the host has IPv6 */
+        d.n_fams = se_proxy_families_on(&d.opt, se_proxy_host_ipv6(d.nft), d.fams);
         if (proxyd_serve_start(&d) < 0) {
                 rc = 4;
                 goto out;

@@ -20,8 +20,10 @@ static const char usage[] =
         "\n"
         "Prints the rules kube-proxy v1.36 would program on node NAME for the cluster's\n"
         "Services and endpoints: iptables-restore input for the filter and nat tables\n"
-        "(for a dual-stack node the ip6tables-restore input follows, after a line\n"
-        "`# ip6tables-restore`), or with --backend nftables an nft script.\n"
+        "(the ip6tables-restore input follows, after a line `# ip6tables-restore`), or\n"
+        "with --backend nftables an nft script for each family. Like kube-proxy, which\n"
+        "is dual-stack wherever the host has IPv6, both families are written even for a\n"
+        "node with IPv4 addresses only (--ip-family picks one; --apply asks this host).\n"
         "Endpoints come from the EndpointSlices, or for a selector Service without\n"
         "slices, from its pods. Node IPs come from the Node object and --node-ip.\n"
         "--cluster-cidr enables local-traffic detection (pods are not masqueraded).\n"
@@ -207,8 +209,10 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                 const struct rules_args *a)
 {
         enum se_ip_family fams[2];
-        unsigned nf = se_proxy_families(o, fams);
         bool nft = strcmp(a->backend, "nftables") == 0;
+        /* kube-proxy is dual-stack wherever the host has IPv6: printed rules
+         * assume it has, applied ones ask this host */
+        unsigned nf = se_proxy_families_on(o, a->apply ? se_proxy_host_ipv6(nft) : true, fams);
         if (a->ip_family) {
                 fams[0] = strcmp(a->ip_family, "ipv6") == 0 ? SE_IPV6 : SE_IPV4;
                 nf = 1;

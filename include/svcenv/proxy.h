@@ -127,6 +127,11 @@ struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t);
 /* Families the node runs: IPv4 and/or IPv6 from its node IPs (IPv4 alone
  * when none is known). Fills fams, returns the count (1 or 2). */
 unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family fams[2]);
+/* The families kube-proxy runs: it is dual-stack wherever the host has
+ * IPv6, whatever the node's addresses, so an IPv4-only node gets its IPv6
+ * base chains too. host_ipv6: IPv4 then IPv6; otherwise se_proxy_families. */
+unsigned se_proxy_families_on(const struct se_proxy_options *opt, bool host_ipv6,
+                              enum se_ip_family fams[2]);
 
 /* Chain-name suffix kube-proxy uses: the first 16 characters of base32
  * (RFC 4648) of sha256(spn + proto [+ endpoint]). out has >= 17 bytes.
@@ -251,6 +256,10 @@ int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err
 
 /* ---- the daemon's helpers (svcenv-proxy) ---- */
 
+/* Whether this host can run the IPv6 proxier (kube-proxy's
+ * platformCheckSupported): the kernel has IPv6 and, for iptables,
+ * ip6tables-restore runs. */
+bool se_proxy_host_ipv6(bool nft);
 /* Runs argv (argv[0] looked up in PATH; no stdin, never a shell); stdout
  * into out when non-NULL. Errors as se_proxy_apply. */
 int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize);

@@ -307,6 +307,14 @@ int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err
         return r < 0 ? r : se_strbuf_failed(out);
 }
 
+bool se_proxy_host_ipv6(bool nft)
+{
+        if (access("/proc/net/if_inet6", R_OK) != 0)
+                return false;
+        static const char *const v[] = { "ip6tables-restore", "--version", NULL };
+        return nft || se_proxy_run(v, NULL, NULL, 0) == 0;
+}
+
 int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize)
 {
         int status;

@@ -51,6 +51,16 @@ unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family
         return n;
 }
 
+unsigned se_proxy_families_on(const struct se_proxy_options *opt, bool host_ipv6,
+                              enum se_ip_family fams[2])
+{
+        if (!host_ipv6)
+                return se_proxy_families(opt, fams);
+        fams[0] = SE_IPV4;
+        fams[1] = SE_IPV6;
+        return 2;
+}
+
 /* A dotted quad as se_parse_ip takes it (no leading zeros): the common
  * case, read once without the general parser (one per endpoint). */
 static bool dotted_quad(const char *p)

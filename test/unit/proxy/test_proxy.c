@@ -853,6 +853,41 @@ static void test_proxy__cluster_ips_check(void **state)
         se_store_free(s);
 }
 
+/* kube-proxy is dual-stack wherever the host has IPv6: on a node with IPv4
+ * addresses only it still writes its IPv6 base chains (no service has an
+ * IPv6 ClusterIP there), in both backends */
+static void test_proxy__ipv6_base_rules_on_ipv4_node(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        enum se_ip_family fams[2];
+        assert_int_equal(se_proxy_families_on(&o, false, fams), 1);
+        assert_int_equal(fams[0], SE_IPV4);
+        assert_int_equal(se_proxy_families_on(&o, true, fams), 2);
+        assert_int_equal(fams[0], SE_IPV4);
+        assert_int_equal(fams[1], SE_IPV6);
+        struct se_store *s =
+                load("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                     "spec: {clusterIP: 172.30.0.5, ports: [{port: 80}]}\n");
+        char *v6 = rules(s, &o, SE_IPV6);
+        has_line(v6, ":KUBE-FORWARD - [0:0]");
+        has_line(v6, ":KUBE-PROXY-FIREWALL - [0:0]");
+        has_line(v6, "-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000");
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS");
+        no_text(v6, "172.30.0.5");
+        free(v6);
+        v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v6, "table ip6 svcenv {");
+        has_line(v6, "\t\ttype nat hook prerouting priority dstnat; policy accept;");
+        has_line(v6, "\t\tip6 daddr . meta l4proto . th dport vmap @service-ips");
+        no_text(v6, "172.30.0.5");
+        free(v6);
+        se_store_free(s);
+}
+
 /* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
 static void test_proxy__ipv6_and_dual_stack(void **state)
 {
@@ -1691,6 +1726,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
                 cmocka_unit_test(test_proxy__cluster_ips_check),
+                cmocka_unit_test(test_proxy__ipv6_base_rules_on_ipv4_node),
                 cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
                 cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
                 cmocka_unit_test(test_proxy__pods_without_slices),
