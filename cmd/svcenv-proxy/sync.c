@@ -258,8 +258,7 @@ static bool sync_rules(struct proxyd *d, bool full)
                 partial = se_proxy_tracker_done(d->tr[i], r == 0, &sb);
                 se_strbuf_release(&sb);
                 if (r == 0 && full && !d->nft) {
-                        r = se_proxy_ensure_jumps(d->fams[i], d->opt.localhost_nodeports, err,
-                                                  sizeof(err));
+                        r = se_proxy_ensure_jumps(d->fams[i], err, sizeof(err));
                         make_canaries(d->fams[i]);
                 }
                 if (r < 0) {

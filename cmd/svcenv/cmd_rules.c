@@ -245,8 +245,7 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                         r = se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
                         se_strbuf_release(&sb);
                         if (r == 0 && !nft)
-                                r = se_proxy_ensure_jumps(fams[i], o->localhost_nodeports, err,
-                                                          sizeof(err));
+                                r = se_proxy_ensure_jumps(fams[i], err, sizeof(err));
                         if (r < 0)
                                 return cli_fail(EXIT_SYSTEM, "%s", err[0] ? err : strerror(-r));
                         continue;

@@ -218,10 +218,12 @@ enum se_proxy_tool {
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
 
 /* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
- * full syncs (`iptables -C`, then `-I` at the top when missing); with
- * kube_firewall also INPUT/OUTPUT -> KUBE-FIREWALL (IPv4). Run after the
- * first restore (the chains must exist). 0 or as se_proxy_apply. */
-int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize);
+ * full syncs (`iptables -C`, then `-I` at the top when missing), and, in
+ * both families, the kubelet's INPUT/OUTPUT -> KUBE-FIREWALL (the chain made
+ * with `-N` when missing: IPv6 and IPv4 without localhost NodePorts leave
+ * it empty). Run after the first restore (our chains must exist). 0 or as
+ * se_proxy_apply. */
+int se_proxy_ensure_jumps(enum se_ip_family family, char *err, size_t errsize);
 
 /* Stale chains (kube-proxy does this on full syncs, from iptables-save). */
 #define SE_PROXY_MAX_SAVED_CHAINS (4u << 20)

@@ -322,6 +322,13 @@ else
         traffic "$CL" tcp 10.96.0.10 80 20 >"$tmp/repaired"
         check "re-applying repairs it" bash -c '! grep -q ERR "$1"' _ "$tmp/repaired"
 fi
+if [ "$backend" = iptables ]; then
+        # as kube-proxy, the kubelet's KUBE-FIREWALL jumps are ensured in both families
+        fw_jumps() { [ "$(ip netns exec "$1" "$2" -S "$3" | grep -c -- '^-A [A-Z]* -j KUBE-FIREWALL$')" -eq 1 ]; }
+        check "INPUT and OUTPUT jump to KUBE-FIREWALL in iptables and ip6tables" \
+                bash -c "$(declare -f fw_jumps); for t in iptables ip6tables; do for c in INPUT OUTPUT; do
+                        fw_jumps \"\$1\" \$t \$c || exit 1; done; done" _ "$NODE"
+fi
 # the dual-stack demo cluster: both families accepted by the real tools
 # (ip6tables-restore / nft ip6), applied twice (the second run replaces)
 demo=manifests/examples/demo-cluster.yaml
