@@ -21,7 +21,7 @@ static const char usage[] =
         "\n"
         "Programs this node's packet filter for the cluster's Services as kube-proxy\n"
         "v1.36 does (iptables or nftables), watching Services, EndpointSlices and the\n"
-        "Node through the API server.\n"
+        "Node (with nftables also the ServiceCIDRs) through the API server.\n"
         "\n"
         "  --hostname-override NAME   the Node we run on (default: the hostname)\n"
         "  --backend iptables|nftables (default iptables)\n"
@@ -29,7 +29,8 @@ static const char usage[] =
         "  --node-ip IP[,IP]          node IPs (default: from the Node)\n"
         "  --masquerade-bit N         (default 14)\n"
         "  --masquerade-all\n"
-        "  --nodeport-addresses CIDRS|primary\n"
+        "  --nodeport-addresses CIDRS|primary (default: all local addresses with\n"
+        "                             iptables, primary with nftables; 0.0.0.0/0,::/0: all)\n"
         "  --localhost-nodeports true|false (default true)\n"
         "  --random-fully auto|on|off\n"
         "  --nfacct auto|on|off       nfacct counters in rules (auto: made over netlink if\n"
@@ -204,14 +205,25 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
         }
         char field[300];
         snprintf(field, sizeof(field), "metadata.name=%s", d->hostname);
-        struct se_kube_informer_opts node_opts = { .field_selector = field };
-        static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE,
-                                              SE_KIND_ENDPOINT_SLICE };
-        for (int i = 0; i < 3; i++) {
+        /* kube-proxy's selectors: no headless slices; no ClusterIP None
+         * Services and none of another proxy (--proxy-name must see its own) */
+        const struct se_kube_informer_opts opts[] = {
+                { .field_selector = field },
+                { .field_selector = "spec.clusterIP!=None",
+                  .label_selector =
+                          d->opt.proxy_name ? NULL : "!service.kubernetes.io/service-proxy-name" },
+                { .label_selector = "!service.kubernetes.io/headless" },
+                { 0 },
+        };
+        static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE,
+                                              SE_KIND_SERVICE_CIDR };
+        /* the service CIDRs matter to nftables' cluster-ips-check only */
+        d->n_inf = d->nft ? 4 : 3;
+        for (unsigned i = 0; i < d->n_inf; i++) {
                 if ((r = se_store_subscribe(d->store, kinds[i], proxyd_on_change, d)) < 0)
                         return r;
-                d->inf[i] = se_kube_informer_new(d->client, kinds[i], d->store,
-                                                 i == 0 ? &node_opts : NULL, on_error, d);
+                d->inf[i] =
+                        se_kube_informer_new(d->client, kinds[i], d->store, &opts[i], on_error, d);
                 if (!d->inf[i])
                         return -ENOMEM;
                 if ((r = se_kube_informer_start(d->inf[i])) < 0)
@@ -383,6 +395,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         }
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
+        if (d->nft)
+                se_proxy_options_nft_defaults(&d->opt);
         return 0;
 }
 
@@ -456,7 +470,7 @@ int main(int argc, char **argv)
                 rc = 4;
                 goto out;
         }
-        for (int i = 0; i < 3; i++)
+        for (unsigned i = 0; i < d.n_inf; i++)
                 while (se_kube_informer_wait_synced(d.inf[i], 1000) < 0) {
                         se_log_info(1, "waiting for the informers to sync");
                         struct timespec zero = { 0, 0 };
@@ -472,7 +486,8 @@ int main(int argc, char **argv)
                         se_log_warn("nfacct counters unavailable (%s): rules without them",
                                     strerror(-(r1 ? r1 : r2)));
         }
-        d.n_fams = se_proxy_families(&d.opt, d.fams);
+        /* as kube-proxy: both families wherever the host has IPv6 */
+        d.n_fams = se_proxy_families_on(&d.opt, se_proxy_host_ipv6(d.nft), d.fams);
         if (proxyd_serve_start(&d) < 0) {
                 rc = 4;
                 goto out;
@@ -498,7 +513,7 @@ out:
         if (started)
                 pthread_join(tid, NULL);
         proxyd_serve_stop(&d);
-        for (int i = 0; i < 3; i++)
+        for (unsigned i = 0; i < d.n_inf; i++)
                 d.inf[i] = se_kube_informer_free(d.inf[i]);
         d.client = se_kube_client_free(d.client);
         d.store = se_store_free(d.store);

@@ -46,11 +46,12 @@ struct proxyd {
 
         struct se_store *store;
         struct se_kube_client *client;
-        struct se_kube_informer *inf[3];
+        struct se_kube_informer *inf[4]; /* the last, ServiceCIDRs, with nftables only */
+        unsigned n_inf;
 
         pthread_mutex_t mu; /* guards everything below */
         pthread_cond_t cond;
-        bool dirty, stop, node_changed;
+        bool dirty, stop, node_changed, cidrs_changed;
         struct se_proxy_health health;
         int64_t start_mono_ns;
         int64_t triggers[MAX_TRIGGERS];

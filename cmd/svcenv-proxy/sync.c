@@ -46,7 +46,9 @@ void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object
                     o->meta.namespace ? o->meta.namespace : "", o->meta.name);
         proxyd_now(d, &now);
         pthread_mutex_lock(&d->mu);
-        if (o->kind == SE_KIND_NODE) {
+        if (o->kind == SE_KIND_SERVICE_CIDR) {
+                d->cidrs_changed = true; /* in the top-level chains: a full sync */
+        } else if (o->kind == SE_KIND_NODE) {
                 d->node_changed = true;
                 /* a deleted Node: kube-proxy keeps judging the last one */
                 if (new_obj)
@@ -256,8 +258,7 @@ static bool sync_rules(struct proxyd *d, bool full)
                 partial = se_proxy_tracker_done(d->tr[i], r == 0, &sb);
                 se_strbuf_release(&sb);
                 if (r == 0 && full && !d->nft) {
-                        r = se_proxy_ensure_jumps(d->fams[i], d->opt.localhost_nodeports, err,
-                                                  sizeof(err));
+                        r = se_proxy_ensure_jumps(d->fams[i], err, sizeof(err));
                         make_canaries(d->fams[i]);
                 }
                 if (r < 0) {
@@ -367,6 +368,9 @@ void proxyd_run(struct proxyd *d)
                 pthread_mutex_lock(&d->mu);
                 bool stop = d->stop, dirty = d->dirty, node = d->node_changed;
                 d->node_changed = false;
+                /* kube-proxy waits for its next full sync; svcenv does it now */
+                d->need_full |= d->cidrs_changed;
+                d->cidrs_changed = false;
                 pthread_mutex_unlock(&d->mu);
                 if (node && node_zone(d)) /* topology hints depend on it: as kube-proxy */
                         d->need_full = true;

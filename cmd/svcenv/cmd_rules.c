@@ -20,11 +20,17 @@ static const char usage[] =
         "\n"
         "Prints the rules kube-proxy v1.36 would program on node NAME for the cluster's\n"
         "Services and endpoints: iptables-restore input for the filter and nat tables\n"
-        "(for a dual-stack node the ip6tables-restore input follows, after a line\n"
-        "`# ip6tables-restore`), or with --backend nftables an nft script.\n"
+        "(the ip6tables-restore input follows, after a line `# ip6tables-restore`), or\n"
+        "with --backend nftables an nft script for each family. Like kube-proxy, which\n"
+        "is dual-stack wherever the host has IPv6, both families are written even for a\n"
+        "node with IPv4 addresses only (--ip-family picks one; --apply asks this host).\n"
         "Endpoints come from the EndpointSlices, or for a selector Service without\n"
         "slices, from its pods. Node IPs come from the Node object and --node-ip.\n"
         "--cluster-cidr enables local-traffic detection (pods are not masqueraded).\n"
+        "--nodeport-addresses: NodePorts on the node IPs in CIDRS; `primary` means the\n"
+        "first node IP of each family (the nftables default); a family without a CIDR,\n"
+        "or with 0.0.0.0/0 or ::/0, takes them on every local address (the iptables\n"
+        "default).\n"
         "--random-fully auto means on (iptables >= 1.6.2); --nfacct auto means off\n"
         "(the counters must exist before rules name them).\n"
         "--apply feeds the rules to iptables-restore --noflush / ip6tables-restore /\n"
@@ -203,8 +209,10 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                 const struct rules_args *a)
 {
         enum se_ip_family fams[2];
-        unsigned nf = se_proxy_families(o, fams);
         bool nft = strcmp(a->backend, "nftables") == 0;
+        /* kube-proxy is dual-stack wherever the host has IPv6: printed rules
+         * assume it has, applied ones ask this host */
+        unsigned nf = se_proxy_families_on(o, a->apply ? se_proxy_host_ipv6(nft) : true, fams);
         if (a->ip_family) {
                 fams[0] = strcmp(a->ip_family, "ipv6") == 0 ? SE_IPV6 : SE_IPV4;
                 nf = 1;
@@ -237,8 +245,7 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                         r = se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
                         se_strbuf_release(&sb);
                         if (r == 0 && !nft)
-                                r = se_proxy_ensure_jumps(fams[i], o->localhost_nodeports, err,
-                                                          sizeof(err));
+                                r = se_proxy_ensure_jumps(fams[i], err, sizeof(err));
                         if (r < 0)
                                 return cli_fail(EXIT_SYSTEM, "%s", err[0] ? err : strerror(-r));
                         continue;
@@ -316,6 +323,8 @@ int cmd_rules(int argc, char **argv)
                 goto out;
         }
         o.node_name = a.node;
+        if (strcmp(a.backend, "nftables") == 0)
+                se_proxy_options_nft_defaults(&o);
         if ((rc = cli_load(&src, &store)) != EXIT_OK)
                 goto out;
         if ((rc = node_facts(store, a.node, &o)) != EXIT_OK)

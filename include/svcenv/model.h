@@ -33,6 +33,7 @@ enum se_kind {
         SE_KIND_ENDPOINT_SLICE,
         SE_KIND_CONFIGMAP,
         SE_KIND_SECRET,
+        SE_KIND_SERVICE_CIDR, /* networking.k8s.io/v1 ServiceCIDR (cluster-scoped) */
         SE_KIND_COUNT
 };
 
@@ -317,6 +318,13 @@ struct se_secret {
         struct se_kvlist data; /* base64-decoded `data` merged with `stringData` */
 };
 
+/* The ranges ClusterIPs are allocated from (kube-proxy's nftables mode
+ * drops traffic to the unallocated ones). */
+struct se_service_cidr {
+        struct se_object obj;
+        struct se_strs cidrs; /* spec.cidrs: one or two (one per family), checked */
+};
+
 /* ---- Endpoints ---- */
 
 struct se_object_ref {
@@ -494,6 +502,7 @@ SE_DEFINE_VIEW(se_endpoints, SE_KIND_ENDPOINTS)
 SE_DEFINE_VIEW(se_endpoint_slice, SE_KIND_ENDPOINT_SLICE)
 SE_DEFINE_VIEW(se_configmap, SE_KIND_CONFIGMAP)
 SE_DEFINE_VIEW(se_secret, SE_KIND_SECRET)
+SE_DEFINE_VIEW(se_service_cidr, SE_KIND_SERVICE_CIDR)
 #undef SE_DEFINE_VIEW
 
 /* Pod helpers shared by envvars and endpoints. */

@@ -6,6 +6,7 @@
  *     Nodes) and makes the per-family list of service ports with their
  *     endpoints, exactly as kube-proxy's service and endpoint-slice caches
  *     see them (headless, ExternalName and foreign-proxy services skipped,
+ *     EndpointSlices labelled service.kubernetes.io/headless unseen,
  *     endpoints sorted by "ip:port").
  *  2. se_proxy_iptables_write() / se_proxy_nft_write() render that table as
  *     iptables-restore input (filter + nat, kube-proxy's chain layout and
@@ -42,8 +43,9 @@ struct se_proxy_options {
          * none: no detector (kube-proxy's "no LocalTrafficDetector"). */
         struct se_cidr cluster_cidrs[2];
         unsigned n_cluster_cidrs;
-        /* --nodeport-addresses: empty means all local addresses; `primary`
-         * sets nodeport_primary instead. */
+        /* --nodeport-addresses: per family, no CIDR of it (or one that is
+         * 0.0.0.0/0, ::/0) means every local address; `primary` sets
+         * nodeport_primary (the family's first node IP) instead. */
         struct se_cidr nodeport_cidrs[SE_PROXY_MAX_CIDRS];
         unsigned n_nodeport_cidrs;
         bool nodeport_primary;
@@ -60,6 +62,11 @@ struct se_proxy_options {
 /* kube-proxy's defaults: mark bit 14, localhost NodePorts on, nfacct off,
  * --random-fully off. */
 void se_proxy_options_init(struct se_proxy_options *opt);
+
+/* kube-proxy's nftables default, for after the flags when the backend is
+ * nftables: without --nodeport-addresses, NodePorts are taken on the node's
+ * primary IPs (`primary`), not on every local address as with iptables. */
+void se_proxy_options_nft_defaults(struct se_proxy_options *opt);
 
 /* Parses a comma-separated CIDR list ("10.0.0.0/8, fd00::/64") into cidrs
  * (at most max; spaces around items are ignored). Returns the count, or
@@ -103,6 +110,11 @@ struct se_proxy_table {
         struct se_proxy_svcport *ports; /* sorted by spn, then protocol */
         uint32_t n_ports;
         uint32_t n_endpoints; /* total over all ports (large-cluster mode) */
+        /* the ServiceCIDR objects' ranges of this family, canonical "ip/len"
+         * text, sorted and unique (nftables drops traffic to the unallocated
+         * ClusterIPs in them, as kube-proxy's cluster-ips-check) */
+        const char **service_cidrs;
+        uint32_t n_service_cidrs;
 };
 
 /* Builds the table for one family from the store (caller holds the store's
@@ -115,6 +127,11 @@ struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t);
 /* Families the node runs: IPv4 and/or IPv6 from its node IPs (IPv4 alone
  * when none is known). Fills fams, returns the count (1 or 2). */
 unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family fams[2]);
+/* The families kube-proxy runs: it is dual-stack wherever the host has
+ * IPv6, whatever the node's addresses, so an IPv4-only node gets its IPv6
+ * base chains too. host_ipv6: IPv4 then IPv6; otherwise se_proxy_families. */
+unsigned se_proxy_families_on(const struct se_proxy_options *opt, bool host_ipv6,
+                              enum se_ip_family fams[2]);
 
 /* Chain-name suffix kube-proxy uses: the first 16 characters of base32
  * (RFC 4648) of sha256(spn + proto [+ endpoint]). out has >= 17 bytes.
@@ -201,10 +218,12 @@ enum se_proxy_tool {
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
 
 /* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
- * full syncs (`iptables -C`, then `-I` at the top when missing); with
- * kube_firewall also INPUT/OUTPUT -> KUBE-FIREWALL (IPv4). Run after the
- * first restore (the chains must exist). 0 or as se_proxy_apply. */
-int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize);
+ * full syncs (`iptables -C`, then `-I` at the top when missing), and, in
+ * both families, the kubelet's INPUT/OUTPUT -> KUBE-FIREWALL (the chain made
+ * with `-N` when missing: IPv6 and IPv4 without localhost NodePorts leave
+ * it empty). Run after the first restore (our chains must exist). 0 or as
+ * se_proxy_apply. */
+int se_proxy_ensure_jumps(enum se_ip_family family, char *err, size_t errsize);
 
 /* Stale chains (kube-proxy does this on full syncs, from iptables-save). */
 #define SE_PROXY_MAX_SAVED_CHAINS (4u << 20)
@@ -239,6 +258,10 @@ int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err
 
 /* ---- the daemon's helpers (svcenv-proxy) ---- */
 
+/* Whether this host can run the IPv6 proxier (kube-proxy's
+ * platformCheckSupported): the kernel has IPv6 and, for iptables,
+ * ip6tables-restore runs. */
+bool se_proxy_host_ipv6(bool nft);
 /* Runs argv (argv[0] looked up in PATH; no stdin, never a shell); stdout
  * into out when non-NULL. Errors as se_proxy_apply. */
 int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize);

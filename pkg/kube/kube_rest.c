@@ -22,6 +22,8 @@ static const struct se_kube_resource resources[SE_KIND_COUNT] = {
                                      "EndpointSlice", "discovery.k8s.io/v1" },
         [SE_KIND_CONFIGMAP] = { "/api/v1", "configmaps", true, "ConfigMap", "v1" },
         [SE_KIND_SECRET] = { "/api/v1", "secrets", true, "Secret", "v1" },
+        [SE_KIND_SERVICE_CIDR] = { "/apis/networking.k8s.io/v1", "servicecidrs", false,
+                                   "ServiceCIDR", "networking.k8s.io/v1" },
 };
 
 const struct se_kube_resource se_kube_leases = { "/apis/coordination.k8s.io/v1", "leases", true,

@@ -25,6 +25,8 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
                 return decode_configmap(d, json, (struct se_configmap *)obj);
         case SE_KIND_SECRET:
                 return decode_secret(d, json, (struct se_secret *)obj);
+        case SE_KIND_SERVICE_CIDR:
+                return decode_service_cidr(d, json, (struct se_service_cidr *)obj);
         default:
                 return -EINVAL;
         }

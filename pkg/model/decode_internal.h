@@ -111,6 +111,7 @@ int decode_pod(struct dctx *d, const json_t *json, struct se_pod *pod);
 int decode_node(struct dctx *d, const json_t *json, struct se_node *node);
 int decode_namespace(struct dctx *d, const json_t *json, struct se_namespace *ns);
 int decode_configmap(struct dctx *d, const json_t *json, struct se_configmap *cm);
+int decode_service_cidr(struct dctx *d, const json_t *json, struct se_service_cidr *sc);
 int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec);
 int decode_endpoints(struct dctx *d, const json_t *json, struct se_endpoints *ep);
 int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint_slice *es);

@@ -137,6 +137,36 @@ int decode_configmap(struct dctx *d, const json_t *json, struct se_configmap *cm
         return get_strmap(d, json, "data", &cm->data);
 }
 
+/* spec.cidrs: at most two, each a CIDR (the API server allows one per
+ * family; the proxy parses them again, so a bad one must not get in). */
+int decode_service_cidr(struct dctx *d, const json_t *json, struct se_service_cidr *sc)
+{
+        const json_t *spec;
+        int r = get_object(d, json, "spec", &spec);
+        if (r < 0 || !spec)
+                return r;
+        size_t old = dctx_push_key(d, "spec");
+        if ((r = get_strarray(d, spec, "cidrs", &sc->cidrs)) < 0)
+                return r;
+        if (sc->cidrs.n > 2)
+                return dctx_fail(d, "cidrs", "Too many: %u: must have at most 2 items",
+                                 sc->cidrs.n);
+        for (uint32_t i = 0; i < sc->cidrs.n; i++) {
+                struct se_cidr c;
+                if (se_parse_cidr(sc->cidrs.v[i], &c) < 0) {
+                        size_t o2 = dctx_push_key(d, "cidrs");
+                        size_t o3 = dctx_push_index(d, i);
+                        r = dctx_fail(d, NULL, "Invalid value: \"%s\": must be a valid CIDR",
+                                      sc->cidrs.v[i]);
+                        dctx_pop(d, o3);
+                        dctx_pop(d, o2);
+                        return r;
+                }
+        }
+        dctx_pop(d, old);
+        return 0;
+}
+
 /* data is base64; stringData (write-only in the API) overrides it key by key,
  * as the API server merges them. */
 int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec)

@@ -513,6 +513,12 @@ json_t *se_encode_object(const struct se_object *obj)
                 case SE_KIND_SECRET:
                         ok = encode_secret(o, se_secret_of(obj));
                         break;
+                case SE_KIND_SERVICE_CIDR: {
+                        json_t *spec = json_object();
+                        ok = set_new(o, "spec", spec) &&
+                             set_new(spec, "cidrs", str_array(&se_service_cidr_of(obj)->cidrs));
+                        break;
+                }
                 default:
                         ok = false;
                 }

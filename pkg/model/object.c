@@ -27,6 +27,8 @@ static const struct kind_info kinds[SE_KIND_COUNT] = {
         [SE_KIND_CONFIGMAP] = { "ConfigMap", "v1", "configmaps", "cm", true,
                                 sizeof(struct se_configmap) },
         [SE_KIND_SECRET] = { "Secret", "v1", "secrets", "secret", true, sizeof(struct se_secret) },
+        [SE_KIND_SERVICE_CIDR] = { "ServiceCIDR", "networking.k8s.io/v1", "servicecidrs",
+                                   "servicecidr", false, sizeof(struct se_service_cidr) },
 };
 
 struct se_object *se_object_new_sized(enum se_kind kind, size_t size)

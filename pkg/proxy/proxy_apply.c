@@ -277,10 +277,10 @@ static int ensure_one(const char *tool, const char *table, const char *from, con
         return run(argv, NULL, 0, NULL, err, errsize, &status);
 }
 
-int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *err, size_t errsize)
+int se_proxy_ensure_jumps(enum se_ip_family family, char *err, size_t errsize)
 {
         const char *tool = family == SE_IPV6 ? "ip6tables" : "iptables";
-        int r;
+        int r, status = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(jumps); i++) {
                 const struct jump *j = &jumps[i];
                 r = ensure_one(tool, j->table, j->from, j->to, j->new_only, j->comment, err,
@@ -288,13 +288,17 @@ int se_proxy_ensure_jumps(enum se_ip_family family, bool kube_firewall, char *er
                 if (r < 0)
                         return r;
         }
-        if (family == SE_IPV4 && kube_firewall) {
-                static const char *const from[] = { "INPUT", "OUTPUT" };
-                for (size_t i = 0; i < SE_ARRAY_SIZE(from); i++)
-                        if ((r = ensure_one(tool, "filter", from[i], "KUBE-FIREWALL", false, NULL,
-                                            err, errsize)) < 0)
-                                return r;
-        }
+        /* kube-proxy's iptablesKubeletJumpChains, ensured in every family
+         * (EnsureChain: `-N`, which fails when the chain is there) */
+        const char *mk[] = { tool, "-w", "5", "-t", "filter", "-N", "KUBE-FIREWALL", NULL };
+        r = run(mk, NULL, 0, NULL, NULL, 0, &status);
+        if (r < 0 && r != -EPROTO)
+                return r;
+        static const char *const from[] = { "INPUT", "OUTPUT" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(from); i++)
+                if ((r = ensure_one(tool, "filter", from[i], "KUBE-FIREWALL", false, NULL, err,
+                                    errsize)) < 0)
+                        return r;
         return 0;
 }
 
@@ -305,6 +309,14 @@ int se_proxy_save_nat(enum se_ip_family family, struct se_strbuf *out, char *err
         int status;
         int r = run(family == SE_IPV6 ? v6 : v4, NULL, 0, out, err, errsize, &status);
         return r < 0 ? r : se_strbuf_failed(out);
+}
+
+bool se_proxy_host_ipv6(bool nft)
+{
+        if (access("/proc/net/if_inet6", R_OK) != 0)
+                return false;
+        static const char *const v[] = { "ip6tables-restore", "--version", NULL };
+        return nft || se_proxy_run(v, NULL, NULL, 0) == 0;
 }
 
 int se_proxy_run(const char *const *argv, struct se_strbuf *out, char *err, size_t errsize)

@@ -34,6 +34,13 @@ bool proxy_uses_local(const struct se_proxy_svcport *sp);
 
 /* The local-traffic detector's CIDR for the family, NULL when none. */
 const struct se_cidr *proxy_cluster_cidr(const struct se_proxy_options *opt, enum se_ip_family fam);
+/* --nodeport-addresses for one family, as kube-proxy's NodePortAddresses:
+ * NodePorts on every local address (MatchAll) when no CIDR of the family is
+ * given (`primary` gives the family's first node IP unless there is none
+ * or it is loopback) or one of them is 0.0.0.0/0 or ::/0. */
+bool proxy_nodeport_all(const struct se_proxy_options *opt, enum se_ip_family fam);
+/* Otherwise, whether the node IP opt->node_ips[i] takes NodePorts. */
+bool proxy_nodeport_ip(const struct se_proxy_options *opt, unsigned i);
 /* Text of the masquerade mark ("0x00004000" for bit 14, like Go's %#08x). */
 void proxy_mark_text(const struct se_proxy_options *opt, char out[16]);
 /* Canonical "ip/prefix" text of c. */

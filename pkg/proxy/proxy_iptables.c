@@ -510,7 +510,7 @@ static void nodeports_jump(struct ipt *w)
         const struct se_proxy_options *o = w->opt;
         static const char comment[] =
                 "\"kubernetes service nodeports; NOTE: this must be the last rule in this chain\"";
-        if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary) {
+        if (proxy_nodeport_all(o, w->fam)) {
                 se_strbuf_printf(
                         w->nat_rules,
                         "-A KUBE-SERVICES -m comment --comment %s -m addrtype --dst-type LOCAL",
@@ -526,18 +526,7 @@ static void nodeports_jump(struct ipt *w)
          * interfaces), plus the primary IP with `primary` */
         for (unsigned i = 0; i < o->n_node_ips; i++) {
                 const struct se_ip *ip = &o->node_ips[i];
-                bool take = false;
-                if (ip->family != w->fam)
-                        continue;
-                for (unsigned k = 0; k < o->n_nodeport_cidrs && !take; k++)
-                        take = se_cidr_contains(&o->nodeport_cidrs[k], ip);
-                if (o->nodeport_primary) {
-                        unsigned first = 0;
-                        while (first < o->n_node_ips && o->node_ips[first].family != w->fam)
-                                first++;
-                        take |= first == i;
-                }
-                if (!take)
+                if (ip->family != w->fam || !proxy_nodeport_ip(o, i))
                         continue;
                 char text[64];
                 se_ip_format(ip, text, sizeof(text));

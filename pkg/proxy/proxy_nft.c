@@ -52,7 +52,8 @@ struct nft {
         char detect_buf[80];
         /* map and set elements, filled per service, written at the end */
         struct se_strbuf service_ips, service_nodeports, no_ep_services, no_ep_nodeports,
-                firewall_ips, sets;
+                firewall_ips, cluster_ips, sets;
+        const char *last_cluster_ip; /* the previous port's, written once a service */
         /* the service chains: chains_buf, or on full syncs out itself (the
          * rest is put in front of them at the end) */
         struct se_strbuf chains_buf, *chains;
@@ -513,6 +514,13 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         memcpy(tail + tn + dn, " : ", 3);
         tn += dn + 3;
 
+        /* every service port's ClusterIP, with endpoints or not: the set
+         * cluster-ips-check rejects unused ports of */
+        if (!w->last_cluster_ip || strcmp(w->last_cluster_ip, sp->cluster_ip) != 0) {
+                elem_begin(&w->cluster_ips);
+                put(&w->cluster_ips, sp->cluster_ip);
+                w->last_cluster_ip = sp->cluster_ip;
+        }
         if (has_internal)
                 elem_ip(&w->service_ips, sp->cluster_ip, tail, tn, go_int, go_int_n);
         else
@@ -629,10 +637,36 @@ static void vmap(struct se_strbuf *out, const char *name, const char *type,
         se_strbuf_lit(out, "\t}\n");
 }
 
+static void cluster_ips_set(struct nft *w, struct se_strbuf *out)
+{
+        se_strbuf_printf(out, "\tset cluster-ips {\n\t\ttype %s\n", w->addr_type);
+        if (w->cluster_ips.len) {
+                se_strbuf_lit(out, "\t\telements = {\n");
+                se_strbuf_append(out, w->cluster_ips.buf, w->cluster_ips.len);
+                se_strbuf_lit(out, "\n\t\t}\n");
+        }
+        se_strbuf_lit(out, "\t}\n");
+}
+
+/* kube-proxy's cluster-ips-check, after DNAT: what still goes to a ClusterIP
+ * was not a service port of it (reject); what goes elsewhere in the service
+ * CIDRs is to an unallocated ClusterIP (drop). */
+static void cluster_ips_check(struct nft *w, const struct se_proxy_table *t, struct se_strbuf *out)
+{
+        se_strbuf_printf(out, "\tchain cluster-ips-check {\n\t\t%s daddr @cluster-ips reject\n",
+                         w->ip);
+        if (t->n_service_cidrs) {
+                se_strbuf_printf(out, "\t\t%s daddr { ", w->ip);
+                for (uint32_t i = 0; i < t->n_service_cidrs; i++)
+                        se_strbuf_printf(out, "%s%s", i ? ", " : "", t->service_cidrs[i]);
+                se_strbuf_lit(out, " } drop\n");
+        }
+        se_strbuf_lit(out, "\t}\n");
+}
+
 static void nodeport_match(struct nft *w, struct se_strbuf *out)
 {
-        const struct se_proxy_options *o = w->opt;
-        if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary) {
+        if (proxy_nodeport_all(w->opt, w->v6 ? SE_IPV6 : SE_IPV4)) {
                 se_strbuf_printf(out, "fib daddr type local %s daddr != %s", w->ip,
                                  w->v6 ? "::1" : "127.0.0.0/8");
                 return;
@@ -644,21 +678,13 @@ static void nodeport_ips(struct nft *w, struct se_strbuf *out)
 {
         const struct se_proxy_options *o = w->opt;
         enum se_ip_family fam = w->v6 ? SE_IPV6 : SE_IPV4;
-        bool first = true, primary_done = false;
-        if (o->n_nodeport_cidrs == 0 && !o->nodeport_primary)
+        bool first = true;
+        if (proxy_nodeport_all(o, fam))
                 return;
         se_strbuf_printf(out, "\tset nodeport-ips {\n\t\ttype %s\n", w->addr_type);
         for (unsigned i = 0; i < o->n_node_ips; i++) {
                 const struct se_ip *ip = &o->node_ips[i];
-                bool take = false;
-                if (ip->family != fam)
-                        continue;
-                for (unsigned k = 0; k < o->n_nodeport_cidrs && !take; k++)
-                        take = se_cidr_contains(&o->nodeport_cidrs[k], ip);
-                if (o->nodeport_primary && !primary_done)
-                        take = true;
-                primary_done = true;
-                if (!take)
+                if (ip->family != fam || !proxy_nodeport_ip(o, i))
                         continue;
                 char text[64];
                 se_ip_format(ip, text, sizeof(text));
@@ -699,6 +725,7 @@ static int delete_gone(struct nft *w, struct se_strbuf *out)
  * endpoints keep their entries. */
 static int partial(struct nft *w, const char *key, struct se_strbuf *out)
 {
+        enum { CLUSTER_IPS = 5 }; /* the set's index among the tracked elements */
         const char *p = w->chains->buf, *end = w->chains->buf + w->chains->len;
         static const char *const maps[] = { "service-ips", "service-nodeports",
                                             "no-endpoint-services", "no-endpoint-nodeports",
@@ -728,15 +755,23 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         int r = 0;
         se_strbuf_init(&del, 0);
         se_strbuf_init(&add, 0);
+        bool cips_edited = false;
         for (size_t i = 0; top && i < SE_ARRAY_SIZE(maps) && r >= 0; i++) {
                 r = proxy_top_elems(top, true, (int)i, w->ip, TABLE, maps[i], elems[i]->buf,
                                     elems[i]->len, &del, &add);
                 edited[i] = r == 1;
         }
+        if (top && r >= 0) {
+                r = proxy_top_elems(top, true, CLUSTER_IPS, w->ip, TABLE, "cluster-ips",
+                                    w->cluster_ips.buf, w->cluster_ips.len, &del, &add);
+                cips_edited = r == 1;
+        }
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
-        bool block = w->sets.len || w->chains->len;
+        if (!cips_edited)
+                se_strbuf_printf(out, "flush set %s " TABLE " cluster-ips\n", w->ip);
+        bool block = w->sets.len || w->chains->len || !cips_edited;
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 block |= !edited[i];
         /* an empty block still costs nft a read of the whole ruleset */
@@ -745,6 +780,8 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         vmap(out, maps[i], types[i], elems[i]);
+        if (!cips_edited)
+                cluster_ips_set(w, out);
         se_strbuf_add(out, w->sets.buf, w->sets.len);
         se_strbuf_add(out, w->chains->buf, w->chains->len);
         if (block)
@@ -759,8 +796,8 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
 
 /* The table's own maps and sets (maps) and its base and top-level chains
  * (chains): the same on every full sync. */
-static void globals(struct nft *w, const char *key, struct se_strbuf *maps,
-                    struct se_strbuf *chains)
+static void globals(struct nft *w, const struct se_proxy_table *t, const char *key,
+                    struct se_strbuf *maps, struct se_strbuf *chains)
 {
         const struct se_proxy_options *opt = w->opt;
         struct se_strbuf *out = chains;
@@ -769,6 +806,7 @@ static void globals(struct nft *w, const char *key, struct se_strbuf *maps,
         vmap(maps, "no-endpoint-services", key, &w->no_ep_services);
         vmap(maps, "no-endpoint-nodeports", "inet_proto . inet_service", &w->no_ep_nodeports);
         vmap(maps, "firewall-ips", key, &w->firewall_ips);
+        cluster_ips_set(w, maps);
         nodeport_ips(w, maps);
         /* base chains: the firewall before DNAT, the endpoint checks after it */
         se_strbuf_puts(
@@ -783,12 +821,13 @@ static void globals(struct nft *w, const char *key, struct se_strbuf *maps,
         se_strbuf_puts(
                 out,
                 "\tchain filter-forward {\n\t\ttype filter hook forward priority -10; policy accept;\n"
-                "\t\tct state new jump service-endpoints-check\n\t}\n");
+                "\t\tct state new jump service-endpoints-check\n"
+                "\t\tct state new jump cluster-ips-check\n\t}\n");
         se_strbuf_puts(
                 out,
                 "\tchain filter-output {\n\t\ttype filter hook output priority -10; policy accept;\n"
                 "\t\tct state new jump service-endpoints-check\n"
-                "\t}\n");
+                "\t\tct state new jump cluster-ips-check\n\t}\n");
         se_strbuf_puts(
                 out,
                 "\tchain filter-output-pre-dnat {\n\t\ttype filter hook output priority -110; policy accept;\n"
@@ -829,6 +868,7 @@ static void globals(struct nft *w, const char *key, struct se_strbuf *maps,
                 out,
                 "\tchain firewall-check {\n\t\t%s daddr . meta l4proto . th dport vmap @firewall-ips\n\t}\n",
                 w->ip);
+        cluster_ips_check(w, t, out);
         se_strbuf_puts(out, "\tchain reject-chain {\n\t\treject\n\t}\n");
 }
 
@@ -897,7 +937,8 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         struct se_strbuf *bufs[] = {
                 &w.service_ips,  &w.service_nodeports, &w.no_ep_services, &w.no_ep_nodeports,
                 &w.firewall_ips, &w.chains_buf,        &w.sets,           &gmaps,
-                &gchains,        &w.flushes,           &known_names,      &head
+                &gchains,        &w.flushes,           &known_names,      &head,
+                &w.cluster_ips
         };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
@@ -931,11 +972,14 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                 const struct se_strbuf *e = bufs[i];
                 r = proxy_top_elems(top, false, i, w.ip, TABLE, "", e->buf, e->len, NULL, NULL);
         }
+        if (top && r >= 0)
+                r = proxy_top_elems(top, false, 5, w.ip, TABLE, "", w.cluster_ips.buf,
+                                    w.cluster_ips.len, NULL, NULL);
         if (r < 0)
                 goto done;
         se_strbuf_grow(&gmaps, w.service_ips.len + w.service_nodeports.len + w.no_ep_services.len +
                                        w.no_ep_nodeports.len + w.firewall_ips.len + 4096);
-        globals(&w, key, &gmaps, &gchains);
+        globals(&w, t, key, &gmaps, &gchains);
         if (tracker) {
                 /* the table stays, so affinity sets keep their entries: its
                  * rules go, known maps and sets are emptied, then all is

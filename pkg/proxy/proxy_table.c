@@ -21,6 +21,12 @@ void se_proxy_options_init(struct se_proxy_options *opt)
         opt->localhost_nodeports = true;
 }
 
+void se_proxy_options_nft_defaults(struct se_proxy_options *opt)
+{
+        if (opt->n_nodeport_cidrs == 0)
+                opt->nodeport_primary = true;
+}
+
 struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t)
 {
         if (t) {
@@ -43,6 +49,16 @@ unsigned se_proxy_families(const struct se_proxy_options *opt, enum se_ip_family
         if (v6)
                 fams[n++] = SE_IPV6;
         return n;
+}
+
+unsigned se_proxy_families_on(const struct se_proxy_options *opt, bool host_ipv6,
+                              enum se_ip_family fams[2])
+{
+        if (!host_ipv6)
+                return se_proxy_families(opt, fams);
+        fams[0] = SE_IPV4;
+        fams[1] = SE_IPV6;
+        return 2;
 }
 
 /* A dotted quad as se_parse_ip takes it (no leading zeros): the common
@@ -102,12 +118,13 @@ static bool externally_accessible(const struct se_service *svc)
                (svc->type == SE_SVC_CLUSTER_IP && svc->external_ips.n > 0);
 }
 
+/* kube-proxy's Service informer leaves out those labelled with a service
+ * proxy name (svcenv's --proxy-name serves its own) and ClusterIP None;
+ * the headless label is about EndpointSlices only (headless_slice). */
 static bool skip_service(const struct se_service *svc, const struct se_proxy_options *opt)
 {
         const char *proxy = se_kvlist_get(&svc->obj.meta.labels, LABEL_PROXY_NAME);
         if (proxy && (!opt->proxy_name || strcmp(proxy, opt->proxy_name) != 0))
-                return true;
-        if (se_kvlist_get(&svc->obj.meta.labels, LABEL_HEADLESS))
                 return true;
         if (svc->type == SE_SVC_EXTERNAL_NAME)
                 return true;
@@ -212,6 +229,13 @@ static int add_endpoint(struct se_arena *a, struct se_proxy_svcport *sp, const c
         return 0;
 }
 
+/* kube-proxy's EndpointSlice informer selects "!service.kubernetes.io/headless":
+ * a slice carrying the label, whatever its value, is not seen at all. */
+static bool headless_slice(const struct se_endpoint_slice *es)
+{
+        return se_kvlist_get(&es->obj.meta.labels, LABEL_HEADLESS) != NULL;
+}
+
 /* Endpoints of one service port from the service's EndpointSlices
  * (endpointslicecache: matching port name and protocol, this family,
  * first address of each endpoint, nil conditions count as ready/serving). */
@@ -230,7 +254,7 @@ static int slice_endpoints(struct se_arena *a, const struct se_object *const *sl
         const char *want = fam == SE_IPV4 ? "IPv4" : "IPv6";
         for (long i = 0; i < n; i++) {
                 const struct se_endpoint_slice *es = ((const struct se_endpoint_slice *)slices[i]);
-                if (!es->address_type || strcmp(es->address_type, want) != 0)
+                if (!es->address_type || strcmp(es->address_type, want) != 0 || headless_slice(es))
                         continue;
                 for (uint32_t p = 0; p < es->n_ports; p++) {
                         const struct se_slice_port *pp = &es->ports[p];
@@ -477,6 +501,44 @@ static size_t table_bytes(const struct pick *p, enum se_ip_family fam)
         return total;
 }
 
+static int cmp_str(const void *x, const void *y)
+{
+        return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* kube-proxy's ServiceCIDR handler: the union of every object's
+ * spec.cidrs, those of the proxier's family. */
+static int service_cidrs(const struct se_store *store, struct se_proxy_table *t)
+{
+        _cleanup_free_ const struct se_object **objs = NULL;
+        long n = se_store_list_unordered(store, SE_KIND_SERVICE_CIDR, NULL, &objs);
+        if (n <= 0)
+                return (int)n;
+        if (!(t->service_cidrs = se_arena_array(&t->arena, 2 * (size_t)n, sizeof(char *))))
+                return -ENOMEM;
+        for (long i = 0; i < n; i++) {
+                const struct se_service_cidr *sc = se_service_cidr_of(objs[i]);
+                for (uint32_t k = 0; sc && k < sc->cidrs.n && k < 2; k++) {
+                        struct se_cidr c;
+                        char text[80];
+                        if (se_parse_cidr(sc->cidrs.v[k], &c) < 0 || c.ip.family != t->family)
+                                continue;
+                        proxy_cidr_text(&c, text, sizeof(text));
+                        const char *own = se_arena_strdup(&t->arena, text);
+                        if (!own)
+                                return -ENOMEM;
+                        t->service_cidrs[t->n_service_cidrs++] = own;
+                }
+        }
+        qsort(t->service_cidrs, t->n_service_cidrs, sizeof(char *), cmp_str);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < t->n_service_cidrs; i++)
+                if (k == 0 || strcmp(t->service_cidrs[i], t->service_cidrs[k - 1]) != 0)
+                        t->service_cidrs[k++] = t->service_cidrs[i];
+        t->n_service_cidrs = k;
+        return 0;
+}
+
 static void picks_free(struct pick *picks, size_t n)
 {
         for (size_t i = 0; i < n; i++)
@@ -536,6 +598,10 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                 }
         }
         picks_free(picks, n_picks);
+        picks = NULL;
+        n_picks = 0;
+        if ((r = service_cidrs(store, t)) < 0)
+                goto fail;
         if (t->n_ports > 1 && !strictly_sorted(t->ports, t->n_ports, sizeof(*t->ports), cmp_port))
                 qsort(t->ports, t->n_ports, sizeof(*t->ports), cmp_port);
         *ret = t;

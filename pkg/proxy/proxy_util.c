@@ -72,6 +72,46 @@ const struct se_cidr *proxy_cluster_cidr(const struct se_proxy_options *opt, enu
         return NULL;
 }
 
+static bool loopback(const struct se_ip *ip)
+{
+        static const uint8_t v6[16] = { [15] = 1 };
+        return ip->family == SE_IPV4 ? ip->addr[0] == 127 : memcmp(ip->addr, v6, 16) == 0;
+}
+
+/* The primary node IP of the family `primary` stands for, NULL if none. */
+static const struct se_ip *primary_ip(const struct se_proxy_options *opt, enum se_ip_family fam)
+{
+        for (unsigned i = 0; i < opt->n_node_ips; i++)
+                if (opt->node_ips[i].family == fam)
+                        return loopback(&opt->node_ips[i]) ? NULL : &opt->node_ips[i];
+        return NULL;
+}
+
+bool proxy_nodeport_all(const struct se_proxy_options *opt, enum se_ip_family fam)
+{
+        bool any = opt->nodeport_primary && primary_ip(opt, fam);
+        for (unsigned k = 0; k < opt->n_nodeport_cidrs; k++) {
+                const struct se_cidr *c = &opt->nodeport_cidrs[k];
+                if (c->ip.family != fam)
+                        continue;
+                if (c->prefix == 0)
+                        return true;
+                any = true;
+        }
+        return !any;
+}
+
+bool proxy_nodeport_ip(const struct se_proxy_options *opt, unsigned i)
+{
+        const struct se_ip *ip = &opt->node_ips[i];
+        if (opt->nodeport_primary && primary_ip(opt, ip->family) == ip)
+                return true;
+        for (unsigned k = 0; k < opt->n_nodeport_cidrs; k++)
+                if (se_cidr_contains(&opt->nodeport_cidrs[k], ip))
+                        return true;
+        return false;
+}
+
 bool proxy_externally_accessible(const struct se_proxy_svcport *sp)
 {
         return sp->node_port != 0 || sp->n_lb_vips > 0 || sp->n_external_ips > 0;

@@ -11,6 +11,18 @@ golden "rules for node-b, IPv4 only, no detector, masquerade-all, localhost Node
 golden "rules with --nodeport-addresses" $g/demo-nodeport-addresses.iptables \
         "$SVCENV/svcenv" rules -f $demo --node node-a --ip-family ipv4 \
         --cluster-cidr 10.244.0.0/16 --nodeport-addresses "10.0.0.0/24, 127.0.0.0/8"
+golden "nftables rules for node-a: NodePorts on its primary IPs (v1.36's default)" \
+        $g/demo-node-a.nft "$SVCENV/svcenv" rules -f $demo --node node-a --backend nftables \
+        --cluster-cidr 10.244.0.0/16,fd00:244::/48
+all_local=$("$SVCENV/svcenv" rules -f $demo --node node-a --backend nftables \
+        --nodeport-addresses 0.0.0.0/0,::/0)
+if grep -qx $'\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports' <<<"$all_local" &&
+        grep -qx $'\t\tfib daddr type local ip6 daddr != ::1 meta l4proto . th dport vmap @service-nodeports' <<<"$all_local" &&
+        ! grep -q nodeport-ips <<<"$all_local"; then
+        ok "nftables --nodeport-addresses 0.0.0.0/0,::/0: every local address"
+else
+        not_ok "nftables --nodeport-addresses 0.0.0.0/0,::/0: every local address"
+fi
 golden "upstream's overall cluster, unsorted emission order" $g/overall-raw.iptables \
         "$SVCENV/svcenv" rules -f $g/overall.yaml --node test-node --cluster-cidr 10.0.0.0/8 \
         --nfacct on --random-fully off

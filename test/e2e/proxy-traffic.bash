@@ -61,9 +61,13 @@ setup() {
         # service IPs are routed (like a default route would) so that
         # unmatched packets reach FORWARD
         must inns "$NODE" ip link add up0 type veth peer name up1
+        # no IPv6 chatter on it: its packet count is what reached FORWARD's end
+        must inns "$NODE" sysctl -qw net.ipv6.conf.up0.disable_ipv6=1
+        must inns "$NODE" sysctl -qw net.ipv6.conf.up1.disable_ipv6=1
         must inns "$NODE" ip link set up1 up
         must inns "$NODE" ip link set up0 up
         must inns "$NODE" ip route add 10.96.0.0/16 dev up0
+        must inns "$NODE" ip route add 10.97.0.0/16 dev up0
         # one routed /24 per backend (no bridge: replies always cross the node)
         local k
         for k in 1 2 3; do
@@ -115,6 +119,11 @@ EOF
 
 write_cluster() { # write_cluster WEB_ENDPOINTS...
         cat >"$tmp/cluster.yaml" <<EOF
+apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata: {name: kubernetes}
+spec: {cidrs: [10.96.0.0/16, "fd00:96::/112"]}
+---
 apiVersion: v1
 kind: Node
 metadata: {name: node-a}
@@ -223,6 +232,25 @@ NETPEER_TIME=1 traffic "$CL" tcp 10.96.0.12 80 1 3 >"$tmp/empty"
 check "a service without endpoints is refused at once ($(cat "$tmp/empty") ms)" \
         bash -c 'read -r res ms <"$1" && [ "$res" = ERR:ECONNREFUSED ] && [ "$ms" -lt 500 ]' _ "$tmp/empty"
 
+if [ "$backend" = nftables ]; then
+        # cluster-ips-check: a port the ClusterIP does not have is rejected, an
+        # unallocated address of the ServiceCIDR dropped before it leaves the node
+        NETPEER_TIME=1 traffic "$CL" tcp 10.96.0.10 81 1 3 >"$tmp/badport"
+        check "nft: a ClusterIP's unused port is refused at once ($(cat "$tmp/badport") ms)" \
+                bash -c 'read -r res ms <"$1" && [ "$res" = ERR:ECONNREFUSED ] && [ "$ms" -lt 500 ]' \
+                _ "$tmp/badport"
+        up0_tx() { inns "$NODE" cat /sys/class/net/up0/statistics/tx_packets; }
+        before=$(up0_tx)
+        traffic "$CL" tcp 10.96.0.99 80 1 2 >"$tmp/unalloc"
+        after=$(up0_tx)
+        check "nft: an unallocated ClusterIP is dropped on the node ($(cat "$tmp/unalloc"), $before -> $after packets routed on)" \
+                bash -c '[ "$(cat "$1")" = ERR:timeout ] && [ "$2" = "$3" ]' _ "$tmp/unalloc" "$before" "$after"
+        traffic "$CL" tcp 10.97.0.99 80 1 1 >/dev/null
+        check "nft: an address outside the ServiceCIDR is routed on ($(up0_tx) packets)" \
+                bash -c '[ "$(ip netns exec "$1" cat /sys/class/net/up0/statistics/tx_packets)" -gt "$2" ]' \
+                _ "$NODE" "$after"
+fi
+
 traffic "$CL" tcp 10.99.0.1 30080 60 >"$tmp/np"
 check "NodePort from another namespace reaches the backends" \
         bash -c '! grep -q ERR "$1" && [ "$(sort -u "$1" | wc -l)" -ge 2 ]' _ "$tmp/np"
@@ -293,6 +321,13 @@ else
         apply
         traffic "$CL" tcp 10.96.0.10 80 20 >"$tmp/repaired"
         check "re-applying repairs it" bash -c '! grep -q ERR "$1"' _ "$tmp/repaired"
+fi
+if [ "$backend" = iptables ]; then
+        # as kube-proxy, the kubelet's KUBE-FIREWALL jumps are ensured in both families
+        fw_jumps() { [ "$(ip netns exec "$1" "$2" -S "$3" | grep -c -- '^-A [A-Z]* -j KUBE-FIREWALL$')" -eq 1 ]; }
+        check "INPUT and OUTPUT jump to KUBE-FIREWALL in iptables and ip6tables" \
+                bash -c "$(declare -f fw_jumps); for t in iptables ip6tables; do for c in INPUT OUTPUT; do
+                        fw_jumps \"\$1\" \$t \$c || exit 1; done; done" _ "$NODE"
 fi
 # the dual-stack demo cluster: both families accepted by the real tools
 # (ip6tables-restore / nft ip6), applied twice (the second run replaces)

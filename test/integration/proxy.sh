@@ -158,6 +158,23 @@ EOF
         done
 }
 slice_post() { slice_yaml "$@" >"$tmp/slice.yaml" && yaml_post /apis/discovery.k8s.io/v1/namespaces/px/endpointslices "$tmp/slice.yaml"; }
+# the headless label: on a ClusterIP Service (proxied all the same), on a
+# slice (unseen: its Service has no endpoints), as kube-proxy v1.36
+headless_labels() {
+        cat >"$tmp/svc-hlsvc.yaml" <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: hlsvc, namespace: px, labels: {service.kubernetes.io/headless: ""}}
+spec: {clusterIP: 10.96.100.14, ports: [{name: p, protocol: TCP, port: 80, targetPort: 8080}]}
+EOF
+        yaml_post /api/v1/namespaces/px/services "$tmp/svc-hlsvc.yaml" &&
+                slice_post hlsvc TCP 10.244.1.2@node-a &&
+                svc hlslice 10.96.100.15 TCP 80 &&
+                slice_yaml hlslice TCP 10.244.1.2@node-a |
+                sed 's#labels: {kubernetes.io/service-name: hlslice}#labels: {kubernetes.io/service-name: hlslice, service.kubernetes.io/headless: ""}#' \
+                        >"$tmp/slice.yaml" &&
+                yaml_post /apis/discovery.k8s.io/v1/namespaces/px/endpointslices "$tmp/slice.yaml"
+}
 slice_put() {
         slice_yaml "$@" >"$tmp/slice.yaml" &&
                 kapi put "/apis/discovery.k8s.io/v1/namespaces/px/endpointslices/$1-1" "$tmp/slice.yaml" >/dev/null
@@ -171,7 +188,8 @@ objects() {
                 svc lb 10.96.100.13 TCP 80 ", type: LoadBalancer, externalTrafficPolicy: Local, healthCheckNodePort: 32000" ", nodePort: 30080" &&
                 slice_post web TCP 10.244.1.2@node-a 10.244.2.2@node-b &&
                 slice_post dns UDP 10.244.1.2@node-a &&
-                slice_post lb TCP 10.244.1.2@node-a
+                slice_post lb TCP 10.244.1.2@node-a &&
+                headless_labels
 }
 check "Node, Services and EndpointSlices created through the API" objects
 
@@ -224,6 +242,10 @@ check "TCP to the ClusterIP reaches both endpoints" until_ok 10 spread "$A" tcp 
 check "UDP to the ClusterIP reaches its endpoint" spread "$A" udp 10.96.100.11 53 5 b1
 rejected() { inns "$A" python3 "$here/netpeer.py" tcp 10.96.100.12 80 1 1 >"$tmp/rej"; grep -q 'ERR' "$tmp/rej" || return 1; grep -qi 'refused' "$tmp/rej" || { sed 's/^/# /' "$tmp/rej"; return 1; }; }
 check "a Service without endpoints is REJECTed" rejected
+check "a ClusterIP Service labelled service.kubernetes.io/headless is proxied" \
+        spread "$A" tcp 10.96.100.14 80 5 b1
+refused() { inns "$A" python3 "$here/netpeer.py" tcp "$1" "$2" 1 1 >"$tmp/ref"; grep -qi 'refused' "$tmp/ref"; }
+check "an EndpointSlice labelled service.kubernetes.io/headless is unseen (REJECT)" refused 10.96.100.15 80
 hc() { inns "$A" curl -s -o "$tmp/hc" -w '%{http_code}' http://$NA:32000/; }
 hc_ok() {
         [ "$(hc)" = 200 ] && [ "$(tr -d '\t\n' <"$tmp/hc")" = '{"service": {"namespace": "px","name": "lb"},"localEndpoints": 1,"serviceProxyHealthy": true}' ]
@@ -353,6 +375,15 @@ if [ -x "$BIN_DIR/kube-proxy" ]; then
                 done
         }
         check "iptables-save nat+filter: svcenv-proxy == kube-proxy (sorted, no counters, no canary)" side_by_side
+        # an IPv4-only node: both write their IPv6 base chains all the same
+        norm6() { inns "$1" ip6tables-save | grep -E "^(\*|:|-A)" | grep -v CANARY | sed 's/ \[[0-9]*:[0-9]*\]$//' | sort; }
+        side_by_side6() {
+                norm6 "$A" >"$tmp/a.6"
+                norm6 "$B" >"$tmp/b.6"
+                grep -q KUBE-SERVICES "$tmp/b.6" && diff -u "$tmp/b.6" "$tmp/a.6" >"$tmp/sbs.6" ||
+                        { sed 's/^/# /' "$tmp/sbs.6" | head -40; return 1; }
+        }
+        check "ip6tables-save on the IPv4-only node: svcenv-proxy == kube-proxy" side_by_side6
         kill "$kp" 2>/dev/null && wait "$kp" 2>/dev/null
 else
         not_ok "kube-proxy binary in BIN_DIR ($BIN_DIR)"
@@ -373,6 +404,10 @@ start_proxy "$A" "$tmp/pxn.log" --backend nftables
 pxn=$last_pid
 check "svcenv-proxy --backend nftables syncs" until_ok 30 eval 'synced "$A" && inns "$A" nft list table ip svcenv >/dev/null 2>&1'
 check "nftables: TCP to the ClusterIP reaches both endpoints" until_ok 10 spread "$A" tcp 10.96.100.10 80 30 b1 b2
+# cluster-ips-check, the range from the API server's own ServiceCIDR "kubernetes"
+check "nftables: a port the ClusterIP lacks is refused (cluster-ips-check)" refused 10.96.100.10 81
+check "nftables: the ServiceCIDR from the API server is dropped when unallocated" \
+        eval 'inns "$A" nft list chain ip svcenv cluster-ips-check | grep -q "ip daddr 10.96.0.0/16 drop"' 
 slice_put web TCP 10.244.2.2@node-b
 check "nftables: endpoint removed through the API, traffic to the other only" until_ok 10 spread "$A" tcp 10.96.100.10 80 20 b2
 svc bbb 10.96.100.6 TCP 80 && slice_post bbb TCP 10.244.1.2@node-a

@@ -611,7 +611,7 @@ static void test_proxy__terminating_fallback(void **state)
         free(y2);
 }
 
-/* headless, ExternalName, foreign proxy names and the headless label get nothing */
+/* headless, ExternalName and foreign proxy names get nothing */
 static void test_proxy__skipped_services(void **state)
 {
         (void)state;
@@ -639,6 +639,253 @@ static void test_proxy__skipped_services(void **state)
         no_text(got, "ns/other");
         no_text(got, "ns/headless");
         free(got);
+}
+
+/* kube-proxy v1.36 filters EndpointSlices labelled service.kubernetes.io/headless
+ * (any value) and not Services: a ClusterIP Service carrying the label is
+ * proxied, its labelled slice is unseen (so it has no endpoints), its
+ * unlabelled slice is used. Both backends. */
+static void test_proxy__headless_label(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: lab, namespace: ns, labels: "
+                "{service.kubernetes.io/headless: ''}}\n"
+                "spec: {clusterIP: 172.30.0.11, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: lab-1, namespace: ns, labels: {kubernetes.io/service-name: lab}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: lab-2, namespace: ns, labels: {kubernetes.io/service-name: lab, "
+                "service.kubernetes.io/headless: 'true'}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.2]}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: unseen, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.12, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: unseen-1, namespace: ns, labels: {kubernetes.io/service-name: "
+                "unseen, service.kubernetes.io/headless: ''}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.3]}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = rules_yaml(yaml, &o);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns/lab:p cluster IP\" -m tcp -p tcp -d 172.30.0.11 --dport 80 -j KUBE-SVC-6BXOQYKGRCOIG52S");
+        assert_int_equal(count(got, "-j DNAT"), 1);
+        has_line(
+                got,
+                "-A KUBE-SERVICES -m comment --comment \"ns/unseen:p has no endpoints\" -m tcp -p tcp -d 172.30.0.12 --dport 80 -j REJECT");
+        no_text(got, "10.1.0.2");
+        no_text(got, "10.1.0.3");
+        free(got);
+        struct se_store *s = load(yaml);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, &o, &sb), 0);
+        has_line(sb.buf, "\t\tmeta l4proto tcp dnat to 10.1.0.1:8080");
+        no_text(sb.buf, "10.1.0.2");
+        no_text(sb.buf, "10.1.0.3");
+        assert_non_null(strstr(sb.buf, "172.30.0.12 . tcp . 80 : goto reject-chain"));
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
+        se_store_free(s);
+}
+
+static char *nft_text(const struct se_store *s, const struct se_proxy_options *o,
+                      enum se_ip_family fam)
+{
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
+        se_proxy_table_free(t);
+        char *out = se_strbuf_detach(&sb, NULL);
+        assert_non_null(out);
+        return out;
+}
+
+/* --nodeport-addresses per family, as kube-proxy's NodePortAddresses: a
+ * family without a CIDR of its own, or with a zero CIDR, takes NodePorts on
+ * every local address; `primary` is the family's first node IP (none, or
+ * loopback: every local address); nftables defaults to `primary`. */
+static void test_proxy__nodeport_addresses_per_family(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: np, namespace: ns}\n"
+                "spec:\n  type: NodePort\n  clusterIPs: [172.30.0.5, 'fd00:30::5']\n"
+                "  clusterIP: 172.30.0.5\n  ipFamilies: [IPv4, IPv6]\n"
+                "  ports: [{name: p, port: 80, nodePort: 30080}]\n";
+        static const char all4[] =
+                "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports";
+        static const char all6[] =
+                "\t\tfib daddr type local ip6 daddr != ::1 meta l4proto . th dport vmap @service-nodeports";
+        static const char set4[] =
+                "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports";
+        static const char set6[] =
+                "\t\tip6 daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports";
+        static const char ipt_all6[] =
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS";
+        static const char ipt_all4[] =
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS";
+        struct se_store *s = load(yaml);
+        struct se_proxy_options o;
+        base_options(&o);
+        assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
+        o.n_node_ips = 2;
+        /* an IPv4 CIDR only: IPv6 NodePorts stay on every local address */
+        assert_int_equal(se_parse_cidr("192.168.0.0/16", &o.nodeport_cidrs[0]), 0);
+        o.n_nodeport_cidrs = 1;
+        char *v4 = nft_text(s, &o, SE_IPV4), *v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v4, set4);
+        has_line(v4, "\t\telements = { 192.168.0.2 }");
+        has_line(v6, all6);
+        no_text(v6, "nodeport-ips");
+        free(v4);
+        free(v6);
+        v6 = rules(s, &o, SE_IPV6);
+        has_line(v6, ipt_all6);
+        free(v6);
+        /* a zero CIDR: every local address */
+        assert_int_equal(se_parse_cidr("0.0.0.0/0", &o.nodeport_cidrs[1]), 0);
+        o.n_nodeport_cidrs = 2;
+        v4 = nft_text(s, &o, SE_IPV4);
+        has_line(v4, all4);
+        no_text(v4, "nodeport-ips");
+        free(v4);
+        v4 = rules(s, &o, SE_IPV4);
+        has_line(v4, ipt_all4);
+        free(v4);
+        /* nftables' default: the primary IPs; a family without one: all */
+        o.n_nodeport_cidrs = 0;
+        se_proxy_options_nft_defaults(&o);
+        assert_true(o.nodeport_primary);
+        v4 = nft_text(s, &o, SE_IPV4);
+        v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v4, set4);
+        has_line(v6, set6);
+        has_line(v6, "\t\telements = { fd00::2 }");
+        free(v4);
+        free(v6);
+        o.n_node_ips = 1;
+        v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v6, all6);
+        free(v6);
+        assert_int_equal(se_parse_ip("127.0.0.1", &o.node_ips[0]), 0);
+        v4 = nft_text(s, &o, SE_IPV4);
+        has_line(v4, all4);
+        free(v4);
+        /* an explicit list stays as given */
+        o.nodeport_primary = false;
+        o.n_nodeport_cidrs = 1;
+        se_proxy_options_nft_defaults(&o);
+        assert_false(o.nodeport_primary);
+        se_store_free(s);
+}
+
+/* nftables' cluster-ips-check (kube-proxy v1.36): every service port's
+ * ClusterIP in set cluster-ips, rejected after DNAT (a port the service does
+ * not have); the ServiceCIDR objects' ranges of the family dropped
+ * (unallocated ClusterIPs), jumped to from filter-forward and filter-output */
+static void test_proxy__cluster_ips_check(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: kubernetes}\n"
+                "spec: {cidrs: [172.30.0.0/16, 'fd00:30::/112']}\n---\n"
+                "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\n"
+                "spec: {cidrs: [10.97.0.0/16]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.5, ports: [{name: p, port: 80}, {name: q, port: 81}]}\n"
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: a-1, namespace: ns, labels: {kubernetes.io/service-name: a}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.6, ports: [{port: 53, protocol: UDP}]}\n";
+        struct se_store *s = load(yaml);
+        struct se_proxy_options o;
+        base_options(&o);
+        char *v4 = nft_text(s, &o, SE_IPV4), *v6 = nft_text(s, &o, SE_IPV6);
+        const char *set = strstr(v4, "\tset cluster-ips {\n\t\ttype ipv4_addr\n\t\telements = {\n"
+                                     "\t\t\t172.30.0.5,\n\t\t\t172.30.0.6\n\t\t}\n\t}\n");
+        if (!set)
+                fail_msg("no set cluster-ips with both ClusterIPs once each:\n%s", v4);
+        const char *chain = strstr(v4, "\tchain cluster-ips-check {\n"
+                                       "\t\tip daddr @cluster-ips reject\n"
+                                       "\t\tip daddr { 10.97.0.0/16, 172.30.0.0/16 } drop\n\t}\n");
+        if (!chain)
+                fail_msg("no chain cluster-ips-check:\n%s", v4);
+        const char *fwd = strstr(v4, "\tchain filter-forward {");
+        const char *out = strstr(v4, "\tchain filter-output {");
+        assert_non_null(fwd);
+        assert_non_null(out);
+        assert_non_null(strstr(
+                fwd, "\t\tct state new jump cluster-ips-check\n\t}\n\tchain filter-output {"));
+        assert_non_null(strstr(out, "\t\tct state new jump cluster-ips-check\n\t}\n"));
+        has_line(v6, "\t\tip6 daddr { fd00:30::/112 } drop");
+        has_line(v6, "\t\tip6 daddr @cluster-ips reject");
+        no_text(v6, "elements = {\n\t\t\t172");
+        free(v4);
+        free(v6);
+        se_store_free(s);
+        /* no ServiceCIDR objects: the reject rule alone */
+        s = load(strstr(yaml, "apiVersion: v1\nkind: Service"));
+        v4 = nft_text(s, &o, SE_IPV4);
+        assert_non_null(
+                strstr(v4, "\tchain cluster-ips-check {\n\t\tip daddr @cluster-ips reject\n\t}\n"));
+        free(v4);
+        se_store_free(s);
+        /* a range that is not a CIDR is invalid input */
+        s = se_store_new();
+        struct se_diag d;
+        static const char bad[] = "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\n"
+                                  "metadata: {name: bad}\nspec: {cidrs: [10.0.0.1]}\n";
+        assert_true(se_manifest_load_buffer(s, "bad.yaml", bad, strlen(bad), NULL, NULL, &d) < 0);
+        if (!strstr(d.text, "spec.cidrs[0]") || !strstr(d.text, "must be a valid CIDR"))
+                fail_msg("diagnostic: %s", d.text);
+        se_store_free(s);
+}
+
+/* kube-proxy is dual-stack wherever the host has IPv6: on a node with IPv4
+ * addresses only it still writes its IPv6 base chains (no service has an
+ * IPv6 ClusterIP there), in both backends */
+static void test_proxy__ipv6_base_rules_on_ipv4_node(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        enum se_ip_family fams[2];
+        assert_int_equal(se_proxy_families_on(&o, false, fams), 1);
+        assert_int_equal(fams[0], SE_IPV4);
+        assert_int_equal(se_proxy_families_on(&o, true, fams), 2);
+        assert_int_equal(fams[0], SE_IPV4);
+        assert_int_equal(fams[1], SE_IPV6);
+        struct se_store *s =
+                load("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                     "spec: {clusterIP: 172.30.0.5, ports: [{port: 80}]}\n");
+        char *v6 = rules(s, &o, SE_IPV6);
+        has_line(v6, ":KUBE-FORWARD - [0:0]");
+        has_line(v6, ":KUBE-PROXY-FIREWALL - [0:0]");
+        has_line(v6, "-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000");
+        has_line(
+                v6,
+                "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS");
+        no_text(v6, "172.30.0.5");
+        free(v6);
+        v6 = nft_text(s, &o, SE_IPV6);
+        has_line(v6, "table ip6 svcenv {");
+        has_line(v6, "\t\ttype nat hook prerouting priority dstnat; policy accept;");
+        has_line(v6, "\t\tip6 daddr . meta l4proto . th dport vmap @service-ips");
+        no_text(v6, "172.30.0.5");
+        free(v6);
+        se_store_free(s);
 }
 
 /* IPv6: ip6tables-restore input, no localhost NodePorts, brackets in endpoints */
@@ -1476,6 +1723,10 @@ int main(void)
                 cmocka_unit_test(test_proxy__external_policy_local),
                 cmocka_unit_test(test_proxy__terminating_fallback),
                 cmocka_unit_test(test_proxy__skipped_services),
+                cmocka_unit_test(test_proxy__headless_label),
+                cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
+                cmocka_unit_test(test_proxy__cluster_ips_check),
+                cmocka_unit_test(test_proxy__ipv6_base_rules_on_ipv4_node),
                 cmocka_unit_test(test_proxy__ipv6_and_dual_stack),
                 cmocka_unit_test(test_proxy__udp_affinity_nodeport_addresses),
                 cmocka_unit_test(test_proxy__pods_without_slices),
