@@ -15,9 +15,11 @@
 
 #include <svcenv/controller.h>
 #include <svcenv/httpd.h>
+#include <svcenv/httpd_probes.h>
 #include <svcenv/kube.h>
 #include <svcenv/kube_lease.h>
 #include <svcenv/log.h>
+#include <svcenv/macro.h>
 #include <svcenv/parse.h>
 #include <svcenv/timeutil.h>
 
@@ -96,6 +98,8 @@ struct app {
         bool run_started;
         uint64_t drain_ns;
         atomic_int exit_code;
+        struct se_httpd_check checks[1];
+        struct se_httpd_probes probes; /* /livez, /readyz, /healthz, /metrics */
 };
 
 static void log_cb(void *data, enum se_controller_log sev, int v, const char *msg)
@@ -114,38 +118,30 @@ static void log_cb(void *data, enum se_controller_log sev, int v, const char *ms
         }
 }
 
+/* a standby replica is ready; a leader once its caches are full */
+static bool caches_synced(void *data)
+{
+        struct app *app = data;
+        return !atomic_load(&app->leading) || se_controller_synced(app->ctl);
+}
+
+static void write_metrics(void *data, struct se_strbuf *out)
+{
+        struct app *app = data;
+        se_controller_metrics(app->ctl, out);
+        se_strbuf_printf(out,
+                         "# HELP leader_election_master_status Gauge of if the reporting "
+                         "system is master of the relevant lease, 0 indicates backup, 1 "
+                         "indicates master.\n# TYPE leader_election_master_status gauge\n"
+                         "leader_election_master_status{name=\"svcenv-controller\"} %d\n",
+                         atomic_load(&app->leading) ? 1 : 0);
+}
+
 static void handler(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
 {
         struct app *app = data;
-        resp->content_type = "text/plain; charset=utf-8";
-        const char *text = NULL;
-        if (strcmp(req->path, "/livez") == 0 || strcmp(req->path, "/healthz") == 0) {
-                text = "ok";
-        } else if (strcmp(req->path, "/readyz") == 0) {
-                /* a standby replica is ready; a leader once its caches are full */
-                bool ready = !atomic_load(&app->leading) || se_controller_synced(app->ctl);
-                resp->status = ready ? 200 : 503;
-                text = ready ? "ok" : "caches not synced";
-        } else if (strcmp(req->path, "/metrics") == 0) {
-                struct se_strbuf sb;
-                se_strbuf_init(&sb, 8 << 20);
-                se_controller_metrics(app->ctl, &sb);
-                int leader = atomic_load(&app->leading) ? 1 : 0;
-                se_strbuf_printf(&sb,
-                                 "# HELP leader_election_master_status Gauge of if the reporting "
-                                 "system is master of the relevant lease, 0 indicates backup, 1 "
-                                 "indicates master.\n# TYPE leader_election_master_status gauge\n"
-                                 "leader_election_master_status{name=\"svcenv-controller\"} %d\n",
-                                 leader);
-                resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-                resp->body = se_strbuf_detach(&sb, &resp->len);
-                return;
-        } else {
-                resp->status = 404;
-                text = "not found";
-        }
-        resp->body = strdup(text);
-        resp->len = resp->body ? strlen(resp->body) : 0;
+        if (!se_httpd_probes_serve(&app->probes, req, resp))
+                se_httpd_not_found(resp);
 }
 
 static void *run_main(void *arg)
@@ -373,19 +369,12 @@ int main(int argc, char **argv)
                 return 2;
         }
 
-        /* metrics address: HOST:PORT (the last ':' splits, for IPv6 too) */
         char host[256];
         int port = 0;
-        const char *colon = strrchr(metrics_addr, ':');
         bool serve = *metrics_addr != '\0';
-        if (serve && (!colon || (size_t)(colon - metrics_addr) >= sizeof(host) ||
-                      se_parse_int(colon + 1, 0, 65535, &port) < 0)) {
+        if (serve && se_parse_hostport(metrics_addr, host, sizeof(host), &port) < 0) {
                 fprintf(stderr, "svcenv-controller: --metrics-bind-address: want HOST:PORT\n");
                 return 2;
-        }
-        if (serve) {
-                memcpy(host, metrics_addr, (size_t)(colon - metrics_addr));
-                host[colon - metrics_addr] = '\0';
         }
 
         /* a few threads, small objects: two malloc arenas keep RSS down */
@@ -425,6 +414,13 @@ int main(int argc, char **argv)
                 return 4;
         }
 
+        app.checks[0] = (struct se_httpd_check){
+                .name = "informer-sync", .ok = caches_synced, .data = &app, .ready_only = true
+        };
+        app.probes = (struct se_httpd_probes){ .checks = app.checks,
+                                               .n_checks = SE_ARRAY_SIZE(app.checks),
+                                               .metrics = write_metrics,
+                                               .metrics_data = &app };
         struct se_httpd *httpd = NULL;
         if (serve) {
                 struct se_httpd_config hc = { .address = host[0] ? host : NULL,

@@ -16,6 +16,8 @@
 
 #include "proxyd.h"
 
+#define MAX_PERIOD_NS (366LL * 24 * 3600 * 1000000000LL) /* a year: surely a typo beyond */
+
 static const char usage[] =
         "Usage: svcenv-proxy [--kubeconfig FILE] [--master URL] [options]\n"
         "\n"
@@ -57,37 +59,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
         va_end(ap);
         fputc('\n', stderr);
         return 2;
-}
-
-/* "30s", "1m", "500ms", "1h", "2m30s" (Go durations, positive). */
-static int parse_duration(const char *s, int64_t *ret)
-{
-        int64_t total = 0;
-        if (!*s)
-                return -EINVAL;
-        while (*s) {
-                char *end;
-                double v = strtod(s, &end);
-                if (end == s || v < 0)
-                        return -EINVAL;
-                int64_t unit;
-                if (strncmp(end, "ms", 2) == 0)
-                        unit = 1000000, end += 2;
-                else if (*end == 's')
-                        unit = 1000000000LL, end++;
-                else if (*end == 'm')
-                        unit = 60000000000LL, end++;
-                else if (*end == 'h')
-                        unit = 3600000000000LL, end++;
-                else
-                        return -EINVAL;
-                if (v > 1e6)
-                        return -EINVAL;
-                total += (int64_t)(v * (double)unit);
-                s = end;
-        }
-        *ret = total;
-        return 0;
 }
 
 static int tristate(const char *v, bool auto_value, bool *ret)
@@ -137,7 +108,9 @@ static void node_facts(struct proxyd *d)
                                     d->opt.n_node_ips < SE_PROXY_MAX_NODE_IPS)
                                         d->opt.node_ips[d->opt.n_node_ips++] = ip;
                         }
+                pthread_mutex_lock(&d->mu); /* the health server runs already */
                 d->health.node_eligible = se_proxy_node_eligible(se_node_of(obj));
+                pthread_mutex_unlock(&d->mu);
         } else {
                 se_log_warn("node \"%s\" not found: no node IPs known", d->hostname);
         }
@@ -347,7 +320,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 case O_SYNC:
                 case O_MINSYNC: {
                         int64_t ns;
-                        if (parse_duration(optarg, &ns) < 0 || (c == O_SYNC && ns <= 0))
+                        if (se_parse_duration(optarg, MAX_PERIOD_NS, &ns) < 0 || ns < 0 ||
+                            (c == O_SYNC && ns == 0))
                                 return usage_error("not a duration: \"%s\"", optarg);
                         *(c == O_SYNC ? &d->sync_period_ns : &d->min_sync_period_ns) = ns;
                         break;
@@ -430,11 +404,10 @@ int main(int argc, char **argv)
         for (int i = 0; i < 7; i++)
                 if (nl < 79)
                         net_le[nl++] = 120 + 30 * i;
-        struct histogram *hs[] = { &d.sync_all, &d.sync_full, &d.sync_partial };
+        struct se_histogram *hs[] = { &d.sync_all, &d.sync_full, &d.sync_partial };
         for (int i = 0; i < 3; i++)
-                hs[i]->le = sync_le, hs[i]->n = SE_ARRAY_SIZE(sync_le);
-        d.netprog.le = net_le;
-        d.netprog.n = nl;
+                se_histogram_init(hs[i], sync_le, SE_ARRAY_SIZE(sync_le));
+        se_histogram_init(&d.netprog, net_le, nl);
 
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);

@@ -14,6 +14,7 @@
 
 #include <svcenv/admission.h>
 #include <svcenv/httpd.h>
+#include <svcenv/httpd_probes.h>
 #include <svcenv/log.h>
 #include <svcenv/parse.h>
 
@@ -43,7 +44,7 @@ static const char usage[] =
         "                            the CPUs this process may run on)\n"
         "  -v N                      log verbosity\n"
         "\n"
-        "Routes: POST /mutate (any path), GET /livez, /readyz, /metrics.\n"
+        "Routes: POST /mutate (any path), GET /livez, /readyz, /healthz, /metrics.\n"
         "SIGTERM/SIGINT: stop; SIGHUP: re-read the certificate files now.\n";
 
 struct daemon {
@@ -51,6 +52,8 @@ struct daemon {
         struct se_admission_options ao;
         struct se_admission_cache *cache; /* rendered service variables per namespace */
         struct se_httpd *httpd;
+        struct se_httpd_check ready;
+        struct se_httpd_probes probes; /* /livez, /readyz (Services loaded), /metrics */
 };
 
 static double now_s(void)
@@ -105,35 +108,30 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
         res.body = NULL;
 }
 
+static bool services_synced(void *data)
+{
+        struct daemon *d = data;
+        return source_synced(&d->src);
+}
+
+static void write_metrics(void *data, struct se_strbuf *out)
+{
+        struct daemon *d = data;
+        struct se_httpd_stats st;
+        se_httpd_stats(d->httpd, &st);
+        se_store_rdlock(d->src.store);
+        long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
+        se_store_unlock(d->src.store);
+        struct se_admission_cache_stats cs;
+        se_admission_cache_stats(d->cache, &cs);
+        metrics_render(out, &st, &cs, n, source_synced(&d->src));
+}
+
 static void handle(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
 {
         struct daemon *d = data;
-        bool get = strcmp(req->method, "GET") == 0;
-        if (strcmp(req->path, "/livez") == 0 || strcmp(req->path, "/healthz") == 0)
-                return get ? text(resp, 200, "ok\n") : text(resp, 405, "GET only\n");
-        if (strcmp(req->path, "/readyz") == 0) {
-                if (!get)
-                        return text(resp, 405, "GET only\n");
-                return source_synced(&d->src) ? text(resp, 200, "ok\n") :
-                                                text(resp, 503, "services not synced\n");
-        }
-        if (strcmp(req->path, "/metrics") == 0) {
-                if (!get)
-                        return text(resp, 405, "GET only\n");
-                struct se_httpd_stats st;
-                se_httpd_stats(d->httpd, &st);
-                se_store_rdlock(d->src.store);
-                long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
-                se_store_unlock(d->src.store);
-                struct se_admission_cache_stats cs;
-                se_admission_cache_stats(d->cache, &cs);
-                resp->body = metrics_render(&resp->len, &st, &cs, n, source_synced(&d->src));
-                resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-                if (!resp->body)
-                        text(resp, 500, "out of memory\n");
-                return;
-        }
-        admit(d, req, resp);
+        if (!se_httpd_probes_serve(&d->probes, req, resp))
+                admit(d, req, resp);
 }
 
 /* One event loop per CPU we may run on (the cgroup's cpuset included). */
@@ -288,6 +286,13 @@ int main(int argc, char **argv)
                 se_strv_release(&d.src.files);
                 return 4;
         }
+        d.ready = (struct se_httpd_check){
+                .name = "services-synced", .ok = services_synced, .data = &d, .ready_only = true
+        };
+        d.probes = (struct se_httpd_probes){
+                .checks = &d.ready, .n_checks = 1, .metrics = write_metrics, .metrics_data = &d
+        };
+        metrics_init();
         struct se_diag diag = { 0 };
         r = se_httpd_start(&cfg, &d.httpd, &diag);
         if (r < 0) {
