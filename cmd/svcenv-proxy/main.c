@@ -425,7 +425,10 @@ int main(int argc, char **argv)
         int rc = 0;
         pthread_t tid;
         bool started = false;
-        if (!(d.store = se_store_new()) || start_informers(&d, kubeconfig, master) < 0) {
+        /* kube-proxy serves its health before its informers sync (healthy,
+         * no family synced yet) */
+        if (!(d.store = se_store_new()) || proxyd_serve_start(&d) < 0 ||
+            start_informers(&d, kubeconfig, master) < 0) {
                 rc = 4;
                 goto out;
         }
@@ -446,10 +449,9 @@ int main(int argc, char **argv)
                                     strerror(-(r1 ? r1 : r2)));
         }
         d.n_fams = se_proxy_families(&d.opt, d.fams);
-        if (proxyd_serve_start(&d) < 0) {
-                rc = 4;
-                goto out;
-        }
+        pthread_mutex_lock(&d.mu);
+        se_proxy_health_families(&d.health, d.fams, d.n_fams);
+        pthread_mutex_unlock(&d.mu);
         if (pthread_create(&tid, NULL, sync_thread, &d) != 0) {
                 rc = 4;
                 goto out;

@@ -91,16 +91,7 @@ static void healthz_handle(void *data, const struct se_httpd_request *req,
         pthread_mutex_lock(&d->mu);
         struct se_proxy_health h = d->health;
         pthread_mutex_unlock(&d->mu);
-        bool ok;
-        if (livez) {
-                /* /livez ignores the Node and has no nodeEligible */
-                h.node_eligible = true;
-                ok = se_proxy_healthz(&h, &now, &sb);
-                if (sb.len > 24) /* cut `, "nodeEligible": true}` */
-                        se_strbuf_truncate(&sb, sb.len - 22), se_strbuf_putc(&sb, '}');
-        } else {
-                ok = se_proxy_healthz(&h, &now, &sb);
-        }
+        bool ok = se_proxy_health_body(&h, &now, livez, &sb);
         resp->nosniff = true; /* as kube-proxy's health server */
         reply(resp, ok ? 200 : 503, "application/json", &sb);
 }
