@@ -98,7 +98,8 @@ struct app {
         bool run_started;
         uint64_t drain_ns;
         atomic_int exit_code;
-        struct se_httpd_check checks[1];
+        struct se_kube_client *client;
+        struct se_httpd_check checks[2];
         struct se_httpd_probes probes; /* /livez, /readyz, /healthz, /metrics */
 };
 
@@ -123,6 +124,15 @@ static bool caches_synced(void *data)
 {
         struct app *app = data;
         return !atomic_load(&app->leading) || se_controller_synced(app->ctl);
+}
+
+/* The API server answered our last request (kube-controller-manager's
+ * readiness follows its client the same way: a controller that cannot reach
+ * the API server, e.g. stuck acquiring the lease, is not ready). */
+static bool api_reachable(void *data)
+{
+        struct app *app = data;
+        return se_kube_client_reachable(app->client);
 }
 
 static void write_metrics(void *data, struct se_strbuf *out)
@@ -414,7 +424,11 @@ int main(int argc, char **argv)
                 return 4;
         }
 
+        app.client = client;
         app.checks[0] = (struct se_httpd_check){
+                .name = "api-server", .ok = api_reachable, .data = &app, .ready_only = true
+        };
+        app.checks[1] = (struct se_httpd_check){
                 .name = "informer-sync", .ok = caches_synced, .data = &app, .ready_only = true
         };
         app.probes = (struct se_httpd_probes){ .checks = app.checks,
