@@ -151,7 +151,10 @@ static int number(const char *flag, const char *arg, int64_t min, int64_t max, i
         return -EINVAL;
 }
 
-int main(int argc, char **argv)
+#define EXIT_HELP (-1) /* --help: exit 0 */
+
+/* Reads the flags into d and cfg: 0 to run, 2 or 4 to exit with, EXIT_HELP. */
+static int parse_args(int argc, char **argv, struct daemon *d, struct se_httpd_config *cfg)
 {
         enum {
                 O_KUBECONFIG = 256,
@@ -183,37 +186,33 @@ int main(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        static struct daemon d;
-        struct se_httpd_config cfg = {
-                .port = 8443, .threads = default_threads(), .handler = handle, .data = &d
-        };
         int64_t v;
         int c;
         while ((c = getopt_long(argc, argv, "f:v:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'f':
-                        if (se_strv_push(&d.src.files, optarg) < 0)
+                        if (se_strv_push(&d->src.files, optarg) < 0)
                                 return 4;
                         break;
                 case O_KUBECONFIG:
-                        d.src.kubeconfig = optarg;
+                        d->src.kubeconfig = optarg;
                         break;
                 case O_MASTER:
-                        d.src.master = optarg;
+                        d->src.master = optarg;
                         break;
                 case O_ADDRESS:
-                        cfg.address = optarg;
+                        cfg->address = optarg;
                         break;
                 case O_PORT:
                         if (number("--port", optarg, 0, 65535, &v) < 0)
                                 return 2;
-                        cfg.port = (int)v;
+                        cfg->port = (int)v;
                         break;
                 case O_CERT:
-                        cfg.cert_file = optarg;
+                        cfg->cert_file = optarg;
                         break;
                 case O_KEY:
-                        cfg.key_file = optarg;
+                        cfg->key_file = optarg;
                         break;
                 case O_FAILURE:
                         if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
@@ -221,28 +220,28 @@ int main(int argc, char **argv)
                                                 "or deny\n");
                                 return 2;
                         }
-                        d.ao.failure_deny = strcmp(optarg, "deny") == 0;
+                        d->ao.failure_deny = strcmp(optarg, "deny") == 0;
                         break;
                 case O_MAXENV:
                         if (number("--max-env-bytes", optarg, 1, INT64_MAX, &v) < 0)
                                 return 2;
-                        d.ao.max_env_bytes = (size_t)v;
+                        d->ao.max_env_bytes = (size_t)v;
                         break;
                 case O_MAXBODY:
                         if (number("--max-body-bytes", optarg, 1024, (int64_t)SE_ADMISSION_MAX_BODY,
                                    &v) < 0)
                                 return 2;
-                        cfg.max_body = (size_t)v;
+                        cfg->max_body = (size_t)v;
                         break;
                 case O_TIMEOUT:
                         if (number("--read-timeout", optarg, 1, 3600, &v) < 0)
                                 return 2;
-                        cfg.timeout_s = (unsigned)v;
+                        cfg->timeout_s = (unsigned)v;
                         break;
                 case O_THREADS:
                         if (number("--threads", optarg, 1, SE_HTTPD_MAX_THREADS, &v) < 0)
                                 return 2;
-                        cfg.threads = (unsigned)v;
+                        cfg->threads = (unsigned)v;
                         break;
                 case 'v':
                         if (number("-v", optarg, 0, 10, &v) < 0)
@@ -251,18 +250,54 @@ int main(int argc, char **argv)
                         break;
                 case 'h':
                         fputs(usage, stdout);
-                        return 0;
+                        return EXIT_HELP;
                 default:
                         fputs(usage, stderr);
                         return 2;
                 }
         }
-        if (optind < argc || !cfg.cert_file || !cfg.key_file) {
+        if (optind < argc || !cfg->cert_file || !cfg->key_file) {
                 fprintf(stderr, "svcenv-webhook: %s\n",
                         optind < argc ? "unexpected argument" :
                                         "--tls-cert-file and --tls-private-key-file are required");
                 return 2;
         }
+
+        return 0;
+}
+
+/* Until SIGTERM or SIGINT; SIGHUP re-reads the certificates. */
+static void wait_for_signals(struct daemon *d, const sigset_t *set)
+{
+        for (;;) {
+                int sig = 0;
+                if (sigwait(set, &sig) != 0)
+                        continue;
+                if (sig == SIGHUP) {
+                        struct se_diag hd = { 0 };
+                        if (se_httpd_reload_certs(d->httpd, &hd) < 0) {
+                                char buf[1024];
+                                se_diag_format(&hd, buf, sizeof(buf));
+                                se_log_warn("certificate reload: %s", buf);
+                        } else {
+                                se_log_info(0, "certificates re-read");
+                        }
+                        continue;
+                }
+                se_log_info(0, "signal %d: shutting down", sig);
+                break;
+        }
+}
+
+int main(int argc, char **argv)
+{
+        static struct daemon d;
+        struct se_httpd_config cfg = {
+                .port = 8443, .threads = default_threads(), .handler = handle, .data = &d
+        };
+        int r = parse_args(argc, argv, &d, &cfg);
+        if (r != 0)
+                return r == EXIT_HELP ? 0 : r;
 
         /* Signals are taken by sigwait in this thread only. */
         sigset_t set;
@@ -273,7 +308,7 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
 
-        int r = source_start(&d.src);
+        r = source_start(&d.src);
         if (r < 0) {
                 source_stop(&d.src);
                 se_strv_release(&d.src.files);
@@ -306,24 +341,7 @@ int main(int argc, char **argv)
         }
         se_log_info(0, "serving admission reviews on %s:%d (%u threads)",
                     cfg.address ? cfg.address : "*", se_httpd_port(d.httpd), cfg.threads);
-        for (;;) {
-                int sig = 0;
-                if (sigwait(&set, &sig) != 0)
-                        continue;
-                if (sig == SIGHUP) {
-                        struct se_diag hd = { 0 };
-                        if (se_httpd_reload_certs(d.httpd, &hd) < 0) {
-                                char buf[1024];
-                                se_diag_format(&hd, buf, sizeof(buf));
-                                se_log_warn("certificate reload: %s", buf);
-                        } else {
-                                se_log_info(0, "certificates re-read");
-                        }
-                        continue;
-                }
-                se_log_info(0, "signal %d: shutting down", sig);
-                break;
-        }
+        wait_for_signals(&d, &set);
         d.httpd = se_httpd_stop(d.httpd);
         d.cache = se_admission_cache_free(d.cache);
         source_stop(&d.src);
