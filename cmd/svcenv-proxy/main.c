@@ -360,6 +360,32 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         return 0;
 }
 
+/* Waits for informer i to sync: 0, or -EINTR when a signal came first. */
+static int wait_synced(struct proxyd *d, int i, const sigset_t *set)
+{
+        while (se_kube_informer_wait_synced(d->inf[i], 1000) < 0) {
+                se_log_info(1, "waiting for the informers to sync");
+                struct timespec zero = { 0, 0 };
+                if (sigtimedwait(set, NULL, &zero) > 0)
+                        return -EINTR;
+        }
+        return 0;
+}
+
+/* What kube-proxy's SyncLoop does first: the health server counts every
+ * family as updated now (in case no sync ever succeeds), and the last
+ * queued time is "now" while the informers sync. */
+static void proxy_loop_started(struct proxyd *d)
+{
+        struct se_proxy_instant now;
+        proxyd_now(d, &now);
+        pthread_mutex_lock(&d->mu);
+        se_proxy_health_families(&d->health, d->fams, d->n_fams);
+        se_proxy_health_updated(&d->health, &now);
+        d->last_queued_ts = (double)now.real_ns / 1e9;
+        pthread_mutex_unlock(&d->mu);
+}
+
 int main(int argc, char **argv)
 {
         static struct proxyd d;
@@ -432,14 +458,16 @@ int main(int argc, char **argv)
                 rc = 4;
                 goto out;
         }
-        for (int i = 0; i < 3; i++)
-                while (se_kube_informer_wait_synced(d.inf[i], 1000) < 0) {
-                        se_log_info(1, "waiting for the informers to sync");
-                        struct timespec zero = { 0, 0 };
-                        if (sigtimedwait(&set, NULL, &zero) > 0)
-                                goto out;
-                }
+        /* kube-proxy waits for its Node first (NodeManager); then its sync
+         * loop starts, which counts as an update of every family for the
+         * health server, while the other informers sync */
+        if (wait_synced(&d, 0, &set) < 0)
+                goto out;
         node_facts(&d);
+        d.n_fams = se_proxy_families(&d.opt, d.fams);
+        proxy_loop_started(&d);
+        if (wait_synced(&d, 1, &set) < 0 || wait_synced(&d, 2, &set) < 0)
+                goto out;
         if (d.nfacct_mode != 0 && !d.nft) { /* auto or on: the counters first */
                 int r1 = se_proxy_nfacct_ensure("localhost_nps_accepted_pkts");
                 int r2 = se_proxy_nfacct_ensure("ct_state_invalid_dropped_pkts");
@@ -448,10 +476,6 @@ int main(int argc, char **argv)
                         se_log_warn("nfacct counters unavailable (%s): rules without them",
                                     strerror(-(r1 ? r1 : r2)));
         }
-        d.n_fams = se_proxy_families(&d.opt, d.fams);
-        pthread_mutex_lock(&d.mu);
-        se_proxy_health_families(&d.health, d.fams, d.n_fams);
-        pthread_mutex_unlock(&d.mu);
         if (pthread_create(&tid, NULL, sync_thread, &d) != 0) {
                 rc = 4;
                 goto out;

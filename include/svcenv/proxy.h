@@ -268,12 +268,13 @@ struct se_proxy_instant {
  * instant as Go's zero time "0001-01-01T00:00:00Z". out >= 48 bytes. */
 void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size);
 
-/* kube-proxy's ProxyHealthServer: healthy until the first successful sync
- * (upstream only judges proxiers that synced once), then while no queued
- * change waited longer than timeout (2 x --sync-period upstream) for a
- * successful sync; the Node missing or being deleted makes /healthz fail.
- * One sync loop serves every family, so they share one state. Not locked:
- * the caller serialises. */
+/* kube-proxy's ProxyHealthServer: healthy until the first update (upstream
+ * only judges proxiers updated once; its sync loop counts as one when it
+ * starts, before any sync), then while no queued change waited longer
+ * than timeout (2 x --sync-period upstream) for a successful sync; the
+ * Node missing or being deleted makes /healthz fail. One sync loop serves
+ * every family, so they share one state. Not locked: the caller
+ * serialises. */
 struct se_proxy_health {
         int64_t timeout_ns;
         enum se_ip_family fams[2]; /* the families synced (IPv4 first) */
@@ -287,7 +288,7 @@ void se_proxy_health_init(struct se_proxy_health *h, int64_t timeout_ns);
 void se_proxy_health_families(struct se_proxy_health *h, const enum se_ip_family *fams, unsigned n);
 /* A change arrived that needs a sync (QueuedUpdate). */
 void se_proxy_health_queued(struct se_proxy_health *h, const struct se_proxy_instant *now);
-/* A sync succeeded (Updated). */
+/* A sync succeeded, or the sync loop started (Updated). */
 void se_proxy_health_updated(struct se_proxy_health *h, const struct se_proxy_instant *now);
 /* kube-proxy's NodeEligible: the Node is not being deleted and not tainted
  * ToBeDeletedByClusterAutoscaler. */
@@ -298,7 +299,7 @@ bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_i
  * encoding/json of its ProxyHealth, byte for byte: lastUpdated (now when
  * answering 200, else the last successful sync or Go's zero time),
  * currentTime, nodeEligible (/healthz only), healthy, and status per family
- * once synced. Returns whether to answer 200 (else 503): /livez when the
+ * once updated. Returns whether to answer 200 (else 503): /livez when the
  * proxier is healthy, /healthz when the Node is eligible too. */
 bool se_proxy_health_body(const struct se_proxy_health *h, const struct se_proxy_instant *now,
                           bool livez, struct se_strbuf *body);
