@@ -15,9 +15,11 @@
 
 #include <svcenv/controller.h>
 #include <svcenv/httpd.h>
+#include <svcenv/httpd_probes.h>
 #include <svcenv/kube.h>
 #include <svcenv/kube_lease.h>
 #include <svcenv/log.h>
+#include <svcenv/macro.h>
 #include <svcenv/parse.h>
 #include <svcenv/timeutil.h>
 
@@ -96,6 +98,9 @@ struct app {
         bool run_started;
         uint64_t drain_ns;
         atomic_int exit_code;
+        struct se_kube_client *client;
+        struct se_httpd_check checks[2];
+        struct se_httpd_probes probes; /* /livez, /readyz, /healthz, /metrics */
 };
 
 static void log_cb(void *data, enum se_controller_log sev, int v, const char *msg)
@@ -114,38 +119,39 @@ static void log_cb(void *data, enum se_controller_log sev, int v, const char *ms
         }
 }
 
+/* a standby replica is ready; a leader once its caches are full */
+static bool caches_synced(void *data)
+{
+        struct app *app = data;
+        return !atomic_load(&app->leading) || se_controller_synced(app->ctl);
+}
+
+/* The API server answered our last request (kube-controller-manager's
+ * readiness follows its client the same way: a controller that cannot reach
+ * the API server, e.g. stuck acquiring the lease, is not ready). */
+static bool api_reachable(void *data)
+{
+        struct app *app = data;
+        return se_kube_client_reachable(app->client);
+}
+
+static void write_metrics(void *data, struct se_strbuf *out)
+{
+        struct app *app = data;
+        se_controller_metrics(app->ctl, out);
+        se_strbuf_printf(out,
+                         "# HELP leader_election_master_status Gauge of if the reporting "
+                         "system is master of the relevant lease, 0 indicates backup, 1 "
+                         "indicates master.\n# TYPE leader_election_master_status gauge\n"
+                         "leader_election_master_status{name=\"svcenv-controller\"} %d\n",
+                         atomic_load(&app->leading) ? 1 : 0);
+}
+
 static void handler(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
 {
         struct app *app = data;
-        resp->content_type = "text/plain; charset=utf-8";
-        const char *text = NULL;
-        if (strcmp(req->path, "/livez") == 0 || strcmp(req->path, "/healthz") == 0) {
-                text = "ok";
-        } else if (strcmp(req->path, "/readyz") == 0) {
-                /* a standby replica is ready; a leader once its caches are full */
-                bool ready = !atomic_load(&app->leading) || se_controller_synced(app->ctl);
-                resp->status = ready ? 200 : 503;
-                text = ready ? "ok" : "caches not synced";
-        } else if (strcmp(req->path, "/metrics") == 0) {
-                struct se_strbuf sb;
-                se_strbuf_init(&sb, 8 << 20);
-                se_controller_metrics(app->ctl, &sb);
-                int leader = atomic_load(&app->leading) ? 1 : 0;
-                se_strbuf_printf(&sb,
-                                 "# HELP leader_election_master_status Gauge of if the reporting "
-                                 "system is master of the relevant lease, 0 indicates backup, 1 "
-                                 "indicates master.\n# TYPE leader_election_master_status gauge\n"
-                                 "leader_election_master_status{name=\"svcenv-controller\"} %d\n",
-                                 leader);
-                resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-                resp->body = se_strbuf_detach(&sb, &resp->len);
-                return;
-        } else {
-                resp->status = 404;
-                text = "not found";
-        }
-        resp->body = strdup(text);
-        resp->len = resp->body ? strlen(resp->body) : 0;
+        if (!se_httpd_probes_serve(&app->probes, req, resp))
+                se_httpd_not_found(resp);
 }
 
 static void *run_main(void *arg)
@@ -222,7 +228,21 @@ static int parse_seconds(const char *s, unsigned *ret)
         return 0;
 }
 
-int main(int argc, char **argv)
+/* Everything the flags set. */
+struct cli {
+        struct se_controller_opts copts;
+        struct se_kube_config_opts kopts;
+        struct se_kube_leader_opts lopts;
+        struct se_kube_client_opts client_opts;
+        const char *metrics_addr; /* "": no HTTP server */
+        char host[256]; /* metrics_addr split */
+        int port;
+};
+
+#define EXIT_HELP (-1) /* --help: exit 0 */
+
+/* Reads the flags into cli and app: 0 to run, 2 on a usage error, EXIT_HELP. */
+static int parse_args(int argc, char **argv, struct cli *cli, struct app *app)
 {
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -251,89 +271,76 @@ int main(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct se_controller_opts copts = { 0 };
-        struct se_kube_config_opts kopts = { 0 };
-        struct se_kube_leader_opts lopts = { .ns = "kube-system",
-                                             .name = "svcenv-controller",
-                                             .on_started = start_controller,
-                                             .on_stopped = lease_stopped,
-                                             .on_new_leader = lease_new_leader };
-        /* upstream's two controllers have a client each, 20 qps / burst 30 apiece */
-        struct se_kube_client_opts client_opts = { .qps = 40, .burst = 60 };
-        struct app app = { .leader_elect = true,
-                           .drain_ns = 10000000000ull,
-                           .life_lock = PTHREAD_MUTEX_INITIALIZER };
-        const char *metrics_addr = "0.0.0.0:10258";
         int c, v;
         while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
                 switch (c) {
                 case O_KUBECONFIG:
-                        kopts.kubeconfig = optarg;
+                        cli->kopts.kubeconfig = optarg;
                         break;
                 case O_MASTER:
-                        kopts.master = optarg;
+                        cli->kopts.master = optarg;
                         break;
                 case O_SYNCS:
                         if (se_parse_int(optarg, 1, SE_CONTROLLER_MAX_WORKERS, &v) < 0)
                                 goto bad;
-                        copts.workers = (unsigned)v;
+                        cli->copts.workers = (unsigned)v;
                         break;
                 case O_WRITE:
                         if (strcmp(optarg, "endpoints") == 0)
-                                copts.ep.write = SE_EP_WRITE_ENDPOINTS;
+                                cli->copts.ep.write = SE_EP_WRITE_ENDPOINTS;
                         else if (strcmp(optarg, "slices") == 0)
-                                copts.ep.write = SE_EP_WRITE_SLICES;
+                                cli->copts.ep.write = SE_EP_WRITE_SLICES;
                         else if (strcmp(optarg, "both") == 0)
-                                copts.ep.write = SE_EP_WRITE_ENDPOINTS | SE_EP_WRITE_SLICES;
+                                cli->copts.ep.write = SE_EP_WRITE_ENDPOINTS | SE_EP_WRITE_SLICES;
                         else
                                 goto bad;
                         break;
                 case O_MANAGED_BY:
-                        copts.ep.slices_managed_by = optarg;
+                        cli->copts.ep.slices_managed_by = optarg;
                         break;
                 case O_EP_MANAGED_BY:
-                        copts.ep.endpoints_managed_by = optarg;
+                        cli->copts.ep.endpoints_managed_by = optarg;
                         break;
                 case O_MAX_EPS:
                         if (se_parse_int(optarg, 1, SE_SLICES_MAX_ENDPOINTS, &v) < 0)
                                 goto bad;
-                        copts.ep.max_endpoints_per_slice = (uint32_t)v;
+                        cli->copts.ep.max_endpoints_per_slice = (uint32_t)v;
                         break;
                 case O_LE:
-                        app.leader_elect = true;
-                        if (optarg && se_parse_bool(optarg, &app.leader_elect) < 0)
+                        app->leader_elect = true;
+                        if (optarg && se_parse_bool(optarg, &app->leader_elect) < 0)
                                 goto bad;
                         break;
                 case O_LE_NS:
-                        lopts.ns = optarg;
+                        cli->lopts.ns = optarg;
                         break;
                 case O_LE_NAME:
-                        lopts.name = optarg;
+                        cli->lopts.name = optarg;
                         break;
                 case O_LE_LEASE:
-                        if (parse_seconds(optarg, &lopts.lease_ms) < 0)
+                        if (parse_seconds(optarg, &cli->lopts.lease_ms) < 0)
                                 goto bad;
                         break;
                 case O_LE_RENEW:
-                        if (parse_seconds(optarg, &lopts.renew_deadline_ms) < 0)
+                        if (parse_seconds(optarg, &cli->lopts.renew_deadline_ms) < 0)
                                 goto bad;
                         break;
                 case O_LE_RETRY:
-                        if (parse_seconds(optarg, &lopts.retry_ms) < 0)
+                        if (parse_seconds(optarg, &cli->lopts.retry_ms) < 0)
                                 goto bad;
                         break;
                 case O_QPS:
                         if (se_parse_int(optarg, 1, 100000, &v) < 0)
                                 goto bad;
-                        client_opts.qps = v;
+                        cli->client_opts.qps = v;
                         break;
                 case O_BURST:
                         if (se_parse_int(optarg, 1, 100000, &v) < 0)
                                 goto bad;
-                        client_opts.burst = (unsigned)v;
+                        cli->client_opts.burst = (unsigned)v;
                         break;
                 case O_METRICS:
-                        metrics_addr = optarg;
+                        cli->metrics_addr = optarg;
                         break;
                 case O_EP_BATCH:
                 case O_SLICE_BATCH: {
@@ -341,14 +348,14 @@ int main(int argc, char **argv)
                         int64_t ns;
                         if (se_parse_duration(optarg, 3600ll * 1000000000ll, &ns) < 0)
                                 goto bad;
-                        if ((uint64_t)ns > copts.pod_batch_ns)
-                                copts.pod_batch_ns = (uint64_t)ns;
+                        if ((uint64_t)ns > cli->copts.pod_batch_ns)
+                                cli->copts.pod_batch_ns = (uint64_t)ns;
                         break;
                 }
                 case O_SHUTDOWN:
                         if (se_parse_int(optarg, 0, 3600, &v) < 0)
                                 goto bad;
-                        app.drain_ns = (uint64_t)v * 1000000000ull;
+                        app->drain_ns = (uint64_t)v * 1000000000ull;
                         break;
                 case O_LOGFMT:
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
@@ -362,7 +369,7 @@ int main(int argc, char **argv)
                         break;
                 case 'h':
                         fputs(usage, stdout);
-                        return 0;
+                        return EXIT_HELP;
                 default:
                         fputs(usage, stderr);
                         return 2;
@@ -373,20 +380,117 @@ int main(int argc, char **argv)
                 return 2;
         }
 
-        /* metrics address: HOST:PORT (the last ':' splits, for IPv6 too) */
-        char host[256];
-        int port = 0;
-        const char *colon = strrchr(metrics_addr, ':');
-        bool serve = *metrics_addr != '\0';
-        if (serve && (!colon || (size_t)(colon - metrics_addr) >= sizeof(host) ||
-                      se_parse_int(colon + 1, 0, 65535, &port) < 0)) {
+        if (*cli->metrics_addr &&
+            se_parse_hostport(cli->metrics_addr, cli->host, sizeof(cli->host), &cli->port) < 0) {
                 fprintf(stderr, "svcenv-controller: --metrics-bind-address: want HOST:PORT\n");
                 return 2;
         }
-        if (serve) {
-                memcpy(host, metrics_addr, (size_t)(colon - metrics_addr));
-                host[colon - metrics_addr] = '\0';
+
+        return 0;
+bad:
+        fprintf(stderr, "svcenv-controller: invalid option value: %s\n", optarg);
+        fputs(usage, stderr);
+        return 2;
+}
+
+/* The API client from the kubeconfig (or in-cluster): 0 or 4, logged. */
+static int make_client(const struct cli *cli, struct se_kube_client **client)
+{
+        struct se_diag diag = { 0 };
+        struct se_kube_config *cfg = NULL;
+        int r = se_kube_config_load(&cli->kopts, &cfg, &diag);
+        if (r == 0)
+                r = se_kube_client_new(cfg, &cli->client_opts, client, &diag);
+        se_kube_config_free(cfg);
+        if (r < 0) {
+                char msg[1024];
+                se_diag_format(&diag, msg, sizeof(msg));
+                se_log_error("%s", msg[0] ? msg : strerror(-r));
+                return 4;
         }
+        return 0;
+}
+
+/* /metrics, /livez, /readyz, /healthz on --metrics-bind-address (none
+ * when it is ""): 0 or 4, logged. */
+static int serve_http(struct app *app, const struct cli *cli, struct se_httpd **httpd)
+{
+        app->checks[0] = (struct se_httpd_check){
+                .name = "api-server", .ok = api_reachable, .data = app, .ready_only = true
+        };
+        app->checks[1] = (struct se_httpd_check){
+                .name = "informer-sync", .ok = caches_synced, .data = app, .ready_only = true
+        };
+        app->probes = (struct se_httpd_probes){ .checks = app->checks,
+                                                .n_checks = SE_ARRAY_SIZE(app->checks),
+                                                .metrics = write_metrics,
+                                                .metrics_data = app };
+        if (!*cli->metrics_addr)
+                return 0;
+        struct se_diag diag = { 0 };
+        struct se_httpd_config hc = { .address = cli->host[0] ? cli->host : NULL,
+                                      .port = cli->port,
+                                      .handler = handler,
+                                      .data = app };
+        if (se_httpd_start(&hc, httpd, &diag) < 0) {
+                se_log_error("--metrics-bind-address %s: %s", cli->metrics_addr, diag.text);
+                return 4;
+        }
+        se_log_info(1, "serving /metrics, /livez and /readyz on %s:%d", cli->host,
+                    se_httpd_port(*httpd));
+        return 0;
+}
+
+/* Starts the elector as "<hostname>_<random>" (identity: its storage):
+ * 0, 2 (bad lease timings) or 4, logged. */
+static int start_election(struct app *app, struct se_kube_client *client, struct cli *cli,
+                          char *identity, size_t size)
+{
+        char hostname[200] = "unknown";
+        uint8_t rnd[8];
+        gethostname(hostname, sizeof(hostname) - 1);
+        FILE *ur = fopen("/dev/urandom", "re");
+        if (!ur || fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
+                memset(rnd, (int)getpid(), sizeof(rnd));
+        if (ur)
+                fclose(ur);
+        snprintf(identity, size, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", hostname, rnd[0], rnd[1],
+                 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        cli->lopts.identity = identity;
+        cli->lopts.data = app;
+        struct se_diag diag = { 0 };
+        int r = se_kube_leader_new(client, &cli->lopts, &app->lease, &diag);
+        if (r == -EINVAL) {
+                fprintf(stderr, "svcenv-controller: %s\n", diag.text);
+                return 2;
+        }
+        if (r < 0 || se_kube_leader_start(app->lease) < 0) {
+                se_log_error("cannot start leader election");
+                return 4;
+        }
+        se_log_info(0, "attempting to acquire leader lease %s/%s as %s", cli->lopts.ns,
+                    cli->lopts.name, identity);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct cli cli = {
+                .lopts = { .ns = "kube-system",
+                           .name = "svcenv-controller",
+                           .on_started = start_controller,
+                           .on_stopped = lease_stopped,
+                           .on_new_leader = lease_new_leader },
+                /* upstream's two controllers have a client each, 20 qps / burst 30 apiece */
+                .client_opts = { .qps = 40, .burst = 60 },
+                .metrics_addr = "0.0.0.0:10258",
+        };
+        struct app app = { .leader_elect = true,
+                           .drain_ns = 10000000000ull,
+                           .life_lock = PTHREAD_MUTEX_INITIALIZER };
+        int r = parse_args(argc, argv, &cli, &app);
+        if (r != 0)
+                return r == EXIT_HELP ? 0 : r;
 
         /* a few threads, small objects: two malloc arenas keep RSS down */
         mallopt(M_ARENA_MAX, 2);
@@ -405,69 +509,27 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         app.main_thread = pthread_self();
 
-        struct se_diag diag = { 0 };
-        struct se_kube_config *cfg = NULL;
         struct se_kube_client *client = NULL;
-        int r = se_kube_config_load(&kopts, &cfg, &diag);
-        if (r == 0)
-                r = se_kube_client_new(cfg, &client_opts, &client, &diag);
-        se_kube_config_free(cfg);
-        if (r < 0) {
-                char msg[1024];
-                se_diag_format(&diag, msg, sizeof(msg));
-                se_log_error("%s", msg[0] ? msg : strerror(-r));
-                return 4;
-        }
-        copts.log = log_cb;
-        app.ctl = se_controller_new(client, &copts);
+        if ((r = make_client(&cli, &client)) != 0)
+                return r;
+        cli.copts.log = log_cb;
+        app.client = client;
+        app.ctl = se_controller_new(client, &cli.copts);
         if (!app.ctl) {
                 se_log_error("out of memory");
+                se_kube_client_free(client);
                 return 4;
         }
-
         struct se_httpd *httpd = NULL;
-        if (serve) {
-                struct se_httpd_config hc = { .address = host[0] ? host : NULL,
-                                              .port = port,
-                                              .handler = handler,
-                                              .data = &app };
-                if (se_httpd_start(&hc, &httpd, &diag) < 0) {
-                        se_log_error("--metrics-bind-address %s: %s", metrics_addr, diag.text);
-                        se_controller_free(app.ctl);
-                        se_kube_client_free(client);
-                        return 4;
-                }
-                se_log_info(1, "serving /metrics, /livez and /readyz on %s:%d", host,
-                            se_httpd_port(httpd));
+        if ((r = serve_http(&app, &cli, &httpd)) != 0) {
+                se_controller_free(app.ctl);
+                se_kube_client_free(client);
+                return r;
         }
-
         char identity[300];
-        bool lease_running = false;
         if (app.leader_elect) {
-                char hostname[200] = "unknown";
-                uint8_t rnd[8];
-                gethostname(hostname, sizeof(hostname) - 1);
-                FILE *ur = fopen("/dev/urandom", "re");
-                if (!ur || fread(rnd, 1, sizeof(rnd), ur) != sizeof(rnd))
-                        memset(rnd, (int)getpid(), sizeof(rnd));
-                if (ur)
-                        fclose(ur);
-                snprintf(identity, sizeof(identity), "%s_%02x%02x%02x%02x%02x%02x%02x%02x",
-                         hostname, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-                lopts.identity = identity;
-                lopts.data = &app;
-                r = se_kube_leader_new(client, &lopts, &app.lease, &diag);
-                if (r == -EINVAL) {
-                        fprintf(stderr, "svcenv-controller: %s\n", diag.text);
-                        return 2;
-                }
-                if (r < 0 || se_kube_leader_start(app.lease) < 0) {
-                        se_log_error("cannot start leader election");
-                        return 4;
-                }
-                lease_running = true;
-                se_log_info(0, "attempting to acquire leader lease %s/%s as %s", lopts.ns,
-                            lopts.name, identity);
+                if ((r = start_election(&app, client, &cli, identity, sizeof(identity))) != 0)
+                        return r;
         } else {
                 start_controller(&app);
         }
@@ -478,15 +540,11 @@ int main(int argc, char **argv)
         atomic_store(&app.stop, true);
         /* drain while still holding the lease, then release it */
         stop_controller(&app);
-        if (lease_running)
+        if (app.lease)
                 se_log_info(1, "releasing the lease");
         app.lease = se_kube_leader_free(app.lease);
         se_httpd_stop(httpd);
         se_controller_free(app.ctl);
         se_kube_client_free(client);
         return atomic_load(&app.exit_code);
-bad:
-        fprintf(stderr, "svcenv-controller: invalid option value: %s\n", optarg);
-        fputs(usage, stderr);
-        return 2;
 }

@@ -16,6 +16,8 @@
 
 #include "proxyd.h"
 
+#define MAX_PERIOD_NS (366LL * 24 * 3600 * 1000000000LL) /* a year: surely a typo beyond */
+
 static const char usage[] =
         "Usage: svcenv-proxy [--kubeconfig FILE] [--master URL] [options]\n"
         "\n"
@@ -58,37 +60,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
         va_end(ap);
         fputc('\n', stderr);
         return 2;
-}
-
-/* "30s", "1m", "500ms", "1h", "2m30s" (Go durations, positive). */
-static int parse_duration(const char *s, int64_t *ret)
-{
-        int64_t total = 0;
-        if (!*s)
-                return -EINVAL;
-        while (*s) {
-                char *end;
-                double v = strtod(s, &end);
-                if (end == s || v < 0)
-                        return -EINVAL;
-                int64_t unit;
-                if (strncmp(end, "ms", 2) == 0)
-                        unit = 1000000, end += 2;
-                else if (*end == 's')
-                        unit = 1000000000LL, end++;
-                else if (*end == 'm')
-                        unit = 60000000000LL, end++;
-                else if (*end == 'h')
-                        unit = 3600000000000LL, end++;
-                else
-                        return -EINVAL;
-                if (v > 1e6)
-                        return -EINVAL;
-                total += (int64_t)(v * (double)unit);
-                s = end;
-        }
-        *ret = total;
-        return 0;
 }
 
 static int tristate(const char *v, bool auto_value, bool *ret)
@@ -138,7 +109,9 @@ static void node_facts(struct proxyd *d)
                                     d->opt.n_node_ips < SE_PROXY_MAX_NODE_IPS)
                                         d->opt.node_ips[d->opt.n_node_ips++] = ip;
                         }
+                pthread_mutex_lock(&d->mu); /* the health server runs already */
                 d->health.node_eligible = se_proxy_node_eligible(se_node_of(obj));
+                pthread_mutex_unlock(&d->mu);
         } else {
                 se_log_warn("node \"%s\" not found: no node IPs known", d->hostname);
         }
@@ -359,7 +332,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 case O_SYNC:
                 case O_MINSYNC: {
                         int64_t ns;
-                        if (parse_duration(optarg, &ns) < 0 || (c == O_SYNC && ns <= 0))
+                        if (se_parse_duration(optarg, MAX_PERIOD_NS, &ns) < 0 || ns < 0 ||
+                            (c == O_SYNC && ns == 0))
                                 return usage_error("not a duration: \"%s\"", optarg);
                         *(c == O_SYNC ? &d->sync_period_ns : &d->min_sync_period_ns) = ns;
                         break;
@@ -398,6 +372,32 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         if (d->nft)
                 se_proxy_options_nft_defaults(&d->opt);
         return 0;
+}
+
+/* Waits for informer i to sync: 0, or -EINTR when a signal came first. */
+static int wait_synced(struct proxyd *d, int i, const sigset_t *set)
+{
+        while (se_kube_informer_wait_synced(d->inf[i], 1000) < 0) {
+                se_log_info(1, "waiting for the informers to sync");
+                struct timespec zero = { 0, 0 };
+                if (sigtimedwait(set, NULL, &zero) > 0)
+                        return -EINTR;
+        }
+        return 0;
+}
+
+/* What kube-proxy's SyncLoop does first: the health server counts every
+ * family as updated now (in case no sync ever succeeds), and the last
+ * queued time is "now" while the informers sync. */
+static void proxy_loop_started(struct proxyd *d)
+{
+        struct se_proxy_instant now;
+        proxyd_now(d, &now);
+        pthread_mutex_lock(&d->mu);
+        se_proxy_health_families(&d->health, d->fams, d->n_fams);
+        se_proxy_health_updated(&d->health, &now);
+        d->last_queued_ts = (double)now.real_ns / 1e9;
+        pthread_mutex_unlock(&d->mu);
 }
 
 int main(int argc, char **argv)
@@ -444,11 +444,10 @@ int main(int argc, char **argv)
         for (int i = 0; i < 7; i++)
                 if (nl < 79)
                         net_le[nl++] = 120 + 30 * i;
-        struct histogram *hs[] = { &d.sync_all, &d.sync_full, &d.sync_partial };
+        struct se_histogram *hs[] = { &d.sync_all, &d.sync_full, &d.sync_partial };
         for (int i = 0; i < 3; i++)
-                hs[i]->le = sync_le, hs[i]->n = SE_ARRAY_SIZE(sync_le);
-        d.netprog.le = net_le;
-        d.netprog.n = nl;
+                se_histogram_init(hs[i], sync_le, SE_ARRAY_SIZE(sync_le));
+        se_histogram_init(&d.netprog, net_le, nl);
 
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -466,18 +465,25 @@ int main(int argc, char **argv)
         int rc = 0;
         pthread_t tid;
         bool started = false;
-        if (!(d.store = se_store_new()) || start_informers(&d, kubeconfig, master) < 0) {
+        /* kube-proxy serves its health before its informers sync (healthy,
+         * no family synced yet) */
+        if (!(d.store = se_store_new()) || proxyd_serve_start(&d) < 0 ||
+            start_informers(&d, kubeconfig, master) < 0) {
                 rc = 4;
                 goto out;
         }
-        for (unsigned i = 0; i < d.n_inf; i++)
-                while (se_kube_informer_wait_synced(d.inf[i], 1000) < 0) {
-                        se_log_info(1, "waiting for the informers to sync");
-                        struct timespec zero = { 0, 0 };
-                        if (sigtimedwait(&set, NULL, &zero) > 0)
-                                goto out;
-                }
+        /* kube-proxy waits for its Node first (NodeManager); then its sync
+         * loop starts, which counts as an update of every family for the
+         * health server, while the other informers sync */
+        if (wait_synced(&d, 0, &set) < 0)
+                goto out;
         node_facts(&d);
+        /* as kube-proxy: both families wherever the host has IPv6 */
+        d.n_fams = se_proxy_families_on(&d.opt, se_proxy_host_ipv6(d.nft), d.fams);
+        proxy_loop_started(&d);
+        for (unsigned i = 1; i < d.n_inf; i++)
+                if (wait_synced(&d, (int)i, &set) < 0)
+                        goto out;
         if (d.nfacct_mode != 0 && !d.nft) { /* auto or on: the counters first */
                 int r1 = se_proxy_nfacct_ensure("localhost_nps_accepted_pkts");
                 int r2 = se_proxy_nfacct_ensure("ct_state_invalid_dropped_pkts");
@@ -485,12 +491,6 @@ int main(int argc, char **argv)
                 if (!d.opt.nfacct)
                         se_log_warn("nfacct counters unavailable (%s): rules without them",
                                     strerror(-(r1 ? r1 : r2)));
-        }
-        /* as kube-proxy: both families wherever the host has IPv6 */
-        d.n_fams = se_proxy_families_on(&d.opt, se_proxy_host_ipv6(d.nft), d.fams);
-        if (proxyd_serve_start(&d) < 0) {
-                rc = 4;
-                goto out;
         }
         if (pthread_create(&tid, NULL, sync_thread, &d) != 0) {
                 rc = 4;

@@ -8,21 +8,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <svcenv/histogram.h>
 #include <svcenv/httpd.h>
+#include <svcenv/httpd_probes.h>
 #include <svcenv/kube_watch.h>
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
 
 #define MAX_TRIGGERS 4096 /* pending trigger times kept for the latency metric */
 #define MAX_HC_PORTS 256 /* health-check node ports served */
-
-struct histogram {
-        const double *le;
-        size_t n;
-        uint64_t buckets[80]; /* non-cumulative; [n] = +Inf */
-        uint64_t count;
-        double sum;
-};
 
 struct hc_port {
         int port;
@@ -56,8 +50,8 @@ struct proxyd {
         int64_t start_mono_ns;
         int64_t triggers[MAX_TRIGGERS];
         size_t n_triggers;
-        /* metrics */
-        struct histogram sync_all, sync_full, sync_partial, netprog;
+        /* metrics (the histograms are atomic and need no lock) */
+        struct se_histogram sync_all, sync_full, sync_partial, netprog;
         double last_sync_ts, last_queued_ts;
         uint64_t restore_failures, partial_restore_failures, syncs_full, syncs_partial;
         uint64_t bytes_last, bytes_total, rules_written_total, canary_repairs, ct_deletes;
@@ -71,6 +65,7 @@ struct proxyd {
         bool need_full;
 
         struct se_httpd *healthz, *metrics;
+        struct se_httpd_probes probes; /* of the metrics server */
 };
 
 void proxyd_now(const struct proxyd *d, struct se_proxy_instant *now);
@@ -84,6 +79,5 @@ int proxyd_serve_start(struct proxyd *d);
 void proxyd_serve_stop(struct proxyd *d);
 /* Re-points the health-check node ports at the tables (sync thread, mu not held). */
 void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, unsigned n);
-void histogram_observe(struct histogram *h, double v);
 
 #endif

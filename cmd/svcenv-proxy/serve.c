@@ -1,12 +1,15 @@
-/* HTTP: /healthz and /livez (kube-proxy's answers), /metrics, and one small
- * server per health-check node port of externalTrafficPolicy: Local
- * services. */
+/* HTTP as kube-proxy's: /healthz and /livez on the health address,
+ * /metrics (with a /healthz ping and /proxyMode) on the metrics address,
+ * and one small server per health-check node port of
+ * externalTrafficPolicy: Local services. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/httpd_probes.h>
 #include <svcenv/log.h>
+#include <svcenv/parse.h>
 #include <svcenv/strbuf.h>
 
 #include "proxyd.h"
@@ -24,24 +27,6 @@ static void reply(struct se_httpd_response *resp, int status, const char *type,
         resp->body = se_strbuf_detach(sb, &resp->len);
 }
 
-static void render_histogram(struct se_strbuf *sb, const char *name, const char *help,
-                             const struct histogram *h)
-{
-        se_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-        uint64_t cum = 0;
-        for (size_t i = 0; i <= h->n; i++) {
-                cum += h->buckets[i];
-                if (i < h->n)
-                        se_strbuf_printf(sb, "%s_bucket{le=\"%g\"} %llu\n", name, h->le[i],
-                                         (unsigned long long)cum);
-                else
-                        se_strbuf_printf(sb, "%s_bucket{le=\"+Inf\"} %llu\n", name,
-                                         (unsigned long long)cum);
-        }
-        se_strbuf_printf(sb, "%s_sum %.9g\n%s_count %llu\n", name, h->sum, name,
-                         (unsigned long long)h->count);
-}
-
 static void gauge(struct se_strbuf *sb, const char *type, const char *name, const char *help,
                   double v)
 {
@@ -49,17 +34,19 @@ static void gauge(struct se_strbuf *sb, const char *type, const char *name, cons
                          v);
 }
 
-static void metrics(struct proxyd *d, struct se_strbuf *sb)
+static void metrics(void *data, struct se_strbuf *sb)
 {
+        struct proxyd *d = data;
+        se_histogram_render(&d->sync_all, sb, "kubeproxy_sync_proxy_rules_duration_seconds", NULL,
+                            "SyncProxyRules latency in seconds");
+        se_histogram_render(&d->sync_full, sb, "kubeproxy_sync_full_proxy_rules_duration_seconds",
+                            NULL, "SyncProxyRules latency in seconds for full resyncs");
+        se_histogram_render(&d->sync_partial, sb,
+                            "kubeproxy_sync_partial_proxy_rules_duration_seconds", NULL,
+                            "SyncProxyRules latency in seconds for partial resyncs");
+        se_histogram_render(&d->netprog, sb, "kubeproxy_network_programming_duration_seconds", NULL,
+                            "In Cluster Network Programming Latency in seconds");
         pthread_mutex_lock(&d->mu);
-        render_histogram(sb, "kubeproxy_sync_proxy_rules_duration_seconds",
-                         "SyncProxyRules latency in seconds", &d->sync_all);
-        render_histogram(sb, "kubeproxy_sync_full_proxy_rules_duration_seconds",
-                         "SyncProxyRules latency in seconds for full resyncs", &d->sync_full);
-        render_histogram(sb, "kubeproxy_sync_partial_proxy_rules_duration_seconds",
-                         "SyncProxyRules latency in seconds for partial resyncs", &d->sync_partial);
-        render_histogram(sb, "kubeproxy_network_programming_duration_seconds",
-                         "In Cluster Network Programming Latency in seconds", &d->netprog);
         gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
               "The last time proxy rules were successfully synced", d->last_sync_ts);
         gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
@@ -89,41 +76,42 @@ static void metrics(struct proxyd *d, struct se_strbuf *sb)
         pthread_mutex_unlock(&d->mu);
 }
 
-static void handle(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
+/* The --healthz-bind-address server: kube-proxy's /healthz and /livez. */
+static void healthz_handle(void *data, const struct se_httpd_request *req,
+                           struct se_httpd_response *resp)
 {
         struct proxyd *d = data;
+        bool livez = strcmp(req->path, "/livez") == 0;
+        if (!livez && strcmp(req->path, "/healthz") != 0)
+                return se_httpd_not_found(resp);
         struct se_strbuf sb;
         struct se_proxy_instant now;
-        se_strbuf_init(&sb, 16 << 20);
+        se_strbuf_init(&sb, 4096);
         proxyd_now(d, &now);
-        if (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/livez") == 0) {
-                pthread_mutex_lock(&d->mu);
-                struct se_proxy_health h = d->health;
-                pthread_mutex_unlock(&d->mu);
-                bool ok;
-                if (strcmp(req->path, "/livez") == 0) {
-                        /* /livez ignores the Node and has no nodeEligible */
-                        h.node_eligible = true;
-                        ok = se_proxy_healthz(&h, &now, &sb);
-                        if (sb.len > 24) /* cut `, "nodeEligible": true}` */
-                                se_strbuf_truncate(&sb, sb.len - 22), se_strbuf_putc(&sb, '}');
-                } else {
-                        ok = se_proxy_healthz(&h, &now, &sb);
-                }
-                resp->nosniff = true; /* as kube-proxy's health servers */
-                return reply(resp, ok ? 200 : 503, "application/json", &sb);
-        }
-        if (strcmp(req->path, "/metrics") == 0) {
-                metrics(d, &sb);
-                return reply(resp, 200, "text/plain; version=0.0.4; charset=utf-8", &sb);
-        }
+        pthread_mutex_lock(&d->mu);
+        struct se_proxy_health h = d->health;
+        pthread_mutex_unlock(&d->mu);
+        bool ok = se_proxy_health_body(&h, &now, livez, &sb);
+        resp->nosniff = true; /* as kube-proxy's health server */
+        reply(resp, ok ? 200 : 503, "application/json", &sb);
+}
+
+/* The --metrics-bind-address server: /metrics, /healthz (a ping, as
+ * kube-proxy's), /proxyMode. */
+static void metrics_handle(void *data, const struct se_httpd_request *req,
+                           struct se_httpd_response *resp)
+{
+        struct proxyd *d = data;
+        if (se_httpd_probes_serve(&d->probes, req, resp))
+                return;
         if (strcmp(req->path, "/proxyMode") == 0) {
+                struct se_strbuf sb;
+                se_strbuf_init(&sb, 64);
                 se_strbuf_puts(&sb, d->nft ? "nftables" : "iptables");
+                resp->nosniff = true;
                 return reply(resp, 200, "text/plain; charset=utf-8", &sb);
         }
-        se_strbuf_puts(&sb, "404 page not found\n");
-        resp->nosniff = true; /* Go's http.NotFound */
-        reply(resp, 404, "text/plain; charset=utf-8", &sb);
+        se_httpd_not_found(resp);
 }
 
 static void hc_handle(void *data, const struct se_httpd_request *req,
@@ -145,37 +133,15 @@ static void hc_handle(void *data, const struct se_httpd_request *req,
         reply(resp, ok ? 200 : 503, "application/json", &sb);
 }
 
-/* "host:port", "[v6]:port" or ":port". */
-static int split_addr(const char *s, char *host, size_t hsize, int *port)
-{
-        const char *colon = strrchr(s, ':');
-        if (!colon)
-                return -EINVAL;
-        size_t n = (size_t)(colon - s);
-        if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-                s++;
-                n -= 2;
-        }
-        if (n >= hsize)
-                return -EINVAL;
-        memcpy(host, s, n);
-        host[n] = 0;
-        char *end;
-        long p = strtol(colon + 1, &end, 10);
-        if (*end || p < 0 || p > 65535)
-                return -EINVAL;
-        *port = (int)p;
-        return 0;
-}
-
-static int start_one(struct proxyd *d, const char *addr, struct se_httpd **ret)
+static int start_one(struct proxyd *d, const char *addr, se_httpd_handler handler,
+                     struct se_httpd **ret)
 {
         char host[128];
-        struct se_httpd_config cfg = { .handler = handle, .data = d, .timeout_s = 10 };
+        struct se_httpd_config cfg = { .handler = handler, .data = d, .timeout_s = 10 };
         struct se_diag diag = { 0 };
         if (!addr || !addr[0])
                 return 0; /* disabled */
-        if (split_addr(addr, host, sizeof(host), &cfg.port) < 0) {
+        if (se_parse_hostport(addr, host, sizeof(host), &cfg.port) < 0) {
                 se_log_error("bad bind address \"%s\" (want HOST:PORT)", addr);
                 return -EINVAL;
         }
@@ -192,9 +158,10 @@ static int start_one(struct proxyd *d, const char *addr, struct se_httpd **ret)
 
 int proxyd_serve_start(struct proxyd *d)
 {
-        int r = start_one(d, d->healthz_addr, &d->healthz);
+        d->probes = (struct se_httpd_probes){ .metrics = metrics, .metrics_data = d };
+        int r = start_one(d, d->healthz_addr, healthz_handle, &d->healthz);
         if (r == 0)
-                r = start_one(d, d->metrics_addr, &d->metrics);
+                r = start_one(d, d->metrics_addr, metrics_handle, &d->metrics);
         return r;
 }
 

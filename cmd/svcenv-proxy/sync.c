@@ -25,16 +25,6 @@ void proxyd_now(const struct proxyd *d, struct se_proxy_instant *now)
         now->start_mono_ns = d->start_mono_ns;
 }
 
-void histogram_observe(struct histogram *h, double v)
-{
-        size_t i = 0;
-        while (i < h->n && v > h->le[i])
-                i++;
-        h->buckets[i]++;
-        h->count++;
-        h->sum += v;
-}
-
 void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object *old,
                       const struct se_object *new_obj)
 {
@@ -287,8 +277,8 @@ static bool sync_rules(struct proxyd *d, bool full)
         proxyd_now(d, &end);
         double dt = (double)(end.mono_ns - start.mono_ns) / 1e9;
         pthread_mutex_lock(&d->mu);
-        histogram_observe(&d->sync_all, dt);
-        histogram_observe(partial ? &d->sync_partial : &d->sync_full, dt);
+        se_histogram_observe(&d->sync_all, dt);
+        se_histogram_observe(partial ? &d->sync_partial : &d->sync_full, dt);
         if (ok) {
                 se_proxy_health_updated(&d->health, &end);
                 d->last_sync_ts = (double)end.real_ns / 1e9;
@@ -301,8 +291,8 @@ static bool sync_rules(struct proxyd *d, bool full)
                         d->syncs_full++;
                 for (size_t k = 0; k < n_triggers; k++)
                         if (triggers[k] <= end.real_ns)
-                                histogram_observe(&d->netprog,
-                                                  (double)(end.real_ns - triggers[k]) / 1e9);
+                                se_histogram_observe(&d->netprog,
+                                                     (double)(end.real_ns - triggers[k]) / 1e9);
         } else {
                 /* the changes are still to be programmed */
                 d->dirty = true;

@@ -14,6 +14,7 @@
 
 #include <svcenv/admission.h>
 #include <svcenv/httpd.h>
+#include <svcenv/httpd_probes.h>
 #include <svcenv/log.h>
 #include <svcenv/parse.h>
 
@@ -43,7 +44,7 @@ static const char usage[] =
         "                            the CPUs this process may run on)\n"
         "  -v N                      log verbosity\n"
         "\n"
-        "Routes: POST /mutate (any path), GET /livez, /readyz, /metrics.\n"
+        "Routes: POST /mutate (any path), GET /livez, /readyz, /healthz, /metrics.\n"
         "SIGTERM/SIGINT: stop; SIGHUP: re-read the certificate files now.\n";
 
 struct daemon {
@@ -51,6 +52,8 @@ struct daemon {
         struct se_admission_options ao;
         struct se_admission_cache *cache; /* rendered service variables per namespace */
         struct se_httpd *httpd;
+        struct se_httpd_check ready;
+        struct se_httpd_probes probes; /* /livez, /readyz (Services loaded), /metrics */
 };
 
 static double now_s(void)
@@ -105,35 +108,30 @@ static void admit(struct daemon *d, const struct se_httpd_request *req,
         res.body = NULL;
 }
 
+static bool services_synced(void *data)
+{
+        struct daemon *d = data;
+        return source_synced(&d->src);
+}
+
+static void write_metrics(void *data, struct se_strbuf *out)
+{
+        struct daemon *d = data;
+        struct se_httpd_stats st;
+        se_httpd_stats(d->httpd, &st);
+        se_store_rdlock(d->src.store);
+        long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
+        se_store_unlock(d->src.store);
+        struct se_admission_cache_stats cs;
+        se_admission_cache_stats(d->cache, &cs);
+        metrics_render(out, &st, &cs, n, source_synced(&d->src));
+}
+
 static void handle(void *data, const struct se_httpd_request *req, struct se_httpd_response *resp)
 {
         struct daemon *d = data;
-        bool get = strcmp(req->method, "GET") == 0;
-        if (strcmp(req->path, "/livez") == 0 || strcmp(req->path, "/healthz") == 0)
-                return get ? text(resp, 200, "ok\n") : text(resp, 405, "GET only\n");
-        if (strcmp(req->path, "/readyz") == 0) {
-                if (!get)
-                        return text(resp, 405, "GET only\n");
-                return source_synced(&d->src) ? text(resp, 200, "ok\n") :
-                                                text(resp, 503, "services not synced\n");
-        }
-        if (strcmp(req->path, "/metrics") == 0) {
-                if (!get)
-                        return text(resp, 405, "GET only\n");
-                struct se_httpd_stats st;
-                se_httpd_stats(d->httpd, &st);
-                se_store_rdlock(d->src.store);
-                long n = (long)se_store_count(d->src.store, SE_KIND_SERVICE, NULL);
-                se_store_unlock(d->src.store);
-                struct se_admission_cache_stats cs;
-                se_admission_cache_stats(d->cache, &cs);
-                resp->body = metrics_render(&resp->len, &st, &cs, n, source_synced(&d->src));
-                resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-                if (!resp->body)
-                        text(resp, 500, "out of memory\n");
-                return;
-        }
-        admit(d, req, resp);
+        if (!se_httpd_probes_serve(&d->probes, req, resp))
+                admit(d, req, resp);
 }
 
 /* One event loop per CPU we may run on (the cgroup's cpuset included). */
@@ -153,7 +151,10 @@ static int number(const char *flag, const char *arg, int64_t min, int64_t max, i
         return -EINVAL;
 }
 
-int main(int argc, char **argv)
+#define EXIT_HELP (-1) /* --help: exit 0 */
+
+/* Reads the flags into d and cfg: 0 to run, 2 or 4 to exit with, EXIT_HELP. */
+static int parse_args(int argc, char **argv, struct daemon *d, struct se_httpd_config *cfg)
 {
         enum {
                 O_KUBECONFIG = 256,
@@ -185,37 +186,33 @@ int main(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
-        static struct daemon d;
-        struct se_httpd_config cfg = {
-                .port = 8443, .threads = default_threads(), .handler = handle, .data = &d
-        };
         int64_t v;
         int c;
         while ((c = getopt_long(argc, argv, "f:v:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'f':
-                        if (se_strv_push(&d.src.files, optarg) < 0)
+                        if (se_strv_push(&d->src.files, optarg) < 0)
                                 return 4;
                         break;
                 case O_KUBECONFIG:
-                        d.src.kubeconfig = optarg;
+                        d->src.kubeconfig = optarg;
                         break;
                 case O_MASTER:
-                        d.src.master = optarg;
+                        d->src.master = optarg;
                         break;
                 case O_ADDRESS:
-                        cfg.address = optarg;
+                        cfg->address = optarg;
                         break;
                 case O_PORT:
                         if (number("--port", optarg, 0, 65535, &v) < 0)
                                 return 2;
-                        cfg.port = (int)v;
+                        cfg->port = (int)v;
                         break;
                 case O_CERT:
-                        cfg.cert_file = optarg;
+                        cfg->cert_file = optarg;
                         break;
                 case O_KEY:
-                        cfg.key_file = optarg;
+                        cfg->key_file = optarg;
                         break;
                 case O_FAILURE:
                         if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
@@ -223,28 +220,28 @@ int main(int argc, char **argv)
                                                 "or deny\n");
                                 return 2;
                         }
-                        d.ao.failure_deny = strcmp(optarg, "deny") == 0;
+                        d->ao.failure_deny = strcmp(optarg, "deny") == 0;
                         break;
                 case O_MAXENV:
                         if (number("--max-env-bytes", optarg, 1, INT64_MAX, &v) < 0)
                                 return 2;
-                        d.ao.max_env_bytes = (size_t)v;
+                        d->ao.max_env_bytes = (size_t)v;
                         break;
                 case O_MAXBODY:
                         if (number("--max-body-bytes", optarg, 1024, (int64_t)SE_ADMISSION_MAX_BODY,
                                    &v) < 0)
                                 return 2;
-                        cfg.max_body = (size_t)v;
+                        cfg->max_body = (size_t)v;
                         break;
                 case O_TIMEOUT:
                         if (number("--read-timeout", optarg, 1, 3600, &v) < 0)
                                 return 2;
-                        cfg.timeout_s = (unsigned)v;
+                        cfg->timeout_s = (unsigned)v;
                         break;
                 case O_THREADS:
                         if (number("--threads", optarg, 1, SE_HTTPD_MAX_THREADS, &v) < 0)
                                 return 2;
-                        cfg.threads = (unsigned)v;
+                        cfg->threads = (unsigned)v;
                         break;
                 case 'v':
                         if (number("-v", optarg, 0, 10, &v) < 0)
@@ -253,18 +250,54 @@ int main(int argc, char **argv)
                         break;
                 case 'h':
                         fputs(usage, stdout);
-                        return 0;
+                        return EXIT_HELP;
                 default:
                         fputs(usage, stderr);
                         return 2;
                 }
         }
-        if (optind < argc || !cfg.cert_file || !cfg.key_file) {
+        if (optind < argc || !cfg->cert_file || !cfg->key_file) {
                 fprintf(stderr, "svcenv-webhook: %s\n",
                         optind < argc ? "unexpected argument" :
                                         "--tls-cert-file and --tls-private-key-file are required");
                 return 2;
         }
+
+        return 0;
+}
+
+/* Until SIGTERM or SIGINT; SIGHUP re-reads the certificates. */
+static void wait_for_signals(struct daemon *d, const sigset_t *set)
+{
+        for (;;) {
+                int sig = 0;
+                if (sigwait(set, &sig) != 0)
+                        continue;
+                if (sig == SIGHUP) {
+                        struct se_diag hd = { 0 };
+                        if (se_httpd_reload_certs(d->httpd, &hd) < 0) {
+                                char buf[1024];
+                                se_diag_format(&hd, buf, sizeof(buf));
+                                se_log_warn("certificate reload: %s", buf);
+                        } else {
+                                se_log_info(0, "certificates re-read");
+                        }
+                        continue;
+                }
+                se_log_info(0, "signal %d: shutting down", sig);
+                break;
+        }
+}
+
+int main(int argc, char **argv)
+{
+        static struct daemon d;
+        struct se_httpd_config cfg = {
+                .port = 8443, .threads = default_threads(), .handler = handle, .data = &d
+        };
+        int r = parse_args(argc, argv, &d, &cfg);
+        if (r != 0)
+                return r == EXIT_HELP ? 0 : r;
 
         /* Signals are taken by sigwait in this thread only. */
         sigset_t set;
@@ -275,7 +308,7 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
 
-        int r = source_start(&d.src);
+        r = source_start(&d.src);
         if (r < 0) {
                 source_stop(&d.src);
                 se_strv_release(&d.src.files);
@@ -288,6 +321,13 @@ int main(int argc, char **argv)
                 se_strv_release(&d.src.files);
                 return 4;
         }
+        d.ready = (struct se_httpd_check){
+                .name = "services-synced", .ok = services_synced, .data = &d, .ready_only = true
+        };
+        d.probes = (struct se_httpd_probes){
+                .checks = &d.ready, .n_checks = 1, .metrics = write_metrics, .metrics_data = &d
+        };
+        metrics_init();
         struct se_diag diag = { 0 };
         r = se_httpd_start(&cfg, &d.httpd, &diag);
         if (r < 0) {
@@ -301,24 +341,7 @@ int main(int argc, char **argv)
         }
         se_log_info(0, "serving admission reviews on %s:%d (%u threads)",
                     cfg.address ? cfg.address : "*", se_httpd_port(d.httpd), cfg.threads);
-        for (;;) {
-                int sig = 0;
-                if (sigwait(&set, &sig) != 0)
-                        continue;
-                if (sig == SIGHUP) {
-                        struct se_diag hd = { 0 };
-                        if (se_httpd_reload_certs(d.httpd, &hd) < 0) {
-                                char buf[1024];
-                                se_diag_format(&hd, buf, sizeof(buf));
-                                se_log_warn("certificate reload: %s", buf);
-                        } else {
-                                se_log_info(0, "certificates re-read");
-                        }
-                        continue;
-                }
-                se_log_info(0, "signal %d: shutting down", sig);
-                break;
-        }
+        wait_for_signals(&d, &set);
         d.httpd = se_httpd_stop(d.httpd);
         d.cache = se_admission_cache_free(d.cache);
         source_stop(&d.src);

@@ -7,10 +7,13 @@
 
 #include <svcenv/admission.h>
 #include <svcenv/httpd.h>
+#include <svcenv/strbuf.h>
 
+/* Sets the histograms' bounds; before the first observation. */
+void metrics_init(void);
 void metrics_observe(enum se_admission_outcome outcome, double seconds, size_t patch_bytes);
-/* The exposition text (malloc'ed) with the extra gauges given. */
-char *metrics_render(size_t *ret_len, const struct se_httpd_stats *tls,
-                     const struct se_admission_cache_stats *cache, long services, int ready);
+/* Appends the exposition text with the extra gauges given. */
+void metrics_render(struct se_strbuf *out, const struct se_httpd_stats *tls,
+                    const struct se_admission_cache_stats *cache, long services, int ready);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <svcenv/envvars.h>
+#include <svcenv/jsonstr.h>
 #include <svcenv/manifest.h>
 #include <svcenv/strbuf.h>
 
@@ -49,42 +50,18 @@ struct opts {
         bool json_first; /* no JSON element written yet */
 };
 
+/* s as a JSON string, escaped as every JSON svcenv writes (jsonstr.h) */
 static void json_string(FILE *f, const char *s)
 {
-        fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *)s; *p;) {
-                unsigned char c = *p;
-                if (c == '"' || c == '\\') {
-                        fprintf(f, "\\%c", c);
-                        p++;
-                } else if (c == '\n') {
-                        fputs("\\n", f);
-                        p++;
-                } else if (c == '\t') {
-                        fputs("\\t", f);
-                        p++;
-                } else if (c < 0x20 || c == 0x7f) {
-                        fprintf(f, "\\u%04x", c);
-                        p++;
-                } else if (c < 0x80) {
-                        fputc(c, f);
-                        p++;
-                } else {
-                        /* copy valid UTF-8, replace anything else */
-                        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-                        size_t k = 1;
-                        while (need && k < need && (p[k] & 0xC0) == 0x80)
-                                k++;
-                        if (need && k == need && c <= 0xF4) {
-                                fwrite(p, 1, need, f);
-                                p += need;
-                        } else {
-                                fputs("\\ufffd", f);
-                                p++;
-                        }
-                }
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_json_put_string(&sb, s);
+        if (se_strbuf_failed(&sb)) {
+                fputs("svcenv: out of memory\n", stderr);
+                exit(4);
         }
-        fputc('"', f);
+        fwrite(sb.buf, 1, sb.len, f);
+        se_strbuf_release(&sb);
 }
 
 static void shell_quote(FILE *f, const char *s)

@@ -102,6 +102,13 @@ const struct se_kube_config *se_kube_client_config(const struct se_kube_client *
 /* Makes every running and future request of c fail with -ECANCELED
  * (shutdown). Safe from any thread. */
 void se_kube_client_cancel(struct se_kube_client *c);
+/* Whether the last request of c to finish reached the API server: an
+ * HTTP answer below 500 (429 and 4xx too: the server is there). A
+ * connection that could not be made or broke before any answer, or a 5xx
+ * (the API server up, its storage not), counts as unreachable; cancelled
+ * requests and a watch ending after its answer do not count. False before
+ * any request finished. For readiness checks; any thread. */
+bool se_kube_client_reachable(const struct se_kube_client *c);
 
 /* One raw request. path starts with '/' and holds the query. body may be
  * NULL. On success (2xx) returns 0 and the body in *ret_body (may be NULL

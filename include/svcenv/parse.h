@@ -7,6 +7,7 @@
 #define SVCENV_PARSE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <netinet/in.h>
@@ -16,6 +17,12 @@ int se_parse_int(const char *s, int min, int max, int *ret);
 /* A Go duration ("300ms", "1m30s", "1.5h", "0"; units ns us µs ms s m h)
  * into nanoseconds, at most max_ns. 0 or -EINVAL / -ERANGE. */
 int se_parse_duration(const char *s, int64_t max_ns, int64_t *ret_ns);
+/* A listen address "HOST:PORT", "[IPv6]:PORT" or ":PORT", as Go's
+ * net.SplitHostPort splits it: the host (brackets removed; "" when
+ * empty) into host (size bytes), the port (0..65535, decimal) into *port.
+ * An unbracketed host with a ':' is refused ("::1:80" is ambiguous).
+ * -EINVAL (no port, bad port, stray brackets) or -ERANGE (host too long). */
+int se_parse_hostport(const char *s, char *host, size_t size, int *port);
 /* true/false, 1/0, yes/no, on/off (case-insensitive). */
 int se_parse_bool(const char *s, bool *ret);
 

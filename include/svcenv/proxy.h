@@ -285,34 +285,47 @@ int se_proxy_cleanup_text(const char *text, size_t len, struct se_strbuf *out);
 struct se_proxy_instant {
         int64_t real_ns, mono_ns, start_mono_ns;
 };
-/* Go's time.Time.String() of t in UTC ("2026-01-02 15:04:05.5 +0000 UTC
- * m=+1.500000000"); the zero instant as Go's zero time. out >= 80 bytes. */
+/* Go's time.Time as encoding/json writes it: RFC 3339 with nanoseconds,
+ * trailing zeros dropped, in the local time zone as Go's time.Now()
+ * ("2025-11-30T10:53:20.5Z", "2025-11-30T11:53:20.5+01:00"); the zero
+ * instant as Go's zero time "0001-01-01T00:00:00Z". out >= 48 bytes. */
 void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size);
 
-/* kube-proxy's ProxyHealthServer for one proxier: healthy until its first
- * successful sync (upstream only judges proxiers that synced once), then
- * while no queued change waited longer than timeout (2 x
- * --sync-period upstream) for a successful sync; the Node being deleted
- * makes /healthz fail. Not locked: the caller serialises. */
+/* kube-proxy's ProxyHealthServer: healthy until the first update (upstream
+ * only judges proxiers updated once; its sync loop counts as one when it
+ * starts, before any sync), then while no queued change waited longer
+ * than timeout (2 x --sync-period upstream) for a successful sync; the
+ * Node missing or being deleted makes /healthz fail. One sync loop serves
+ * every family, so they share one state. Not locked: the caller
+ * serialises. */
 struct se_proxy_health {
         int64_t timeout_ns;
+        enum se_ip_family fams[2]; /* the families synced (IPv4 first) */
+        unsigned n_fams;
         struct se_proxy_instant last_updated, oldest_queued;
-        bool updated, queued, node_eligible;
+        bool updated, queued;
+        bool node_eligible; /* false until the Node is seen, as upstream */
 };
 void se_proxy_health_init(struct se_proxy_health *h, int64_t timeout_ns);
+/* The families the proxy syncs (once known; before, none is reported). */
+void se_proxy_health_families(struct se_proxy_health *h, const enum se_ip_family *fams, unsigned n);
 /* A change arrived that needs a sync (QueuedUpdate). */
 void se_proxy_health_queued(struct se_proxy_health *h, const struct se_proxy_instant *now);
-/* A sync succeeded (Updated). */
+/* A sync succeeded, or the sync loop started (Updated). */
 void se_proxy_health_updated(struct se_proxy_health *h, const struct se_proxy_instant *now);
 /* kube-proxy's NodeEligible: the Node is not being deleted and not tainted
  * ToBeDeletedByClusterAutoscaler. */
 bool se_proxy_node_eligible(const struct se_node *node);
 /* The proxier's health, ignoring the Node (IsHealthy). */
 bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_instant *now);
-/* /healthz: appends kube-proxy's JSON body; returns whether to answer 200
- * (else 503). */
-bool se_proxy_healthz(const struct se_proxy_health *h, const struct se_proxy_instant *now,
-                      struct se_strbuf *body);
+/* The body of kube-proxy's /healthz (livez false) or /livez (livez true):
+ * encoding/json of its ProxyHealth, byte for byte: lastUpdated (now when
+ * answering 200, else the last successful sync or Go's zero time),
+ * currentTime, nodeEligible (/healthz only), healthy, and status per family
+ * once updated. Returns whether to answer 200 (else 503): /livez when the
+ * proxier is healthy, /healthz when the Node is eligible too. */
+bool se_proxy_health_body(const struct se_proxy_health *h, const struct se_proxy_instant *now,
+                          bool livez, struct se_strbuf *body);
 /* A health-check node port's answer for Service ns/name: appends
  * kube-proxy's JSON body; returns whether to answer 200 (some local ready
  * endpoint and the proxy healthy) or 503. */

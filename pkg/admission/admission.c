@@ -44,61 +44,6 @@ void warnings_release(struct warnings *w)
         w->n = 0;
 }
 
-void json_put_string(struct se_strbuf *sb, const char *s)
-{
-        static const char hex[] = "0123456789abcdef";
-        se_strbuf_putc(sb, '"');
-        const unsigned char *p = (const unsigned char *)s;
-        while (*p) {
-                const unsigned char *run = p;
-                while (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-                        p++;
-                if (p > run)
-                        se_strbuf_add(sb, run, (size_t)(p - run));
-                unsigned char c = *p;
-                if (!c)
-                        break;
-                if (c == '"' || c == '\\') {
-                        char esc[2] = { '\\', (char)c };
-                        se_strbuf_add(sb, esc, 2);
-                        p++;
-                } else if (c < 0x20) {
-                        char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-                        if (c == '\n' || c == '\t' || c == '\r') {
-                                esc[1] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-                                se_strbuf_add(sb, esc, 2);
-                        } else {
-                                se_strbuf_add(sb, esc, 6);
-                        }
-                        p++;
-                } else {
-                        /* copy one valid UTF-8 sequence, replace anything else */
-                        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-                        size_t k = 1;
-                        while (need && k < need && (p[k] & 0xC0) == 0x80)
-                                k++;
-                        bool ok = need && k == need && c <= 0xF4;
-                        /* overlong 3/4-byte forms, surrogates, > U+10FFFF */
-                        if (ok && c == 0xE0 && p[1] < 0xA0)
-                                ok = false;
-                        if (ok && c == 0xED && p[1] >= 0xA0)
-                                ok = false;
-                        if (ok && c == 0xF0 && p[1] < 0x90)
-                                ok = false;
-                        if (ok && c == 0xF4 && p[1] >= 0x90)
-                                ok = false;
-                        if (ok) {
-                                se_strbuf_add(sb, p, need);
-                                p += need;
-                        } else {
-                                se_strbuf_puts(sb, "\\ufffd");
-                                p++;
-                        }
-                }
-        }
-        se_strbuf_putc(sb, '"');
-}
-
 int se_json_pointer_escape(struct se_strbuf *sb, const char *s)
 {
         for (; *s; s++) {
@@ -172,9 +117,9 @@ struct response {
 static void put_head(struct se_strbuf *sb, const struct response *r)
 {
         se_strbuf_puts(sb, "{\"apiVersion\":");
-        json_put_string(sb, r->api_version);
+        se_json_put_string(sb, r->api_version);
         se_strbuf_puts(sb, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
-        json_put_string(sb, r->uid);
+        se_json_put_string(sb, r->uid);
         se_strbuf_puts(sb, r->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
 }
 
@@ -184,7 +129,7 @@ static void put_tail(struct se_strbuf *sb, const struct response *r)
         if (r->deny_message) {
                 se_strbuf_puts(sb, ",\"status\":{\"metadata\":{},\"status\":\"Failure\","
                                    "\"message\":");
-                json_put_string(sb, r->deny_message);
+                se_json_put_string(sb, r->deny_message);
                 se_strbuf_puts(sb, ",\"reason\":\"InternalError\",\"code\":500}");
         }
         if (r->w && r->w->n) {
@@ -192,7 +137,7 @@ static void put_tail(struct se_strbuf *sb, const struct response *r)
                 for (size_t i = 0; i < r->w->n; i++) {
                         if (i)
                                 se_strbuf_putc(sb, ',');
-                        json_put_string(sb, r->w->v[i]);
+                        se_json_put_string(sb, r->w->v[i]);
                 }
                 se_strbuf_putc(sb, ']');
         }

@@ -8,6 +8,7 @@
 
 #include <svcenv/admission.h>
 #include <svcenv/hashmap.h>
+#include <svcenv/jsonstr.h>
 #include <svcenv/strbuf.h>
 
 struct warnings {
@@ -18,10 +19,6 @@ struct warnings {
 
 void warnings_add(struct warnings *w, const char *fmt, ...) SE_PRINTF(2, 3);
 void warnings_release(struct warnings *w);
-
-/* Appends s as a JSON string (quotes included, control characters escaped,
- * bytes that are not valid UTF-8 replaced by U+FFFD as Go's encoder does). */
-void json_put_string(struct se_strbuf *sb, const char *s);
 
 /* Appends {"name":...,"value":...}. */
 void put_var(struct se_strbuf *sb, const char *name, const char *value);

@@ -16,9 +16,9 @@
 void put_var(struct se_strbuf *sb, const char *name, const char *value)
 {
         se_strbuf_puts(sb, "{\"name\":");
-        json_put_string(sb, name);
+        se_json_put_string(sb, name);
         se_strbuf_puts(sb, ",\"value\":");
-        json_put_string(sb, value);
+        se_json_put_string(sb, value);
         se_strbuf_putc(sb, '}');
 }
 

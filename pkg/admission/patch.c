@@ -361,7 +361,7 @@ static void mark_injected(struct ctx *x, const json_t *object)
                 op_begin(x);
                 se_strbuf_puts(x->patch, "{\"op\":\"add\",\"path\":\"/metadata/annotations\","
                                          "\"value\":{");
-                json_put_string(x->patch, SE_ADMISSION_ANN_INJECTED);
+                se_json_put_string(x->patch, SE_ADMISSION_ANN_INJECTED);
                 se_strbuf_puts(x->patch, ":\"true\"}}");
         }
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <svcenv/jsonstr.h>
 #include <svcenv/log.h>
 
 static atomic_int verbosity;
@@ -39,24 +40,6 @@ static const char *base_name(const char *path)
         return s ? s + 1 : path;
 }
 
-/* JSON string escaping for the message (controls, quote, backslash). */
-static size_t json_escape(char *out, size_t size, const char *in)
-{
-        size_t o = 0;
-        for (const unsigned char *p = (const unsigned char *)in; *p && o + 7 < size; p++) {
-                if (*p == '"' || *p == '\\') {
-                        out[o++] = '\\';
-                        out[o++] = (char)*p;
-                } else if (*p < 0x20) {
-                        o += (size_t)snprintf(out + o, size - o, "\\u%04x", *p);
-                } else {
-                        out[o++] = (char)*p;
-                }
-        }
-        out[o] = '\0';
-        return o;
-}
-
 void se_log_write(enum se_log_severity sev, int v, const char *file, int line, const char *fmt, ...)
 {
         char msg[2048];
@@ -69,17 +52,21 @@ void se_log_write(enum se_log_severity sev, int v, const char *file, int line, c
         clock_gettime(CLOCK_REALTIME, &ts);
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
-        char out[4096];
+        char out[6 * sizeof(msg) + 512]; /* the escaped message and the JSON around it */
         int n;
         if (json_format) {
-                char esc[3000];
-                json_escape(esc, sizeof(esc), msg);
+                /* escaped as every JSON we write; a message cut in the middle
+                 * of a UTF-8 sequence ends in U+FFFD */
+                struct se_strbuf esc;
+                se_strbuf_init(&esc, 6 * sizeof(msg) + 1); /* \u00XX for each */
+                se_json_put_escaped(&esc, msg);
                 n = snprintf(out, sizeof(out),
                              "{\"ts\":%lld.%03ld,\"caller\":\"%s:%d\",\"msg\":\"%s\",\"v\":%d%s}\n",
-                             (long long)ts.tv_sec, ts.tv_nsec / 1000000, base_name(file), line, esc,
-                             v,
+                             (long long)ts.tv_sec, ts.tv_nsec / 1000000, base_name(file), line,
+                             se_strbuf_failed(&esc) ? "(message too long to escape)" : esc.buf, v,
                              sev == SE_LOG_ERROR ? ",\"err\":true" :
                                                    (sev == SE_LOG_WARNING ? ",\"warn\":true" : ""));
+                se_strbuf_release(&esc);
         } else {
                 static const char letters[] = { 'I', 'W', 'E' };
                 n = snprintf(out, sizeof(out), "%c%02d%02d %02d:%02d:%02d.%06ld %7ld %s:%d] %s\n",

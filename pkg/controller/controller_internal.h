@@ -6,9 +6,9 @@
 #include <stdatomic.h>
 
 #include <svcenv/controller.h>
-#include <svcenv/ctl_metrics.h>
 #include <svcenv/endpoints_sync.h>
 #include <svcenv/hashmap.h>
+#include <svcenv/histogram.h>
 #include <svcenv/kube_events.h>
 #include <svcenv/kube_queue.h>
 #include <svcenv/kube_watch.h>

@@ -27,6 +27,8 @@ struct se_kube_client {
         char *base_url; /* server, with tls-server-name as its host when set */
         struct curl_slist *connect_to; /* tls-server-name:port -> real host:port */
         atomic_bool cancelled;
+        /* monotonic ns of the last request to reach / miss the server */
+        _Atomic uint64_t last_reached_ns, last_missed_ns;
 
         pthread_mutex_t lock; /* pool, bucket, credentials */
         CURL *pool[POOL_MAX];
@@ -526,6 +528,24 @@ static bool retriable(const struct req *rq, int err, long code)
         return code == 0 && err != -ECANCELED && err != -EFBIG && err != -ENOMEM;
 }
 
+/* What one attempt says about the server being reachable (see
+ * se_kube_client_reachable); counted only when our side did not end it. */
+static void note_contact(struct se_kube_client *c, CURLcode cc, long code, bool ours_ok)
+{
+        if (!ours_ok || cc == CURLE_ABORTED_BY_CALLBACK)
+                return;
+        bool reached = code > 0 && code < 500;
+        if (cc != CURLE_OK && code > 0 && code < 500)
+                return; /* a watch that got its answer, then ended: says nothing new */
+        atomic_store(reached ? &c->last_reached_ns : &c->last_missed_ns, se_now_mono_ns());
+}
+
+bool se_kube_client_reachable(const struct se_kube_client *c)
+{
+        uint64_t reached = atomic_load(&c->last_reached_ns);
+        return reached && reached >= atomic_load(&c->last_missed_ns);
+}
+
 static int do_request(struct se_kube_client *c, const struct req *rq, struct se_strbuf *ret_body,
                       long *ret_code, struct se_diag *diag)
 {
@@ -569,6 +589,7 @@ static int do_request(struct se_kube_client *c, const struct req *rq, struct se_
                 }
                 if (ret_code)
                         *ret_code = x.code;
+                note_contact(c, cc, x.code, r == 0 && !x.chunk_err && !se_strbuf_failed(&x.body));
                 if (cc != CURLE_OK) {
                         if (x.chunk_err)
                                 r = x.chunk_err;

@@ -1,7 +1,7 @@
-/* kube-proxy's health answers, pure: the /healthz verdict and body, the
+/* kube-proxy's health answers, pure: the /healthz and /livez verdicts and bodies, the
  * health-check node port body, Go's time.Time text. */
-#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,7 +11,18 @@ void se_proxy_health_init(struct se_proxy_health *h, int64_t timeout_ns)
 {
         memset(h, 0, sizeof(*h));
         h->timeout_ns = timeout_ns;
-        h->node_eligible = true; /* until a Node event says otherwise */
+}
+
+void se_proxy_health_families(struct se_proxy_health *h, const enum se_ip_family *fams, unsigned n)
+{
+        h->n_fams = 0;
+        for (unsigned i = 0; i < n && i < 2; i++)
+                h->fams[h->n_fams++] = fams[i];
+        /* encoding/json sorts map keys: "IPv4" before "IPv6" */
+        if (h->n_fams == 2 && h->fams[0] == SE_IPV6) {
+                h->fams[0] = SE_IPV4;
+                h->fams[1] = SE_IPV6;
+        }
 }
 
 void se_proxy_health_queued(struct se_proxy_health *h, const struct se_proxy_instant *now)
@@ -43,13 +54,13 @@ bool se_proxy_health_ok(const struct se_proxy_health *h, const struct se_proxy_i
 void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size)
 {
         if (t->real_ns == 0 && t->mono_ns == 0) {
-                snprintf(out, size, "0001-01-01 00:00:00 +0000 UTC");
+                snprintf(out, size, "0001-01-01T00:00:00Z");
                 return;
         }
         time_t s = (time_t)(t->real_ns / 1000000000);
         long ns = (long)(t->real_ns % 1000000000);
         struct tm tm;
-        gmtime_r(&s, &tm);
+        localtime_r(&s, &tm);
         char frac[16] = "";
         if (ns) { /* Go's .999999999: trailing zeros dropped */
                 snprintf(frac, sizeof(frac), ".%09ld", ns);
@@ -57,26 +68,36 @@ void se_proxy_go_time(const struct se_proxy_instant *t, char *out, size_t size)
                 while (frac[n - 1] == '0')
                         frac[--n] = 0;
         }
-        int64_t m = t->mono_ns - t->start_mono_ns;
-        snprintf(out, size, "%04d-%02d-%02d %02d:%02d:%02d%s +0000 UTC m=%c%" PRId64 ".%09" PRId64,
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 frac, m < 0 ? '-' : '+', (m < 0 ? -m : m) / 1000000000,
-                 (m < 0 ? -m : m) % 1000000000);
+        char zone[16] = "Z";
+        long off = labs(tm.tm_gmtoff) / 60 % (100 * 60); /* minutes; real zones are < 24 h */
+        if (tm.tm_gmtoff) /* Go's Z07:00 */
+                snprintf(zone, sizeof(zone), "%c%02d:%02d", tm.tm_gmtoff < 0 ? '-' : '+',
+                         (int)(off / 60), (int)(off % 60));
+        snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d%s%s", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac, zone);
 }
 
-bool se_proxy_healthz(const struct se_proxy_health *h, const struct se_proxy_instant *now,
-                      struct se_strbuf *body)
+bool se_proxy_health_body(const struct se_proxy_health *h, const struct se_proxy_instant *now,
+                          bool livez, struct se_strbuf *body)
 {
-        bool ok = se_proxy_health_ok(h, now) && h->node_eligible;
-        char last[96], cur[96];
+        bool healthy = se_proxy_health_ok(h, now);
+        bool ok = healthy && (livez || h->node_eligible);
+        static const struct se_proxy_instant zero = { 0, 0, 0 };
+        char last[64], cur[64], fam_last[64];
         se_proxy_go_time(now, cur, sizeof(cur));
-        if (ok) /* upstream reports "now" as the last update when healthy */
-                memcpy(last, cur, sizeof(last));
-        else
-                se_proxy_go_time(&h->last_updated, last, sizeof(last));
-        se_strbuf_printf(body,
-                         "{\"lastUpdated\": \"%s\",\"currentTime\": \"%s\", \"nodeEligible\": %s}",
-                         last, cur, h->node_eligible ? "true" : "false");
+        se_proxy_go_time(h->updated ? &h->last_updated : &zero, fam_last, sizeof(fam_last));
+        /* upstream reports "now" as the last update when it answers 200 */
+        memcpy(last, ok ? cur : fam_last, sizeof(last));
+        se_strbuf_printf(body, "{\"lastUpdated\":\"%s\",\"currentTime\":\"%s\"", last, cur);
+        if (!livez)
+                se_strbuf_printf(body, ",\"nodeEligible\":%s", h->node_eligible ? "true" : "false");
+        se_strbuf_printf(body, ",\"healthy\":%s", healthy ? "true" : "false");
+        /* only families that synced once are listed (none before) */
+        for (unsigned i = 0; h->updated && i < h->n_fams; i++)
+                se_strbuf_printf(body, "%s\"%s\":{\"lastUpdated\":\"%s\",\"healthy\":%s}",
+                                 i ? "," : ",\"status\":{", h->fams[i] == SE_IPV6 ? "IPv6" : "IPv4",
+                                 fam_last, healthy ? "true" : "false");
+        se_strbuf_puts(body, h->updated && h->n_fams ? "}}" : "}");
         return ok;
 }
 

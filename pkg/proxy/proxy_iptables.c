@@ -204,100 +204,136 @@ static int hash_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,
         return 0;
 }
 
-static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
-{
+/* Everything one service port's rules are made of, decided up front. */
+struct svc_plan {
         struct proxy_categories cat;
-        char h[17], svc[32], svl[32], ext[32], fw[32];
+        char svc[32], svl[32], ext[32], fw[32]; /* its chains */
+        struct svc_text st;
+        bool has_any, has_internal, has_external;
+        bool uses_cluster_chain, uses_local_chain, uses_ext_chain, uses_fw;
+        const char *internal_chain, *external_policy_chain, *lb_chain; /* into the names above */
+        char int_comment[700], ext_comment[700]; /* quoted, when no endpoint serves */
+        const char *int_target, *ext_target; /* REJECT / DROP then */
+};
+
+/* Fills p (its cat to release with proxy_categories_release on success). */
+static int plan_service(struct ipt *w, const struct se_proxy_svcport *sp, struct svc_plan *p)
+{
+        char h[17];
         int r = se_proxy_chain_hash(sp->spn, sp->proto, NULL, h);
         if (r < 0)
                 return r;
-        r = proxy_categorize(sp, w->opt, &cat);
+        r = proxy_categorize(sp, w->opt, &p->cat);
         if (r < 0)
                 return r;
-        if ((r = hash_endpoints(w, sp, &cat)) < 0)
-                goto out;
-        memcpy(svc, "KUBE-SVC-", 9);
-        memcpy(svc + 9, h, 17);
-        memcpy(svl, "KUBE-SVL-", 9);
-        memcpy(svl + 9, h, 17);
-        memcpy(ext, "KUBE-EXT-", 9);
-        memcpy(ext + 9, h, 17);
-        memcpy(fw, "KUBE-FW-", 8);
-        memcpy(fw + 8, h, 17);
-        struct se_strbuf *nr = w->nat_rules, *nc = &w->nat_chains, *fr = &w->filter_rules;
+        if ((r = hash_endpoints(w, sp, &p->cat)) < 0) {
+                proxy_categories_release(&p->cat);
+                return r;
+        }
+        memcpy(p->svc, "KUBE-SVC-", 9);
+        memcpy(p->svc + 9, h, 17);
+        memcpy(p->svl, "KUBE-SVL-", 9);
+        memcpy(p->svl + 9, h, 17);
+        memcpy(p->ext, "KUBE-EXT-", 9);
+        memcpy(p->ext + 9, h, 17);
+        memcpy(p->fw, "KUBE-FW-", 8);
+        memcpy(p->fw + 8, h, 17);
         const char *spn = sp->spn, *proto = sp->proto;
-        struct svc_text st = { .spn = spn, .proto = proto, .spn_len = strlen(spn) };
-        int_text(sp->port, st.port);
+        p->st = (struct svc_text){ .spn = spn, .proto = proto, .spn_len = strlen(spn) };
+        int_text(sp->port, p->st.port);
         /* " -m P -p P" */
         size_t pl = strlen(proto);
         if (pl > 12)
                 pl = 12; /* "tcp", "udp", "sctp" */
-        char *m = st.mp;
+        char *m = p->st.mp;
         memcpy(m, " -m ", 4);
         memcpy(m + 4, proto, pl);
         memcpy(m + 4 + pl, " -p ", 4);
         memcpy(m + 8 + pl, proto, pl);
-        st.mp_len = 8 + 2 * pl;
-        st.mp[st.mp_len] = 0;
+        p->st.mp_len = 8 + 2 * pl;
+        p->st.mp[p->st.mp_len] = 0;
 
-        bool has_any = cat.has_any;
-        bool uses_cluster_chain = cat.n_cluster > 0 && proxy_uses_cluster(sp);
-        bool uses_local_chain = cat.n_local > 0 && proxy_uses_local(sp);
-        const char *internal_chain = svc;
-        bool has_internal = has_any;
+        p->has_any = p->cat.has_any;
+        p->uses_cluster_chain = p->cat.n_cluster > 0 && proxy_uses_cluster(sp);
+        p->uses_local_chain = p->cat.n_local > 0 && proxy_uses_local(sp);
+        p->internal_chain = p->svc;
+        p->has_internal = p->has_any;
         if (sp->internal_local) {
-                internal_chain = svl;
-                if (cat.n_local == 0)
-                        has_internal = false;
+                p->internal_chain = p->svl;
+                if (p->cat.n_local == 0)
+                        p->has_internal = false;
         }
-        const char *external_policy_chain = svc;
-        bool has_external = has_any;
+        p->external_policy_chain = p->svc;
+        p->has_external = p->has_any;
         if (sp->external_local) {
-                external_policy_chain = svl;
-                if (cat.n_local == 0)
-                        has_external = false;
+                p->external_policy_chain = p->svl;
+                if (p->cat.n_local == 0)
+                        p->has_external = false;
         }
-        bool uses_ext_chain = has_any && proxy_externally_accessible(sp);
-        bool uses_fw = has_any && sp->n_lb_vips > 0 && sp->n_source_ranges > 0;
-        const char *lb_chain = uses_fw ? fw : ext;
+        p->uses_ext_chain = p->has_any && proxy_externally_accessible(sp);
+        p->uses_fw = p->has_any && sp->n_lb_vips > 0 && sp->n_source_ranges > 0;
+        p->lb_chain = p->uses_fw ? p->fw : p->ext;
 
-        char int_comment[700] = "", ext_comment[700] = "";
-        const char *int_target = NULL, *ext_target = NULL;
-        if (!has_any) {
-                snprintf(int_comment, sizeof(int_comment), "\"%s has no endpoints\"", spn);
-                snprintf(ext_comment, sizeof(ext_comment), "\"%s has no endpoints\"", spn);
-                int_target = ext_target = "REJECT";
+        p->int_comment[0] = p->ext_comment[0] = 0;
+        p->int_target = p->ext_target = NULL;
+        if (!p->has_any) {
+                snprintf(p->int_comment, sizeof(p->int_comment), "\"%s has no endpoints\"", spn);
+                snprintf(p->ext_comment, sizeof(p->ext_comment), "\"%s has no endpoints\"", spn);
+                p->int_target = p->ext_target = "REJECT";
         } else {
-                if (!has_internal) {
-                        snprintf(int_comment, sizeof(int_comment), "\"%s has no local endpoints\"",
-                                 spn);
-                        int_target = "DROP";
+                if (!p->has_internal) {
+                        snprintf(p->int_comment, sizeof(p->int_comment),
+                                 "\"%s has no local endpoints\"", spn);
+                        p->int_target = "DROP";
                 }
-                if (!has_external) {
-                        snprintf(ext_comment, sizeof(ext_comment), "\"%s has no local endpoints\"",
-                                 spn);
-                        ext_target = "DROP";
+                if (!p->has_external) {
+                        snprintf(p->ext_comment, sizeof(p->ext_comment),
+                                 "\"%s has no local endpoints\"", spn);
+                        p->ext_target = "DROP";
                 }
         }
+        return 0;
+}
 
+/* The rules that lead into the service (KUBE-SERVICES, KUBE-NODEPORTS)
+ * and the filter rules of a service nobody serves. */
+static void write_entries(struct ipt *w, const struct se_proxy_svcport *sp,
+                          const struct svc_plan *p)
+{
+        const struct svc_text *st = &p->st;
+        const char *spn = sp->spn;
+        struct se_strbuf *nr = w->nat_rules;
+        struct se_strbuf *fr = &w->filter_rules;
+        const char *ext = p->ext;
+        const char *fw = p->fw;
+        const bool has_any = p->has_any;
+        const bool has_internal = p->has_internal;
+        const bool has_external = p->has_external;
+        const bool uses_fw = p->uses_fw;
+        const char *internal_chain = p->internal_chain;
+        const char *lb_chain = p->lb_chain;
+        const char *int_comment = p->int_comment;
+        const char *ext_comment = p->ext_comment;
+        const char *int_target = p->int_target;
+        const char *ext_target = p->ext_target;
         /* cluster IP */
         if (has_internal) {
                 LIT(nr, "-A KUBE-SERVICES");
-                comment_q(nr, &st, " cluster IP");
-                dst_port_jump(nr, &st, sp->cluster_ip, st.port, internal_chain);
+                comment_q(nr, st, " cluster IP");
+                dst_port_jump(nr, st, sp->cluster_ip, st->port, internal_chain);
         } else {
-                filter_rule(w, "KUBE-SERVICES", int_comment, &st, sp->cluster_ip, int_target);
+                filter_rule(w, "KUBE-SERVICES", int_comment, st, sp->cluster_ip, int_target);
         }
 
         /* external IPs */
         for (uint32_t i = 0; i < sp->n_external_ips; i++) {
                 if (has_any) {
                         LIT(nr, "-A KUBE-SERVICES");
-                        comment_q(nr, &st, " external IP");
-                        dst_port_jump(nr, &st, sp->external_ips[i], st.port, ext);
+                        comment_q(nr, st, " external IP");
+                        dst_port_jump(nr, st, sp->external_ips[i], st->port, ext);
                 }
                 if (!has_external)
-                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, &st,
+                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, st,
                                     sp->external_ips[i], ext_target);
         }
 
@@ -305,21 +341,21 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         for (uint32_t i = 0; i < sp->n_lb_vips; i++) {
                 if (has_any) {
                         LIT(nr, "-A KUBE-SERVICES");
-                        comment_q(nr, &st, " loadbalancer IP");
-                        dst_port_jump(nr, &st, sp->lb_vips[i], st.port, lb_chain);
+                        comment_q(nr, st, " loadbalancer IP");
+                        dst_port_jump(nr, st, sp->lb_vips[i], st->port, lb_chain);
                 }
                 if (uses_fw) {
                         LIT(fr, "-A KUBE-PROXY-FIREWALL -m comment --comment \"");
-                        put_spn(fr, &st);
+                        put_spn(fr, st);
                         LIT(fr, " traffic not accepted by ");
                         put(fr, fw);
                         LIT(fr, "\"");
-                        dst_port_jump(fr, &st, sp->lb_vips[i], st.port, "DROP");
+                        dst_port_jump(fr, st, sp->lb_vips[i], st->port, "DROP");
                 }
         }
         if (!has_external)
                 for (uint32_t i = 0; i < sp->n_lb_vips; i++)
-                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, &st, sp->lb_vips[i],
+                        filter_rule(w, "KUBE-EXTERNAL-SERVICES", ext_comment, st, sp->lb_vips[i],
                                     ext_target);
 
         /* node ports */
@@ -330,7 +366,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         if (w->opt->localhost_nodeports && w->fam == SE_IPV4 && w->opt->nfacct) {
                                 LIT(nr, "-A KUBE-NODEPORTS");
                                 comment(nr, spn);
-                                put_mp(nr, &st);
+                                put_mp(nr, st);
                                 LIT(nr, " -d 127.0.0.0/8 --dport ");
                                 put(nr, np);
                                 LIT(nr, " -m nfacct --nfacct-name localhost_nps_accepted_pkts -j ");
@@ -339,7 +375,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         }
                         LIT(nr, "-A KUBE-NODEPORTS");
                         comment(nr, spn);
-                        put_mp(nr, &st);
+                        put_mp(nr, st);
                         LIT(nr, " --dport ");
                         put(nr, np);
                         LIT(nr, " -j ");
@@ -350,7 +386,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         LIT(fr, "-A KUBE-EXTERNAL-SERVICES");
                         comment(fr, ext_comment);
                         LIT(fr, " -m addrtype --dst-type LOCAL");
-                        put_mp(fr, &st);
+                        put_mp(fr, st);
                         LIT(fr, " --dport ");
                         put(fr, np);
                         LIT(fr, " -j ");
@@ -362,25 +398,38 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         /* health-check node port */
         if (sp->health_check_node_port) {
                 LIT(fr, "-A KUBE-NODEPORTS");
-                comment_q(fr, &st, " health check node port");
+                comment_q(fr, st, " health check node port");
                 LIT(fr, " -m tcp -p tcp --dport ");
                 se_strbuf_add_int(fr, sp->health_check_node_port);
                 LIT(fr, " -j ACCEPT\n");
         }
+}
 
-        /* from here on only the service's own nat chains (partial syncs may
-         * leave them out) */
-        size_t chains_at = nc->len, rules_at = nr->len;
-
+/* The service's own nat chains: masquerading, KUBE-EXT-, KUBE-FW-. */
+static void write_nat_chains(struct ipt *w, const struct se_proxy_svcport *sp,
+                             const struct svc_plan *p)
+{
+        const struct svc_text *st = &p->st;
+        struct se_strbuf *nr = w->nat_rules;
+        struct se_strbuf *nc = &w->nat_chains;
+        const char *svc = p->svc;
+        const char *ext = p->ext;
+        const char *fw = p->fw;
+        const bool has_internal = p->has_internal;
+        const bool has_external = p->has_external;
+        const bool uses_ext_chain = p->uses_ext_chain;
+        const bool uses_fw = p->uses_fw;
+        const char *internal_chain = p->internal_chain;
+        const char *external_policy_chain = p->external_policy_chain;
         /* internal traffic: masquerade off-cluster sources */
         if (has_internal && (w->opt->masquerade_all || w->detect)) {
                 rule(nr, internal_chain);
-                comment_q(nr, &st, " cluster IP");
-                put_mp(nr, &st);
+                comment_q(nr, st, " cluster IP");
+                put_mp(nr, st);
                 LIT(nr, " -d ");
                 put(nr, sp->cluster_ip);
                 LIT(nr, " --dport ");
-                put(nr, st.port);
+                put(nr, st->port);
                 if (!w->opt->masquerade_all) {
                         LIT(nr, " ! -s ");
                         put(nr, w->detect);
@@ -394,13 +443,13 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                 if (!sp->external_local) {
                         rule(nr, ext);
                         LIT(nr, " -m comment --comment \"masquerade traffic for ");
-                        put_spn(nr, &st);
+                        put_spn(nr, st);
                         LIT(nr, " external destinations\" -j KUBE-MARK-MASQ\n");
                 } else {
                         if (w->detect) {
                                 rule(nr, ext);
                                 LIT(nr, " -m comment --comment \"pod traffic for ");
-                                put_spn(nr, &st);
+                                put_spn(nr, st);
                                 LIT(nr, " external destinations\" -s ");
                                 put(nr, w->detect);
                                 LIT(nr, " -j ");
@@ -409,12 +458,12 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         }
                         rule(nr, ext);
                         LIT(nr, " -m comment --comment \"masquerade LOCAL traffic for ");
-                        put_spn(nr, &st);
+                        put_spn(nr, st);
                         LIT(nr, " external destinations\" -m addrtype --src-type LOCAL -j "
                                 "KUBE-MARK-MASQ\n");
                         rule(nr, ext);
                         LIT(nr, " -m comment --comment \"route LOCAL traffic for ");
-                        put_spn(nr, &st);
+                        put_spn(nr, st);
                         LIT(nr, " external destinations\" -m addrtype --src-type LOCAL -j ");
                         put(nr, svc);
                         LIT(nr, "\n");
@@ -433,7 +482,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                 bool from_node = false;
                 for (uint32_t i = 0; i < sp->n_source_ranges; i++) {
                         rule(nr, fw);
-                        comment_q(nr, &st, " loadbalancer IP");
+                        comment_q(nr, st, " loadbalancer IP");
                         LIT(nr, " -s ");
                         put(nr, sp->source_ranges[i]);
                         LIT(nr, " -j ");
@@ -449,7 +498,7 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                 if (from_node)
                         for (uint32_t i = 0; i < sp->n_lb_vips; i++) {
                                 rule(nr, fw);
-                                comment_q(nr, &st, " loadbalancer IP");
+                                comment_q(nr, st, " loadbalancer IP");
                                 LIT(nr, " -s ");
                                 put(nr, sp->lb_vips[i]);
                                 LIT(nr, " -j ");
@@ -458,22 +507,36 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         }
                 rule(nr, fw);
                 LIT(nr, " -m comment --comment \"other traffic to ");
-                put_spn(nr, &st);
+                put_spn(nr, st);
                 LIT(nr, " will be dropped by KUBE-PROXY-FIREWALL\"\n");
         }
+}
 
+/* KUBE-SVC-/KUBE-SVL- to the endpoints, and one KUBE-SEP- each. */
+static void write_endpoint_chains(struct ipt *w, const struct se_proxy_svcport *sp,
+                                  const struct svc_plan *p)
+{
+        const struct svc_text *st = &p->st;
+        const char *spn = sp->spn;
+        struct se_strbuf *nr = w->nat_rules;
+        struct se_strbuf *nc = &w->nat_chains;
+        const char *svc = p->svc;
+        const char *svl = p->svl;
+        const bool uses_cluster_chain = p->uses_cluster_chain;
+        const bool uses_local_chain = p->uses_local_chain;
+        const struct proxy_categories *cat = &p->cat;
         if (uses_cluster_chain) {
                 chain(nc, "", svc);
-                svc_to_endpoints(w, sp, &st, svc, cat.cluster, cat.n_cluster);
+                svc_to_endpoints(w, sp, st, svc, cat->cluster, cat->n_cluster);
         }
         if (uses_local_chain) {
                 chain(nc, "", svl);
-                svc_to_endpoints(w, sp, &st, svl, cat.local, cat.n_local);
+                svc_to_endpoints(w, sp, st, svl, cat->local, cat->n_local);
         }
 
         /* one chain per reachable endpoint */
-        for (uint32_t i = 0; i < cat.n_reachable; i++) {
-                const struct se_proxy_endpoint *ep = cat.reachable[i];
+        for (uint32_t i = 0; i < cat->n_reachable; i++) {
+                const struct se_proxy_endpoint *ep = cat->reachable[i];
                 const char *eh = sep_hash(w, sp, ep);
                 LIT(nc, ":KUBE-SEP-");
                 se_strbuf_append(nc, eh, 16);
@@ -493,14 +556,28 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
                         se_strbuf_append(nr, eh, 16);
                         LIT(nr, " --set");
                 }
-                put_mp(nr, &st);
+                put_mp(nr, st);
                 LIT(nr, " -j DNAT --to-destination ");
                 put(nr, ep->str);
                 LIT(nr, "\n");
         }
+}
+
+static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
+{
+        struct svc_plan p;
+        int r = plan_service(w, sp, &p);
+        if (r < 0)
+                return r;
+        write_entries(w, sp, &p);
+        /* from here on only the service's own nat chains (partial syncs may
+         * leave them out) */
+        struct se_strbuf *nc = &w->nat_chains, *nr = w->nat_rules;
+        size_t chains_at = nc->len, rules_at = nr->len;
+        write_nat_chains(w, sp, &p);
+        write_endpoint_chains(w, sp, &p);
         r = w->tracker ? proxy_tracker_segment(w->tracker, sp, nc, chains_at, nr, rules_at) : 0;
-out:
-        proxy_categories_release(&cat);
+        proxy_categories_release(&p.cat);
         return r;
 }
 

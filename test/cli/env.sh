@@ -36,6 +36,26 @@ if command -v python3 >/dev/null; then
         fi
 fi
 
+# -o json escapes as Go's encoding/json (one escaper for all svcenv's JSON):
+# \r as \r, DEL as it is, other controls as \u00XX
+cat >"${TMPDIR:-/tmp}/svcenv-ctl-$$.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: ctl, namespace: default}
+spec:
+  enableServiceLinks: false
+  containers:
+  - name: c
+    env: [{name: X, value: "a\rb\x7fc\x01\"\\\td"}]
+EOF
+got=$("$SVCENV/svcenv" env -f $demo --pod-file "${TMPDIR:-/tmp}/svcenv-ctl-$$.yaml" -o json | grep '"X"')
+rm -f "${TMPDIR:-/tmp}/svcenv-ctl-$$.yaml"
+want=$(printf '%s' '"value": "a\rb'; printf '\177'; printf '%s' 'c\u0001\"\\\td",')
+if [[ "$got" == *"$want"* ]]; then ok "-o json: control characters as encoding/json writes them"; else
+        not_ok "-o json: control characters as encoding/json writes them"
+        printf '# got:  %s\n# want: %s\n' "$got" "$want"
+fi
+
 fails_with "missing required ConfigMap key, kubelet wording" 3 \
         "svcenv: pod shop/bad container app: couldn't find key absent in ConfigMap shop/shop-config" \
         $e --pod-file $g/input-bad-key.yaml

@@ -166,6 +166,34 @@ check "slices too" until_ok 20 want_slices $ns web "10.1.1.1:false,10.1.1.2:true
 check "the controller is still the leader" until_ok 20 is_leader c
 check "no key was dropped" test "$(metrics c | awk '/^svcenv_controller_dropped_keys_total/ { print $2 }')" = 0
 
+# --- /readyz follows the API server's reachability (a standby stuck
+# acquiring the lease through a forwarder the test stops and starts) ---
+fwd_start() { # fwd_start PORT: forwarder to the API server; its port in $work/fwd.port
+        python3 "$(dirname "$0")/tcpfwd.py" "$1" "$APISERVER_PORT" >"$work/fwd.port" 2>"$work/fwd.log" &
+        echo $! >"$work/fwd.pid"
+        until_ok 5 test -s "$work/fwd.port"
+}
+fwd_stop() { kill "$(cat "$work/fwd.pid")" 2>/dev/null && wait "$(cat "$work/fwd.pid")" 2>/dev/null; rm -f "$work/fwd.pid"; }
+readyz_code() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(cat "$work/$1.port")/readyz"; }
+not_ready() { [ "$(readyz_code "$1")" = 500 ]; }
+fwd_start 0
+fport=$(cat "$work/fwd.port")
+fwd_stop
+check "a controller starts while the API server is unreachable" \
+        start_ctl r --master "https://127.0.0.1:$fport"
+check "... /readyz fails (no answer from the API server)" until_ok 10 not_ready r
+check "... /livez stays ok" test "$(curl -s "http://127.0.0.1:$(cat "$work/r.port")/livez")" = ok
+fwd_start "$fport"
+check "API server reachable: the standby is ready" until_ok 20 readyz r
+fwd_stop
+check "API server unreachable again: /readyz fails" until_ok 10 not_ready r
+check "... with the failing check named" eval \
+        "curl -s 'http://127.0.0.1:$(cat "$work/r.port")/readyz?verbose' | grep -qx '\[-\]api-server failed: reason withheld'"
+fwd_start "$fport"
+check "API server back: /readyz ok again" until_ok 20 readyz r
+stop_ctl r
+fwd_stop
+
 # --- side by side with kube-controller-manager ---
 check "our controller stops" stop_ctl c
 kapi get /api/v1/namespaces/$ns/endpoints >"$work/ours-endpoints.json"

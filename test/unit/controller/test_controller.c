@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include <svcenv/controller.h>
-#include <svcenv/ctl_metrics.h>
+#include <svcenv/histogram.h>
 #include <svcenv/store.h>
 #include <svcenv/topology.h>
 

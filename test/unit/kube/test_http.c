@@ -191,6 +191,33 @@ static void test_http__5xx_retried_only_for_get(void **state)
         stop(s);
 }
 
+/* se_kube_client_reachable follows the last finished request: any answer
+ * below 500 reached the server, a 5xx or no connection did not */
+static void test_http__reachable(void **state)
+{
+        (void)state;
+        static const struct reply script[] = {
+                { "HTTP/1.1 404 Not Found", "no", 0 },
+                { "HTTP/1.1 500 Internal Server Error", "etcd", 0 },
+                { "HTTP/1.1 409 Conflict", "again", 0 },
+        };
+        struct server *s = start(script, 3);
+        struct se_kube_client *c = client(s, 0);
+        struct se_diag d;
+        assert_false(se_kube_client_reachable(c)); /* nothing asked yet */
+        assert_int_equal(se_kube_request(c, "POST", "/x", NULL, "{}", 2, NULL, NULL, NULL, &d),
+                         -ENOENT);
+        assert_true(se_kube_client_reachable(c));
+        assert_true(se_kube_request(c, "POST", "/x", NULL, "{}", 2, NULL, NULL, NULL, &d) < 0);
+        assert_false(se_kube_client_reachable(c));
+        assert_true(se_kube_request(c, "POST", "/x", NULL, "{}", 2, NULL, NULL, NULL, &d) < 0);
+        assert_true(se_kube_client_reachable(c));
+        stop(s); /* nobody listens on the port any more */
+        assert_true(se_kube_request(c, "POST", "/x", NULL, "{}", 2, NULL, NULL, NULL, &d) < 0);
+        assert_false(se_kube_client_reachable(c));
+        se_kube_client_free(c);
+}
+
 static void test_http__body_cap(void **state)
 {
         (void)state;
@@ -405,6 +432,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_http__retry_after_429),
                 cmocka_unit_test(test_http__5xx_retried_only_for_get),
+                cmocka_unit_test(test_http__reachable),
                 cmocka_unit_test(test_http__body_cap),
                 cmocka_unit_test(test_http__cancel_from_another_thread),
                 cmocka_unit_test(test_http__watch_stream),

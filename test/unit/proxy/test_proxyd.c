@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -20,39 +21,83 @@
 
 #define S (1000000000LL)
 
+/* encoding/json of a time.Time: RFC 3339 with nanoseconds, trailing zeros
+ * dropped, in the local zone (Z for UTC) */
 static void test_proxyd__go_time(void **state)
 {
         (void)state;
         char buf[96];
+        setenv("TZ", "UTC", 1);
+        tzset();
         struct se_proxy_instant t = { 1764500000 * S + 123456789, 11 * S + 500000000, 10 * S };
         se_proxy_go_time(&t, buf, sizeof(buf));
-        assert_string_equal(buf, "2025-11-30 10:53:20.123456789 +0000 UTC m=+1.500000000");
+        assert_string_equal(buf, "2025-11-30T10:53:20.123456789Z");
         t.real_ns = 1764500000 * S + 500000000; /* trailing zeros go */
         se_proxy_go_time(&t, buf, sizeof(buf));
-        assert_string_equal(buf, "2025-11-30 10:53:20.5 +0000 UTC m=+1.500000000");
+        assert_string_equal(buf, "2025-11-30T10:53:20.5Z");
         t.real_ns = 1764500000 * S;
         se_proxy_go_time(&t, buf, sizeof(buf));
-        assert_string_equal(buf, "2025-11-30 10:53:20 +0000 UTC m=+1.500000000");
+        assert_string_equal(buf, "2025-11-30T10:53:20Z");
         struct se_proxy_instant zero = { 0, 0, 0 };
         se_proxy_go_time(&zero, buf, sizeof(buf));
-        assert_string_equal(buf, "0001-01-01 00:00:00 +0000 UTC");
+        assert_string_equal(buf, "0001-01-01T00:00:00Z");
+        setenv("TZ", "<+0130>-1:30", 1); /* a zone east of UTC */
+        tzset();
+        se_proxy_go_time(&t, buf, sizeof(buf));
+        assert_string_equal(buf, "2025-11-30T12:23:20+01:30");
+        setenv("TZ", "<-03>3", 1);
+        tzset();
+        se_proxy_go_time(&t, buf, sizeof(buf));
+        assert_string_equal(buf, "2025-11-30T07:53:20-03:00");
+        setenv("TZ", "UTC", 1);
+        tzset();
 }
 
+static char *body(const struct se_proxy_health *h, const struct se_proxy_instant *now, bool livez,
+                  bool *ok)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        *ok = se_proxy_health_body(h, now, livez, &sb);
+        assert_false(se_strbuf_failed(&sb));
+        return se_strbuf_detach(&sb, NULL);
+}
+
+#define ASSERT_BODY(h, now, livez, want_ok, want) \
+ do {                                             \
+  bool ok_;                                       \
+  char *b_ = body(h, now, livez, &ok_);           \
+  assert_string_equal(b_, want);                  \
+  assert_int_equal(ok_, want_ok);                 \
+  free(b_);                                       \
+ } while (0)
+
 /* ProxyHealthServer: healthy at start and while no queued update is older
- * than the timeout; an update clears it; a deleted Node fails /healthz */
+ * than the timeout; an update clears it; no Node or a deleted one fails
+ * /healthz but not /livez. Bodies are encoding/json's, byte for byte. */
 static void test_proxyd__healthz(void **state)
 {
         (void)state;
+        setenv("TZ", "UTC", 1);
+        tzset();
         struct se_proxy_health h;
-        struct se_strbuf sb;
         se_proxy_health_init(&h, 60 * S);
+        const enum se_ip_family fams[] = { SE_IPV6, SE_IPV4 };
+        se_proxy_health_families(&h, fams, 2);
         struct se_proxy_instant t0 = { 1764500000 * S, 100 * S, 90 * S };
-        se_strbuf_init(&sb, 0);
-        assert_true(se_proxy_healthz(&h, &t0, &sb));
-        assert_string_equal(sb.buf,
-                            "{\"lastUpdated\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\","
-                            "\"currentTime\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\", "
-                            "\"nodeEligible\": true}");
+        /* no Node seen yet: /healthz 503 with the zero time, /livez 200 */
+        ASSERT_BODY(&h, &t0, false, false,
+                    "{\"lastUpdated\":\"0001-01-01T00:00:00Z\","
+                    "\"currentTime\":\"2025-11-30T10:53:20Z\",\"nodeEligible\":false,"
+                    "\"healthy\":true}");
+        ASSERT_BODY(&h, &t0, true, true,
+                    "{\"lastUpdated\":\"2025-11-30T10:53:20Z\","
+                    "\"currentTime\":\"2025-11-30T10:53:20Z\",\"healthy\":true}");
+        h.node_eligible = true;
+        ASSERT_BODY(&h, &t0, false, true,
+                    "{\"lastUpdated\":\"2025-11-30T10:53:20Z\","
+                    "\"currentTime\":\"2025-11-30T10:53:20Z\",\"nodeEligible\":true,"
+                    "\"healthy\":true}");
         /* before the first sync a queued update never makes it unhealthy */
         se_proxy_health_queued(&h, &t0);
         struct se_proxy_instant t1 = t0;
@@ -63,27 +108,35 @@ static void test_proxyd__healthz(void **state)
         se_proxy_health_queued(&h, &t0);
         t1 = t0;
         t1.mono_ns += 59 * S;
-        t1.real_ns += 59 * S;
+        t1.real_ns += 59 * S + 250000000;
         assert_true(se_proxy_health_ok(&h, &t1));
+        /* synced: every family's status, keys sorted */
+        ASSERT_BODY(&h, &t1, false, true,
+                    "{\"lastUpdated\":\"2025-11-30T10:54:19.25Z\","
+                    "\"currentTime\":\"2025-11-30T10:54:19.25Z\",\"nodeEligible\":true,"
+                    "\"healthy\":true,\"status\":{"
+                    "\"IPv4\":{\"lastUpdated\":\"2025-11-30T10:53:20Z\",\"healthy\":true},"
+                    "\"IPv6\":{\"lastUpdated\":\"2025-11-30T10:53:20Z\",\"healthy\":true}}}");
         se_proxy_health_queued(&h, &t1); /* the oldest one counts */
         t1.mono_ns += 2 * S;
         t1.real_ns += 2 * S;
         assert_false(se_proxy_health_ok(&h, &t1));
-        se_strbuf_reset(&sb);
-        assert_false(se_proxy_healthz(&h, &t1, &sb));
-        /* unhealthy: lastUpdated is the last successful sync's time */
-        assert_string_equal(sb.buf,
-                            "{\"lastUpdated\": \"2025-11-30 10:53:20 +0000 UTC m=+10.000000000\","
-                            "\"currentTime\": \"2025-11-30 10:54:21 +0000 UTC m=+71.000000000\", "
-                            "\"nodeEligible\": true}");
+        /* unhealthy: lastUpdated is the last successful sync's time, 503 on both */
+        ASSERT_BODY(&h, &t1, true, false,
+                    "{\"lastUpdated\":\"2025-11-30T10:53:20Z\","
+                    "\"currentTime\":\"2025-11-30T10:54:21.25Z\",\"healthy\":false,\"status\":{"
+                    "\"IPv4\":{\"lastUpdated\":\"2025-11-30T10:53:20Z\",\"healthy\":false},"
+                    "\"IPv6\":{\"lastUpdated\":\"2025-11-30T10:53:20Z\",\"healthy\":false}}}");
         se_proxy_health_updated(&h, &t1);
         assert_true(se_proxy_health_ok(&h, &t1));
-        h.node_eligible = false;
-        se_strbuf_reset(&sb);
-        assert_false(se_proxy_healthz(&h, &t1, &sb));
-        assert_non_null(strstr(sb.buf, "\"nodeEligible\": false}"));
+        h.node_eligible = false; /* the Node is being deleted */
+        se_proxy_health_families(&h, fams, 1);
+        ASSERT_BODY(&h, &t1, false, false,
+                    "{\"lastUpdated\":\"2025-11-30T10:54:21.25Z\","
+                    "\"currentTime\":\"2025-11-30T10:54:21.25Z\",\"nodeEligible\":false,"
+                    "\"healthy\":true,\"status\":{"
+                    "\"IPv6\":{\"lastUpdated\":\"2025-11-30T10:54:21.25Z\",\"healthy\":true}}}");
         assert_true(se_proxy_health_ok(&h, &t1)); /* the node is not the proxier */
-        se_strbuf_release(&sb);
 }
 
 /* kube-proxy's NodeEligible: not deleted, not tainted by the cluster
