@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 #include <cmocka.h>
 
 #include <svcenv/manifest.h>
@@ -456,6 +459,107 @@ static void test_manifest__alias_bomb_and_depth_are_capped(void **state)
         se_store_free(s);
 }
 
+/* A JSON Service with n ports p0..p{n-1} on ports 1..n, the last one a copy
+ * of port 1 (name and number) when dup. */
+static char *many_ports(unsigned n, int dup)
+{
+        size_t cap = 100 + (size_t)n * 48, o = 0;
+        char *t = malloc(cap);
+        if (!t)
+                _exit(9);
+        o += (size_t)snprintf(t, cap,
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
+                              "\"big\"},\"spec\":{\"ports\":[");
+        for (unsigned i = 0; i < n; i++) {
+                unsigned k = dup && i == n - 1 ? 0 : i;
+                o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"p%u\",\"port\":%u}",
+                                      i ? "," : "", k, k + 1);
+        }
+        snprintf(t + o, cap - o, "]}}");
+        return t;
+}
+
+/* A JSON Pod with n init containers and n containers, all named apart but
+ * the last, which repeats the first init container's name when dup. */
+static char *many_containers(unsigned n, int dup)
+{
+        size_t cap = 200 + (size_t)n * 40, o = 0;
+        char *t = malloc(cap);
+        if (!t)
+                _exit(9);
+        o += (size_t)snprintf(t, cap,
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                              "\"p\"},\"spec\":{\"initContainers\":[");
+        for (unsigned i = 0; i < n; i++)
+                o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"i%u\"}", i ? "," : "", i);
+        o += (size_t)snprintf(t + o, cap - o, "],\"containers\":[");
+        for (unsigned i = 0; i < n; i++)
+                o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"%c%u\"}", i ? "," : "",
+                                      dup && i == n - 1 ? 'i' : 'c', dup && i == n - 1 ? 0 : i);
+        snprintf(t + o, cap - o, "]}}");
+        return t;
+}
+
+static int load_json(const char *text, char *msg, size_t msg_size)
+{
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        int r = se_manifest_load_buffer(s, "x.json", text, strlen(text), NULL, NULL, &d);
+        if (r < 0)
+                se_diag_format(&d, msg, msg_size);
+        se_store_free(s);
+        return r;
+}
+
+/* In the child: 0, or the number of the check that failed (no cmocka
+ * assertions there: they would unwind into the parent's runner). */
+static int big_decodes(void)
+{
+        char msg[600] = "";
+        char *t = many_ports(65535, 0);
+        if (load_json(t, msg, sizeof(msg)) != 0)
+                return 1;
+        free(t);
+        t = many_ports(65535, 1);
+        if (load_json(t, msg, sizeof(msg)) != -EINVAL ||
+            !strstr(msg, "spec.ports[65534].name: Duplicate value: \"p0\""))
+                return 2;
+        free(t);
+        t = many_containers(20000, 0);
+        if (load_json(t, msg, sizeof(msg)) != 0)
+                return 3;
+        free(t);
+        t = many_containers(20000, 1);
+        if (load_json(t, msg, sizeof(msg)) != -EINVAL ||
+            !strstr(msg, "spec.containers[19999].name: Duplicate value: \"i0\""))
+                return 4;
+        free(t);
+        return 0;
+}
+
+/* The API server takes a 65,535-port Service (it has no cap), so the
+ * duplicate checks must be linear. Budget: CPU seconds for the child, far
+ * above what linear checks need (about 0.2 s here, 10 s under valgrind);
+ * the pairwise checks took 41 s of CPU for the ports alone. */
+static void test_manifest__many_ports_and_containers_checked_linearly(void **state)
+{
+        (void)state;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct rlimit cpu = { 30, 30 };
+                setrlimit(RLIMIT_CPU, &cpu);
+                _exit(big_decodes());
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+                fail_msg("the decode was killed by signal %d (SIGXCPU: over the budget)",
+                         WTERMSIG(status));
+        if (WEXITSTATUS(status))
+                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+}
+
 static void test_manifest__folders_and_missing_files(void **state)
 {
         (void)state;
@@ -506,6 +610,7 @@ int main(void)
                 cmocka_unit_test(test_manifest__failed_load_keeps_existing_objects),
                 cmocka_unit_test(test_manifest__alias_bomb_and_depth_are_capped),
                 cmocka_unit_test(test_manifest__folders_and_missing_files),
+                cmocka_unit_test(test_manifest__many_ports_and_containers_checked_linearly),
         };
         return cmocka_run_group_tests_name("manifest", tests, NULL, NULL);
 }
