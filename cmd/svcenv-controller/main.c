@@ -53,9 +53,9 @@ static const char usage[] =
         "  --kube-api-qps N               client rate limit (default 40: upstream's two\n"
         "                                 controllers have 20 each)\n"
         "  --kube-api-burst N             default 60\n"
-        "  --metrics-bind-address A:P     /metrics, /livez, /readyz over HTTP\n"
-        "                                 (default 0.0.0.0:10258; port 0: any free\n"
-        "                                 port; \"\": off)\n"
+        "  --metrics-bind-address A:P     /metrics, /livez, /readyz over plain HTTP\n"
+        "                                 (default 127.0.0.1:10258, loopback only;\n"
+        "                                 port 0: any free port; \"\": off)\n"
         "  --shutdown-timeout S           queue drain on SIGTERM (default 10)\n"
         "  -v N                           log verbosity\n"
         "  --logging-format text|json\n";
@@ -263,7 +263,9 @@ int main(int argc, char **argv)
         struct app app = { .leader_elect = true,
                            .drain_ns = 10000000000ull,
                            .life_lock = PTHREAD_MUTEX_INITIALIZER };
-        const char *metrics_addr = "0.0.0.0:10258";
+        /* loopback: plain HTTP without authentication (kube-controller-manager
+         * serves its metrics over HTTPS with authn/authz instead) */
+        const char *metrics_addr = "127.0.0.1:10258";
         int c, v;
         while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
                 switch (c) {
