@@ -3,9 +3,10 @@
  * Serves one handler function for every request. The body of a request is
  * collected up to max_body bytes (more: 413 without calling the handler,
  * and the connection closed). HTTP/1.1 with keep-alive only (ALPN offers
- * http/1.1), TLS 1.2 or newer; upgrades (WebSocket, h2c) are refused by
- * hanging up. A chunked request body is answered 411 (a length is
- * required) and a POST with no Content-Length has an empty body.
+ * http/1.1), TLS 1.2 (ECDHE with AEAD suites only) or newer; upgrades
+ * (WebSocket, h2c) are refused by hanging up. A chunked request body is
+ * answered 411 (a length is required) and a POST with no Content-Length
+ * has an empty body.
  *
  * Deadlines: a new connection has timeout_s seconds to send its first
  * request's headers; each request, from its headers to the end of the

@@ -336,6 +336,7 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
         info.timeout_secs = request_timeout_s(h);
         info.keepalive_timeout = KEEPALIVE_S;
         info.alpn = "http/1.1";
+        info.ssl_cipher_list = HTTPD_TLS12_CIPHERS; /* certs_setup_ctx sets it again */
         info.options = LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE |
                        LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_DISABLE_IPV6;
         if (!h->cfg.address || strchr(h->cfg.address, ':'))
