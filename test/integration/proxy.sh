@@ -8,7 +8,8 @@
 #
 # The daemons run inside namespaces, which cannot reach the shared control
 # plane on 127.0.0.1: this test starts its own with --extra-ip (the root end
-# of the veth, an address made here) and --bind-all. Needs root.
+# of the veth, an address made here) and --bind-extra-ip: it listens on
+# that address only. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${SVCENV:=$PWD/build/bin}"
@@ -104,8 +105,8 @@ for k in 1 2; do
 done
 
 # ---- control plane reachable from the namespaces ----
-if ! test/k8s/controlplane start "$KD" --extra-ip $HA --bind-all >"$tmp/cp.log" 2>&1; then
-        not_ok "control plane starts (--extra-ip $HA --bind-all)"
+if ! test/k8s/controlplane start "$KD" --extra-ip $HA --bind-extra-ip >"$tmp/cp.log" 2>&1; then
+        not_ok "control plane starts (--extra-ip $HA --bind-extra-ip)"
         tail -20 "$tmp/cp.log" | sed 's/^/# /'
         exit 1
 fi
