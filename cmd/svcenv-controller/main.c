@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,7 +359,7 @@ int main(int argc, char **argv)
                         se_log_set_json(strcmp(optarg, "json") == 0);
                         break;
                 case 'v':
-                        if (se_parse_int(optarg, 0, 10, &v) < 0)
+                        if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
                                 goto bad;
                         se_log_set_verbosity(v);
                         break;

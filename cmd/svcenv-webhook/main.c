@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
                         cfg.threads = (unsigned)v;
                         break;
                 case 'v':
-                        if (number("-v", optarg, 0, 10, &v) < 0)
+                        if (number("-v", optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
                                 return 2;
                         se_log_set_verbosity((int)v);
                         break;
