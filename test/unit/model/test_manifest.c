@@ -414,6 +414,46 @@ static void test_manifest__json_errors_have_lines(void **state)
         se_store_free(s);
 }
 
+/* A List in a List is flattened, as kubectl's resource builder does (a
+ * bounded depth); a JSON object with a key twice is refused (kubectl's
+ * strict field validation refuses duplicate fields; YAML's are refused too). */
+static void test_manifest__nested_lists_and_duplicate_json_keys(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        char msg[600] = "";
+        const char *nested = "apiVersion: v1\nkind: List\nitems:\n"
+                             "- apiVersion: v1\n  kind: List\n  items:\n"
+                             "  - {apiVersion: v1, kind: Namespace, metadata: {name: inner}}\n"
+                             "  - kind: ServiceList\n    apiVersion: v1\n    items:\n"
+                             "    - metadata: {name: svc, namespace: inner}\n"
+                             "- {apiVersion: v1, kind: Namespace, metadata: {name: outer}}\n";
+        if (load(s, nested, msg, sizeof(msg)) != 0)
+                fail_msg("%s", msg);
+        assert_non_null(se_store_get(s, SE_KIND_NAMESPACE, "", "inner"));
+        assert_non_null(se_store_get(s, SE_KIND_NAMESPACE, "", "outer"));
+        assert_non_null(se_store_get(s, SE_KIND_SERVICE, "inner", "svc"));
+        char deep[1024] = "";
+        for (int i = 0; i < 9; i++)
+                strcat(deep, "{\"kind\":\"List\",\"items\":[");
+        strcat(deep, "{}");
+        for (int i = 0; i < 9; i++)
+                strcat(deep, "]}");
+        struct se_diag d;
+        assert_int_equal(se_manifest_load_buffer(s, "x.json", deep, strlen(deep), NULL, NULL, &d),
+                         -EINVAL);
+        se_diag_format(&d, msg, sizeof(msg));
+        assert_string_equal(msg, "x.json:1: items[0]: Lists nested deeper than 8");
+        const char *dup = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\",\n"
+                          " \"metadata\": {\"name\": \"a\", \"name\": \"b\"}}";
+        assert_int_equal(se_manifest_load_buffer(s, "x.json", dup, strlen(dup), NULL, NULL, &d),
+                         -EINVAL);
+        se_diag_format(&d, msg, sizeof(msg));
+        assert_string_equal(msg, "x.json:2: invalid JSON: duplicate object key near '\"name\"'");
+        assert_null(se_store_get(s, SE_KIND_NAMESPACE, "", "b"));
+        se_store_free(s);
+}
+
 static void test_manifest__failed_load_keeps_existing_objects(void **state)
 {
         (void)state;
@@ -607,6 +647,7 @@ int main(void)
                 cmocka_unit_test(test_manifest__invalid_input_names_line_and_field),
                 cmocka_unit_test(test_manifest__node_allocatable_cpu),
                 cmocka_unit_test(test_manifest__json_errors_have_lines),
+                cmocka_unit_test(test_manifest__nested_lists_and_duplicate_json_keys),
                 cmocka_unit_test(test_manifest__failed_load_keeps_existing_objects),
                 cmocka_unit_test(test_manifest__alias_bomb_and_depth_are_capped),
                 cmocka_unit_test(test_manifest__folders_and_missing_files),
