@@ -27,7 +27,7 @@ static void print_name(const struct se_object *o)
         char kind[64];
         const char *k = se_kind_name(o->kind), *av = se_kind_api_version(o->kind);
         size_t i = 0;
-        for (; k[i] && i < sizeof(kind) - 1; i++)
+        for (; i < sizeof(kind) - 1 && k[i]; i++)
                 kind[i] = (char)tolower((unsigned char)k[i]);
         kind[i] = '\0';
         const char *slash = strchr(av, '/');
