@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,9 @@ static const char usage[] =
         "  --kube-api-qps N               client rate limit (default 40: upstream's two\n"
         "                                 controllers have 20 each)\n"
         "  --kube-api-burst N             default 60\n"
-        "  --metrics-bind-address A:P     /metrics, /livez, /readyz over HTTP\n"
-        "                                 (default 0.0.0.0:10258; port 0: any free\n"
-        "                                 port; \"\": off)\n"
+        "  --metrics-bind-address A:P     /metrics, /livez, /readyz over plain HTTP\n"
+        "                                 (default 127.0.0.1:10258, loopback only;\n"
+        "                                 port 0: any free port; \"\": off)\n"
         "  --shutdown-timeout S           queue drain on SIGTERM (default 10)\n"
         "  -v N                           log verbosity\n"
         "  --logging-format text|json\n";
@@ -363,7 +364,7 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *app)
                         se_log_set_json(strcmp(optarg, "json") == 0);
                         break;
                 case 'v':
-                        if (se_parse_int(optarg, 0, 10, &v) < 0)
+                        if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
                                 goto bad;
                         se_log_set_verbosity(v);
                         break;
@@ -483,7 +484,9 @@ int main(int argc, char **argv)
                            .on_new_leader = lease_new_leader },
                 /* upstream's two controllers have a client each, 20 qps / burst 30 apiece */
                 .client_opts = { .qps = 40, .burst = 60 },
-                .metrics_addr = "0.0.0.0:10258",
+                /* loopback: plain HTTP without authentication (kube-controller-manager
+                 * serves its metrics over HTTPS with authn/authz instead) */
+                .metrics_addr = "127.0.0.1:10258",
         };
         struct app app = { .leader_elect = true,
                            .drain_ns = 10000000000ull,

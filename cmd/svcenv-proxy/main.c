@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,8 +356,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                         d->minimal = strcmp(optarg, "minimal") == 0;
                         break;
                 case 'v':
-                        if (se_parse_int(optarg, 0, 10, &v) < 0)
-                                return usage_error("-v wants 0..10, not \"%s\"", optarg);
+                        if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
+                                return usage_error("-v wants a level, not \"%s\"", optarg);
                         se_log_set_verbosity(v);
                         break;
                 case 'h':

@@ -55,6 +55,7 @@ struct proxyd {
         double last_sync_ts, last_queued_ts;
         uint64_t restore_failures, partial_restore_failures, syncs_full, syncs_partial;
         uint64_t bytes_last, bytes_total, rules_written_total, canary_repairs, ct_deletes;
+        uint64_t conntrack_missing; /* conntrack runs that found no conntrack tool */
         struct hc_port *hc[MAX_HC_PORTS]; /* changed by the sync thread only */
         unsigned n_hc;
 

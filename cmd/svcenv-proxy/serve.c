@@ -73,6 +73,12 @@ static void metrics(void *data, struct se_strbuf *sb)
               (double)d->canary_repairs);
         gauge(sb, "counter", "svcenv_proxy_conntrack_deletions_total",
               "conntrack -D runs that deleted stale UDP entries", (double)d->ct_deletes);
+        se_strbuf_printf(sb,
+                         "# HELP svcenv_proxy_tool_missing_total Runs of a tool that is not "
+                         "installed (its work left undone)\n"
+                         "# TYPE svcenv_proxy_tool_missing_total counter\n"
+                         "svcenv_proxy_tool_missing_total{tool=\"conntrack\"} %llu\n",
+                         (unsigned long long)d->conntrack_missing);
         pthread_mutex_unlock(&d->mu);
 }
 

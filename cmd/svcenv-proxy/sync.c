@@ -168,6 +168,19 @@ static void delete_conntrack(struct proxyd *d, unsigned i, const struct se_proxy
                 se_proxy_ct_argv(&plan.flows[k], d->fams[i], port, argv);
                 /* conntrack exits 1 when nothing matched */
                 int r = se_proxy_run(argv, NULL, err, sizeof(err));
+                if (r == -ENOENT) {
+                        /* not installed: say so once (a log line per flow
+                         * would flood), count every flow left stale */
+                        pthread_mutex_lock(&d->mu);
+                        bool first = d->conntrack_missing++ == 0;
+                        pthread_mutex_unlock(&d->mu);
+                        if (first)
+                                se_log_error("conntrack is not installed (%s): stale UDP flows to "
+                                             "removed endpoints stay until they time out; "
+                                             "counted in svcenv_proxy_tool_missing_total",
+                                             err);
+                        continue;
+                }
                 se_log_info(4, "conntrack -D --orig-dst %s --dst-nat %s port %d: %s",
                             plan.flows[k].orig_dst, plan.flows[k].dst_nat,
                             plan.flows[k].orig_port_dst, r == 0 ? "deleted" : err);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,9 @@ static const char usage[] =
         "  --failure-mode M          allow (default) or deny pods on internal failure\n"
         "  --max-env-bytes N         size guard per container (default 1048576)\n"
         "  --max-body-bytes N        request body cap (default 4194304)\n"
-        "  --read-timeout S          seconds a request may stall (default 10)\n"
+        "  --read-timeout S          seconds for a whole request, headers to answer,\n"
+        "                            and for a new connection's first headers\n"
+        "                            (default 10)\n"
         "  --threads N               event loops serving connections (1-16; default:\n"
         "                            the CPUs this process may run on)\n"
         "  -v N                      log verbosity\n"
@@ -244,7 +247,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, struct se_httpd_c
                         cfg->threads = (unsigned)v;
                         break;
                 case 'v':
-                        if (number("-v", optarg, 0, 10, &v) < 0)
+                        if (number("-v", optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
                                 return 2;
                         se_log_set_verbosity((int)v);
                         break;

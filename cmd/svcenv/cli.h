@@ -12,7 +12,6 @@
 
 enum cli_exit {
         EXIT_OK = 0,
-        EXIT_FAILED = 1, /* the command ran and found a problem (e.g. a size guard) */
         EXIT_USAGE = 2,
         EXIT_INVALID = 3,
         EXIT_SYSTEM = 4,

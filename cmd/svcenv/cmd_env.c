@@ -155,16 +155,18 @@ static void print_list(struct opts *o, const char *container, const struct se_en
         se_strbuf_release(&sb);
 }
 
-/* Size guard: returns EXIT_FAILED past the exec limits, else EXIT_OK. */
+/* Size guard: past the exec limits the input gives an environment no
+ * container can start with: EXIT_INVALID (the variables are still printed,
+ * to see what is too big). Else EXIT_OK, with a warning near them. */
 static int size_guard(const char *what, const struct se_env_list *l)
 {
         size_t count, bytes, longest;
         se_env_list_size(l, &count, &bytes, &longest);
         if (bytes > SE_ENVVARS_EXEC_TOTAL || longest > SE_ENVVARS_EXEC_STRING) {
                 fprintf(stderr,
-                        "svcenv: warning: %s: %zu variables, %zu bytes (longest %zu): over the exec limits (2 MiB in total, 128 KiB each), the container would fail with \"argument list too long\" (E2BIG)\n",
+                        "svcenv: %s: %zu variables, %zu bytes (longest %zu): over the exec limits (2 MiB in total, 128 KiB each), the container would fail with \"argument list too long\" (E2BIG)\n",
                         what, count, bytes, longest);
-                return EXIT_FAILED;
+                return EXIT_INVALID;
         }
         if (count > SE_ENVVARS_WARN_COUNT || bytes > SE_ENVVARS_WARN_TOTAL)
                 fprintf(stderr,
@@ -175,7 +177,9 @@ static int size_guard(const char *what, const struct se_env_list *l)
 
 static int container_error(int r, const struct se_pod *pod, const char *c, const struct se_diag *d)
 {
-        int code = r == -ENOMEM ? EXIT_SYSTEM : r == -ENODATA ? EXIT_FAILED : EXIT_INVALID;
+        /* -ENODATA (a value only the node knows) is input that cannot be
+         * answered from manifests: invalid input too */
+        int code = r == -ENOMEM ? EXIT_SYSTEM : EXIT_INVALID;
         return cli_fail(code, "pod %s/%s container %s: %s", pod->obj.meta.namespace,
                         pod->obj.meta.name, c, r == -ENOMEM ? "out of memory" : d->text);
 }
@@ -230,7 +234,7 @@ static int run_pod(struct opts *o, const struct se_envvars_input *in, const stru
                         snprintf(what, sizeof(what), "pod %s/%s container %s",
                                  pod->obj.meta.namespace, pod->obj.meta.name, cs[i].name);
                         if (size_guard(what, &cs[i].env) != EXIT_OK)
-                                rc = EXIT_FAILED;
+                                rc = EXIT_INVALID;
                 }
         }
         for (size_t i = 0; cs && i < n; i++)

@@ -1,4 +1,5 @@
 /* svcenv get: list what the cluster holds, one object a line. */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,23 @@ static const char usage[] =
         "Without -n or -A every namespace is listed.\n"
         "Without -f the live cluster is read (--kubeconfig, $KUBECONFIG or in-cluster).\n";
 
+/* kubectl's -o name: the kind in lower case (singular), with its group when
+ * it has one: "service/web", "endpointslice.discovery.k8s.io/web". */
+static void print_name(const struct se_object *o)
+{
+        char kind[64];
+        const char *k = se_kind_name(o->kind), *av = se_kind_api_version(o->kind);
+        size_t i = 0;
+        for (; i < sizeof(kind) - 1 && k[i]; i++)
+                kind[i] = (char)tolower((unsigned char)k[i]);
+        kind[i] = '\0';
+        const char *slash = strchr(av, '/');
+        if (slash)
+                printf("%s.%.*s/%s\n", kind, (int)(slash - av), av, o->meta.name);
+        else
+                printf("%s/%s\n", kind, o->meta.name);
+}
+
 static int print_objects(const struct se_object **objs, long n, const char *output, bool headers)
 {
         if (strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0)
@@ -32,7 +50,7 @@ static int print_objects(const struct se_object **objs, long n, const char *outp
         }
         if (strcmp(output, "name") == 0) {
                 for (long i = 0; i < n; i++)
-                        printf("%s/%s\n", se_kind_resource(objs[i]->kind), objs[i]->meta.name);
+                        print_name(objs[i]);
                 return EXIT_OK;
         }
         if (headers)

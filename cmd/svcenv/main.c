@@ -1,4 +1,5 @@
 /* svcenv: the CLI. Parses the global options and runs a subcommand. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,8 +58,8 @@ int main(int argc, char **argv)
                         level = argv[++i];
                 else if (strncmp(a, "-v=", 3) == 0 || strncmp(a, "--v=", 4) == 0)
                         level = strchr(a, '=') + 1;
-                int v;
-                if (!level || se_parse_int(level, 0, 10, &v) < 0) {
+                int v; /* any level, as klog's -v (an int32) */
+                if (!level || se_parse_int(level, INT32_MIN, INT32_MAX, &v) < 0) {
                         fprintf(stderr, "svcenv: unknown option \"%s\" (see 'svcenv --help')\n", a);
                         return EXIT_USAGE;
                 }

@@ -1,9 +1,19 @@
 /* httpd.h — a small HTTPS (or plain HTTP) server on libwebsockets.
  *
  * Serves one handler function for every request. The body of a request is
- * collected up to max_body bytes (more: 413 without calling the handler);
- * a connection idle or stalled longer than timeout_s seconds is closed.
- * HTTP/1.1 with keep-alive only (ALPN offers http/1.1), TLS 1.2 or newer.
+ * collected up to max_body bytes (more: 413 without calling the handler,
+ * and the connection closed). HTTP/1.1 with keep-alive only (ALPN offers
+ * http/1.1), TLS 1.2 (ECDHE with AEAD suites only) or newer; upgrades
+ * (WebSocket, h2c) are refused by hanging up. A chunked request body is
+ * answered 411 (a length is required) and a POST with no Content-Length
+ * has an empty body.
+ *
+ * Deadlines: a new connection has timeout_s seconds to send its first
+ * request's headers; each request, from its headers to the end of the
+ * answer, has timeout_s in total however slowly its bytes arrive (408 and
+ * hang up while reading it, hang up while answering); a kept-alive
+ * connection has 60 s after an answer to complete the next request's
+ * headers; and lws closes any single read stalled longer than timeout_s.
  *
  * Certificates: cert_file and key_file are read at start (failure is an
  * error) and looked at again, at most once a second, when a new TLS
@@ -66,7 +76,7 @@ struct se_httpd_config {
         const char *cert_file; /* NULL (both): plain HTTP */
         const char *key_file;
         size_t max_body; /* 0: 4 MiB */
-        unsigned timeout_s; /* 0: 10 s */
+        unsigned timeout_s; /* per request (see Deadlines); 0: 10 s */
         unsigned threads; /* event loops, 0 or 1: one; at most SE_HTTPD_MAX_THREADS */
         se_httpd_handler handler;
         void *data;

@@ -1,4 +1,5 @@
 /* Service variables: which services a pod sees and what each one gives. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -276,6 +277,47 @@ static long select_services(const struct se_envvars_input *in, const char *ns, b
         return n;
 }
 
+/* Whether two ports of svc share a name (case folded, as the variable
+ * names are) or a port/protocol pair. Linear: the number of ports is not
+ * capped by the API server. seen is a zeroed bitmap of PORT_BITS bits, given
+ * back zeroed; names a scratch map, given back empty. */
+#define PORT_BITS ((size_t)(SE_PROTO_SCTP + 1) * 65536)
+static int ports_collide(const struct se_service *svc, uint64_t *seen, struct se_hashmap *names,
+                         struct se_arena *tmp, bool *ret)
+{
+        int r = 0;
+        bool hit = false;
+        uint32_t i = 0;
+        for (; r == 0 && !hit && i < svc->n_ports; i++) {
+                const struct se_service_port *p = &svc->ports[i];
+                size_t bit = ((size_t)p->protocol % (SE_PROTO_SCTP + 1)) * 65536 +
+                             ((unsigned)p->port & 0xffff);
+                hit = seen[bit / 64] & (1ull << (bit % 64));
+                seen[bit / 64] |= 1ull << (bit % 64);
+                if (hit || !p->name || !*p->name)
+                        continue;
+                char *low = se_arena_strdup(tmp, p->name);
+                if (!low) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (char *c = low; *c; c++)
+                        *c = (char)tolower((unsigned char)*c);
+                hit = se_hashmap_get(names, low) != NULL;
+                if (!hit && se_hashmap_put(names, low, low, NULL) < 0)
+                        r = -ENOMEM;
+        }
+        for (uint32_t k = 0; k < i; k++) { /* only the bits set above */
+                const struct se_service_port *p = &svc->ports[k];
+                size_t bit = ((size_t)p->protocol % (SE_PROTO_SCTP + 1)) * 65536 +
+                             ((unsigned)p->port & 0xffff);
+                seen[bit / 64] &= ~(1ull << (bit % 64));
+        }
+        se_hashmap_release(names);
+        *ret = hit;
+        return r;
+}
+
 /* Which services can share a variable name. Every suffix starts with '_',
  * so names of two services can only meet when one mangled service name is
  * the other's up to a '_' (x and x-service), when two names mangle alike, or
@@ -287,7 +329,9 @@ static int mark_related(const struct se_service **sel, long n, bool *check, bool
         struct se_arena tmp = SE_ARENA_INIT;
         struct se_strbuf sb;
         char **m = se_calloc((size_t)n + 1, sizeof(*m));
-        int r = m ? 0 : -ENOMEM;
+        uint64_t *seen = se_calloc(PORT_BITS / 64, sizeof(*seen));
+        struct se_hashmap port_names = SE_HASHMAP_INIT;
+        int r = m && seen ? 0 : -ENOMEM;
         se_strbuf_init(&sb, 0);
         for (long i = 0; r == 0 && i < n; i++) {
                 se_strbuf_reset(&sb);
@@ -301,16 +345,10 @@ static int mark_related(const struct se_service **sel, long n, bool *check, bool
                            se_hashmap_put(&names, m[i], (void *)(uintptr_t)(i + 1), NULL) < 0) {
                         r = -ENOMEM;
                 }
-                const struct se_service *svc = sel[i];
-                for (uint32_t a = 0; r == 0 && a < svc->n_ports; a++)
-                        for (uint32_t b = a + 1; b < svc->n_ports; b++) {
-                                const struct se_service_port *x = &svc->ports[a],
-                                                             *y = &svc->ports[b];
-                                bool same_name = x->name && y->name && *x->name &&
-                                                 strcasecmp(x->name, y->name) == 0;
-                                if (same_name || (x->port == y->port && x->protocol == y->protocol))
-                                        check[i] = record[i] = true;
-                        }
+                bool collide = false;
+                if (r == 0 && sel[i]->n_ports > 1 &&
+                    (r = ports_collide(sel[i], seen, &port_names, &tmp, &collide)) == 0 && collide)
+                        check[i] = record[i] = true;
         }
         for (long i = 0; r == 0 && i < n; i++) {
                 for (char *u = strchr(m[i], '_'); u; u = strchr(u + 1, '_')) {
@@ -326,6 +364,7 @@ static int mark_related(const struct se_service **sel, long n, bool *check, bool
         se_strbuf_release(&sb);
         se_hashmap_release(&names);
         se_arena_release(&tmp);
+        free(seen);
         free(m);
         return r;
 }

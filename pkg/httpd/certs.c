@@ -152,7 +152,8 @@ static int cert_cb(SSL *ssl, void *arg)
 
 int certs_setup_ctx(struct certs *c, SSL_CTX *ctx)
 {
-        if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
+        if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+            SSL_CTX_set_cipher_list(ctx, HTTPD_TLS12_CIPHERS) != 1)
                 return -EINVAL;
         SSL_CTX_set_cert_cb(ctx, cert_cb, c);
         return 0;

@@ -29,7 +29,16 @@ int certs_init(struct certs *c, const char *cert_file, const char *key_file, str
 void certs_release(struct certs *c);
 /* Looks at the files (at most once a second unless force). */
 int certs_check(struct certs *c, bool force, struct se_diag *diag);
-/* TLS >= 1.2 and the per-handshake certificate callback on ctx. */
+/* TLS 1.2 suites: forward-secret key exchange and AEAD only (no CBC, no
+ * SHA-1 MAC), the ECDHE+AEAD part of Go's defaults that an API server's
+ * client offers first. TLS 1.3's suites are all AEAD already. */
+#define HTTPD_TLS12_CIPHERS                                   \
+ "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:" \
+ "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:" \
+ "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+/* TLS >= 1.2, the suites above and the per-handshake certificate callback
+ * on ctx. */
 int certs_setup_ctx(struct certs *c, SSL_CTX *ctx);
 
 #endif

@@ -71,6 +71,8 @@ struct pss {
         const char *resp_ctype; /* static */
         bool headers_due; /* a response is set and its headers not sent */
         bool nosniff;
+        bool close_after; /* hang up once the response is out */
+        bool in_request; /* between its headers and the end of our answer */
 };
 
 static void pss_reset(struct pss *ps)
@@ -107,10 +109,23 @@ static int respond_text(struct lws *wsi, struct pss *ps, int status, const char 
         return respond(wsi, ps, status, "text/plain; charset=utf-8", b, b ? strlen(b) : 0, true);
 }
 
+/* An error after which the connection cannot be trusted to frame the next
+ * request (a body we did not read, a deadline passed): answer and hang up. */
+static int respond_and_close(struct lws *wsi, struct pss *ps, int status, const char *text)
+{
+        ps->close_after = true;
+        return respond_text(wsi, ps, status, text);
+}
+
+static unsigned request_timeout_s(const struct se_httpd *h)
+{
+        return h->cfg.timeout_s ? h->cfg.timeout_s : 10;
+}
+
 static int dispatch(struct lws *wsi, struct se_httpd *h, struct pss *ps)
 {
         if (ps->too_big)
-                return respond_text(wsi, ps, 413, "request body too large\n");
+                return respond_and_close(wsi, ps, 413, "request body too large\n");
         struct se_httpd_request req = {
                 .method = ps->method,
                 .path = ps->path,
@@ -127,6 +142,11 @@ static int dispatch(struct lws *wsi, struct se_httpd *h, struct pss *ps)
 static int on_http(struct lws *wsi, struct se_httpd *h, struct pss *ps, const char *uri)
 {
         pss_reset(ps);
+        /* the whole request, body and answer included, gets timeout_s: lws
+         * only bounds the gap between two reads, which a client sending a
+         * byte now and then never reaches */
+        lws_set_timer_usecs(wsi, (lws_usec_t)request_timeout_s(h) * LWS_US_PER_SEC);
+        ps->in_request = true;
         snprintf(ps->path, sizeof(ps->path), "%s", uri ? uri : "/");
         if (lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI))
                 snprintf(ps->method, sizeof(ps->method), "POST");
@@ -141,10 +161,15 @@ static int on_http(struct lws *wsi, struct se_httpd *h, struct pss *ps, const ch
         if (strcmp(ps->method, "POST") != 0)
                 return dispatch(wsi, h, ps);
 
+        /* lws 4.1 does not decode a chunked request body: it would wait for
+         * a body it never delivers. Clients of a webhook send a length. */
+        if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
+                return respond_and_close(wsi, ps, 411, "a Content-Length is required\n");
         char cl[32] = "";
-        int64_t n = -1;
-        if (lws_hdr_copy(wsi, cl, sizeof(cl), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0)
-                (void)se_parse_i64(cl, 0, INT64_MAX, &n);
+        int64_t n = 0; /* neither length nor chunks: no body (RFC 9112 6.3) */
+        if (lws_hdr_copy(wsi, cl, sizeof(cl), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+            se_parse_i64(cl, 0, INT64_MAX, &n) < 0)
+                return respond_and_close(wsi, ps, 400, "invalid Content-Length\n");
         size_t max = h->cfg.max_body ? h->cfg.max_body : DEFAULT_MAX_BODY;
         if (n > (int64_t)max) {
                 ps->too_big = true;
@@ -170,6 +195,9 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
                     (ps->nosniff && lws_add_http_header_by_name(
                                             wsi, (const unsigned char *)"x-content-type-options:",
                                             (const unsigned char *)"nosniff", 7, &p, end)) ||
+                    (ps->close_after &&
+                     lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION,
+                                                  (const unsigned char *)"close", 5, &p, end)) ||
                     lws_finalize_http_header(wsi, &p, end))
                         return -1;
                 ps->headers_due = false;
@@ -199,6 +227,12 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
         }
         free(ps->resp);
         ps->resp = NULL;
+        if (ps->close_after)
+                return -1;
+        /* Debian's lws 4.1 fires a timer "cancelled" with -1 at once: move
+         * it instead to the keep-alive idle deadline */
+        ps->in_request = false;
+        lws_set_timer_usecs(wsi, (lws_usec_t)KEEPALIVE_S * LWS_US_PER_SEC);
         return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
@@ -235,6 +269,22 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
                 pthread_mutex_unlock(&h->certs.lock);
                 return ok && certs_setup_ctx(&h->certs, ctx) == 0 ? 0 : 1;
         }
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+                /* no WebSocket or h2c here: an upgraded connection would
+                 * leave HTTP's deadlines behind */
+                return -1;
+        case LWS_CALLBACK_TIMER:
+                /* the request's deadline: still reading it, say so; already
+                 * answering (a client that does not read) or idle between
+                 * requests, just hang up */
+                if (ps && ps->in_request && !ps->headers_due && !ps->resp)
+                        return respond_and_close(wsi, ps, 408, "request timeout\n");
+                return -1;
+        case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+                /* a new connection: its first request must come within
+                 * timeout_s too (lws alone keeps a silent one for minutes) */
+                lws_set_timer_usecs(wsi, (lws_usec_t)request_timeout_s(h) * LWS_US_PER_SEC);
+                return 0;
         case LWS_CALLBACK_HTTP:
                 return on_http(wsi, h, ps, in);
         case LWS_CALLBACK_HTTP_BODY:
@@ -283,9 +333,10 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
         info.iface = h->cfg.address;
         info.protocols = protocols;
         info.user = l;
-        info.timeout_secs = h->cfg.timeout_s ? h->cfg.timeout_s : 10;
+        info.timeout_secs = request_timeout_s(h);
         info.keepalive_timeout = KEEPALIVE_S;
         info.alpn = "http/1.1";
+        info.ssl_cipher_list = HTTPD_TLS12_CIPHERS; /* certs_setup_ctx sets it again */
         info.options = LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE |
                        LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_DISABLE_IPV6;
         if (!h->cfg.address || strchr(h->cfg.address, ':'))

@@ -315,9 +315,13 @@ static int refresh_credentials(struct se_kube_client *c, bool force, struct se_d
                         return r == -ENOMEM ? r : -EPERM;
                 }
                 if (r == 0) {
-                        size_t l = strlen(tok);
-                        while (l && (tok[l - 1] == '\n' || tok[l - 1] == '\r' || tok[l - 1] == ' '))
-                                tok[--l] = '\0';
+                        kube_token_trim(tok);
+                        if (!kube_token_ok(tok)) {
+                                se_diag_set(diag, NULL, 0, 0, "%s: tokenFile %s: the token %s",
+                                            k->origin, k->token_file, KUBE_TOKEN_CTL_MSG);
+                                free(tok);
+                                return -EPERM;
+                        }
                         free(c->token);
                         c->token = tok;
                 }

@@ -152,6 +152,23 @@ static int bad(struct se_diag *diag, const struct where *w, const char *field, c
         return -EINVAL;
 }
 
+bool kube_token_ok(const char *token)
+{
+        for (const unsigned char *p = (const unsigned char *)token; *p; p++)
+                if ((*p < ' ' && *p != '\t') || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+void kube_token_trim(char *token)
+{
+        size_t l = strlen(token), skip = strspn(token, " \t\n\v\f\r");
+        while (l > skip && strchr(" \t\n\v\f\r", token[l - 1]))
+                l--;
+        memmove(token, token + skip, l - skip);
+        token[l - skip] = '\0';
+}
+
 /* A string field: *ret new copy or NULL when absent/empty. */
 static int get_str(const json_t *body, const char *field, const struct where *w, char **ret,
                    struct se_diag *diag)
@@ -445,6 +462,8 @@ static int read_user(const struct merged *m, const struct entry *e, struct se_ku
         if (!b)
                 return 0;
         int r = get_str(b, "token", &w, &c->token, diag);
+        if (r == 0 && c->token && !kube_token_ok(c->token))
+                r = bad(diag, &w, "token", KUBE_TOKEN_CTL_MSG);
         if (r == 0)
                 r = get_path(b, "tokenFile", &w, &c->token_file, diag);
         if (r == 0)

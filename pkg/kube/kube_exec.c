@@ -18,6 +18,8 @@
 #include <svcenv/strbuf.h>
 #include <svcenv/timeutil.h>
 
+#include "kube_internal.h"
+
 extern char **environ;
 
 /* A plugin that has not answered in this time is killed. */
@@ -74,6 +76,8 @@ int se_kube_exec_parse(const char *data, size_t len, const char *api_version,
                                "clientKeyData must be given together");
         else if (!(tok && *json_string_value(tok)) && !cert)
                 r = fail(diag, "plugin output: status: neither token nor client certificate");
+        else if (tok && !kube_token_ok(json_string_value(tok)))
+                r = fail(diag, "plugin output: status.token: " KUBE_TOKEN_CTL_MSG);
         else if (exp) {
                 int tr = se_time_parse_rfc3339(json_string_value(exp), &c.expiry_ns);
                 if (tr == -ERANGE)

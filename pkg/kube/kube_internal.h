@@ -3,12 +3,23 @@
 #define SVCENV_KUBE_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <svcenv/diag.h>
 
 struct se_kube_client;
+
+/* A bearer token goes into a header: a control character (CR, LF, ...;
+ * tab aside) would end it and start another, so it is refused, as Go's
+ * net/http refuses such a header value for client-go. */
+#define KUBE_TOKEN_CTL_MSG \
+ "contains a control character (such as CR or LF), which an HTTP header cannot carry"
+bool kube_token_ok(const char *token);
+/* Strips the white space around a token read from a file, in place (client-go
+ * trims it). */
+void kube_token_trim(char *token);
 
 /* Reads a whole file of at most max bytes into a new NUL-terminated buffer.
  * 0, -EFBIG (larger than max), -ENOMEM or the open/read errno. */

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <svcenv/hashmap.h>
+
 #include "decode_internal.h"
 
 static const char *const phases[] = {
@@ -302,28 +304,29 @@ static int decode_container(struct dctx *d, const json_t *cj, void *out, const v
         return check_dns_label(d, "name", c->name);
 }
 
-/* Container names are unique across containers and init containers. */
+static char seen_mark; /* the value of a hash-set entry */
+
+/* Container names are unique across containers and init containers; a hash
+ * set keeps the check linear in their number. */
 static int check_unique_names(struct dctx *d, const struct se_pod *pod)
 {
         uint32_t total = pod->n_containers + pod->n_init_containers;
-        for (uint32_t i = 0; i < total; i++) {
-                const struct se_container *a = i < pod->n_init_containers ?
-                                                       &pod->init_containers[i] :
-                                                       &pod->containers[i - pod->n_init_containers];
-                for (uint32_t j = 0; j < i; j++) {
-                        const struct se_container *b =
-                                j < pod->n_init_containers ?
-                                        &pod->init_containers[j] :
-                                        &pod->containers[j - pod->n_init_containers];
-                        if (strcmp(a->name, b->name) == 0) {
-                                bool init = i < pod->n_init_containers;
-                                dctx_push_key(d, init ? "initContainers" : "containers");
-                                dctx_push_index(d, init ? i : i - pod->n_init_containers);
-                                return dctx_fail(d, "name", "Duplicate value: \"%s\"", a->name);
-                        }
+        struct se_hashmap names = SE_HASHMAP_INIT;
+        int r = 0;
+        for (uint32_t i = 0; r == 0 && i < total; i++) {
+                bool init = i < pod->n_init_containers;
+                const struct se_container *a = init ? &pod->init_containers[i] :
+                                                      &pod->containers[i - pod->n_init_containers];
+                if (se_hashmap_get(&names, a->name)) {
+                        dctx_push_key(d, init ? "initContainers" : "containers");
+                        dctx_push_index(d, init ? i : i - pod->n_init_containers);
+                        r = dctx_fail(d, "name", "Duplicate value: \"%s\"", a->name);
+                } else if (se_hashmap_put(&names, a->name, &seen_mark, NULL) < 0) {
+                        r = -ENOMEM;
                 }
         }
-        return 0;
+        se_hashmap_release(&names);
+        return r;
 }
 
 /* podIPs[] and hostIPs[] entries: {ip: ...}. */

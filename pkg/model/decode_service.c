@@ -1,7 +1,10 @@
 /* Service: spec and status.loadBalancer, validated as the API server would. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
+#include <svcenv/hashmap.h>
 #include <svcenv/parse.h>
 
 #include "decode_internal.h"
@@ -43,31 +46,54 @@ static int decode_port(struct dctx *d, const json_t *pj, void *out, const void *
         return 0;
 }
 
-/* Names are required and unique in a multi-port Service; so is port/protocol. */
+static char seen_mark; /* the value of a hash-set entry */
+
+/* Names are required and unique in a multi-port Service; so is port/protocol.
+ * The API server puts no cap on the number of ports, so both checks are
+ * linear: a hash set of names and a bitmap of port/protocol pairs. */
 static int check_ports(struct dctx *d, const struct se_service *svc)
 {
         uint32_t n = svc->n_ports;
+        if (n == 0)
+                return 0;
+        struct se_hashmap names = SE_HASHMAP_INIT;
+        /* one bit per port number and protocol (SE_PROTO_SCTP is the last) */
+        _cleanup_free_ uint64_t *seen = se_calloc((size_t)(SE_PROTO_SCTP + 1) * 65536 / 64, 8);
+        if (!seen)
+                return -ENOMEM;
+        int r = 0;
         size_t old = dctx_push_key(d, "ports");
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; r == 0 && i < n; i++) {
                 const struct se_service_port *p = &svc->ports[i];
                 const char *name = p->name ? p->name : "";
                 size_t o2 = dctx_push_index(d, i);
-                if (n > 1 && !*name)
-                        return dctx_fail(
+                if (n > 1 && !*name) {
+                        r = dctx_fail(
                                 d, "name",
                                 "Required value: every port of a multi-port Service needs a name");
-                for (uint32_t j = 0; j < i; j++) {
-                        const struct se_service_port *q = &svc->ports[j];
-                        if (*name && strcmp(name, q->name ? q->name : "") == 0)
-                                return dctx_fail(d, "name", "Duplicate value: \"%s\"", name);
-                        if (q->port == p->port && q->protocol == p->protocol)
-                                return dctx_fail(d, NULL, "Duplicate value: port %d/%s", p->port,
-                                                 se_protocol_name(p->protocol));
+                        break;
                 }
+                if (*name && se_hashmap_get(&names, name)) {
+                        r = dctx_fail(d, "name", "Duplicate value: \"%s\"", name);
+                        break;
+                }
+                if (*name && se_hashmap_put(&names, name, &seen_mark, NULL) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                size_t bit = (size_t)p->protocol * 65536 + ((unsigned)p->port & 0xffff);
+                if (seen[bit / 64] & (1ull << (bit % 64))) {
+                        r = dctx_fail(d, NULL, "Duplicate value: port %d/%s", p->port,
+                                      se_protocol_name(p->protocol));
+                        break;
+                }
+                seen[bit / 64] |= 1ull << (bit % 64);
                 dctx_pop(d, o2);
         }
-        dctx_pop(d, old);
-        return 0;
+        se_hashmap_release(&names);
+        if (r == 0)
+                dctx_pop(d, old);
+        return r;
 }
 
 static int check_ip_list(struct dctx *d, const char *key, const struct se_strs *l, bool allow_none)

@@ -19,6 +19,7 @@
 #include "yaml_internal.h"
 
 #define MAX_FOLDER_DEPTH 8
+#define MAX_LIST_DEPTH   8 /* Lists in Lists */
 
 /* File names objects point to (`source`): kept for the life of the process,
  * shared by every object of a file, so an object's exact-size arena is not
@@ -150,7 +151,57 @@ static int load_object(struct loader *l, const struct source *src, const json_t 
         return r;
 }
 
-/* A document: one object, or a List (`kind: List` or `kind: FooList`). */
+/* A List (`kind: List`, or `kind: FooList` from the API whose items carry no
+ * kind): its item kind in item_kind ("" for List). */
+static bool is_list(const json_t *o, char item_kind[64])
+{
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const json_t *items = json_object_get(o, "items");
+        size_t kl = kind ? strlen(kind) : 0;
+        if (!kind || kl < 4 || strcmp(kind + kl - 4, "List") != 0 ||
+            !(json_is_array(items) || json_is_null(items) || !items))
+                return false;
+        item_kind[0] = '\0';
+        if (kl > 4 && kl - 4 < 64) {
+                memcpy(item_kind, kind, kl - 4);
+                item_kind[kl - 4] = '\0';
+        }
+        return true;
+}
+
+/* The items of a List; a List among them is flattened too, as kubectl's
+ * resource builder does (to a bounded depth). */
+static int load_list(struct loader *l, const struct source *src, const json_t *list,
+                     const char *item_kind, size_t doc_index, unsigned line,
+                     const struct linemap *lines, unsigned depth)
+{
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(list, "items"), i, it) {
+                unsigned item_line = linemap_get(lines, it);
+                char inner_kind[64];
+                int r;
+                if (json_is_object(it) && is_list(it, inner_kind)) {
+                        if (depth >= MAX_LIST_DEPTH) {
+                                se_diag_set(l->diag, src->name, item_line ? item_line : line, 0,
+                                            "items[%zu]: Lists nested deeper than %d", i,
+                                            MAX_LIST_DEPTH);
+                                return -EINVAL;
+                        }
+                        r = load_list(l, src, it, inner_kind, doc_index,
+                                      item_line ? item_line : line, lines, depth + 1);
+                } else {
+                        r = load_object(l, src, it, doc_index, (long)i,
+                                        item_line ? item_line : line,
+                                        item_kind[0] ? item_kind : NULL);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* A document: one object, or a List. */
 static int load_document(struct loader *l, const struct source *src, const json_t *doc,
                          size_t doc_index, unsigned line, const struct linemap *lines)
 {
@@ -159,29 +210,9 @@ static int load_document(struct loader *l, const struct source *src, const json_
                             json_is_array(doc) ? "a list" : "a scalar");
                 return -EINVAL;
         }
-        const char *kind = json_string_value(json_object_get(doc, "kind"));
-        const json_t *items = json_object_get(doc, "items");
-        size_t kl = kind ? strlen(kind) : 0;
-        if (kind && kl >= 4 && strcmp(kind + kl - 4, "List") == 0 &&
-            (json_is_array(items) || json_is_null(items) || !items)) {
-                /* FooList from the API: its items carry no kind */
-                char item_kind[64] = "";
-                if (kl > 4 && kl - 4 < sizeof(item_kind)) {
-                        memcpy(item_kind, kind, kl - 4);
-                        item_kind[kl - 4] = '\0';
-                }
-                size_t i;
-                json_t *it;
-                json_array_foreach(items, i, it) {
-                        unsigned item_line = linemap_get(lines, it);
-                        int r = load_object(l, src, it, doc_index, (long)i,
-                                            item_line ? item_line : line,
-                                            item_kind[0] ? item_kind : NULL);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
+        char item_kind[64];
+        if (is_list(doc, item_kind))
+                return load_list(l, src, doc, item_kind, doc_index, line, lines, 1);
         return load_object(l, src, doc, doc_index, -1, line, NULL);
 }
 
@@ -219,7 +250,8 @@ static int load_json(struct loader *l, const struct source *src)
                 line = advance_line(src, &counted, off, line);
                 json_error_t jerr;
                 json_t *j = json_loadb(src->data + off, src->len - off,
-                                       JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                                       JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_ALLOW_NUL |
+                                               JSON_REJECT_DUPLICATES,
                                        &jerr);
                 if (!j) {
                         /* jansson's line is relative to where this value started */

@@ -35,9 +35,19 @@ static const struct se_proxy_svcport *find_port(const struct se_proxy_table *t,
  * as fallback): the same set the writers use, by "ip:port". */
 static bool has_ep(const struct se_proxy_svcport *sp, const char *str)
 {
-        for (uint32_t i = 0; sp && i < sp->n_eps; i++)
-                if (strcmp(sp->eps[i].str, str) == 0 && (sp->eps[i].ready || sp->eps[i].serving))
-                        return true;
+        /* eps are sorted by str and unique (proxy.h): a binary search keeps
+         * the plan linear-logarithmic in a port's endpoints */
+        uint32_t lo = 0, hi = sp ? sp->n_eps : 0;
+        while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(sp->eps[mid].str, str);
+                if (c == 0)
+                        return sp->eps[mid].ready || sp->eps[mid].serving;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
         return false;
 }
 

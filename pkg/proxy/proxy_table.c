@@ -5,8 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
+#include <svcenv/arena.h>
 #include <svcenv/endpoints.h>
+#include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
+#include <svcenv/strbuf.h>
 
 #include "proxy_internal.h"
 
@@ -239,9 +243,90 @@ static bool headless_slice(const struct se_endpoint_slice *es)
 /* Endpoints of one service port from the service's EndpointSlices
  * (endpointslicecache: matching port name and protocol, this family,
  * first address of each endpoint, nil conditions count as ready/serving). */
+/* A service with many ports looks each up in each slice: per slice a map
+ * from protocol and name to its first port with a number, so that the
+ * lookups stay linear in the ports (a service and a slice may have 20,000). */
+#define INDEX_FROM_PORTS 16
+struct port_index {
+        struct se_hashmap *maps; /* one per slice */
+        long n;
+        struct se_arena keys;
+};
+
+static void port_key(struct se_strbuf *sb, enum se_protocol proto, const char *name)
+{
+        se_strbuf_reset(sb);
+        se_strbuf_printf(sb, "%d/%s", (int)proto, name ? name : "");
+}
+
+static void port_index_release(struct port_index *ix)
+{
+        for (long i = 0; ix->maps && i < ix->n; i++)
+                se_hashmap_release(&ix->maps[i]);
+        free(ix->maps);
+        se_arena_release(&ix->keys);
+        memset(ix, 0, sizeof(*ix));
+}
+
+static int port_index_build(struct port_index *ix, const struct se_object *const *slices, long n)
+{
+        memset(ix, 0, sizeof(*ix));
+        ix->keys = (struct se_arena)SE_ARENA_INIT;
+        if (!(ix->maps = se_calloc((size_t)n + 1, sizeof(*ix->maps))))
+                return -ENOMEM;
+        ix->n = n;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        int r = 0;
+        for (long i = 0; r == 0 && i < n; i++) {
+                const struct se_endpoint_slice *es = (const struct se_endpoint_slice *)slices[i];
+                for (uint32_t p = 0; r == 0 && p < es->n_ports; p++) {
+                        const struct se_slice_port *pp = &es->ports[p];
+                        if (!pp->has_port)
+                                continue;
+                        port_key(&sb, pp->has_protocol ? pp->protocol : SE_PROTO_TCP, pp->name);
+                        const char *key =
+                                se_strbuf_failed(&sb) ? NULL : se_arena_strdup(&ix->keys, sb.buf);
+                        if (!key)
+                                r = -ENOMEM;
+                        else if (!se_hashmap_get(&ix->maps[i], key) &&
+                                 se_hashmap_put(&ix->maps[i], key,
+                                                SE_UNCONST(struct se_slice_port, pp), NULL) < 0)
+                                r = -ENOMEM;
+                }
+        }
+        se_strbuf_release(&sb);
+        if (r < 0)
+                port_index_release(ix);
+        return r;
+}
+
+/* The slice's port for the service port: its first with a number, the same
+ * protocol and name (through ix when given). */
+static const struct se_slice_port *slice_port(const struct se_endpoint_slice *es, long i,
+                                              const struct port_index *ix,
+                                              const struct se_service_port *port,
+                                              struct se_strbuf *key)
+{
+        const char *pname = port->name ? port->name : "";
+        if (ix) {
+                port_key(key, port->protocol, pname);
+                return se_strbuf_failed(key) ? NULL : se_hashmap_get(&ix->maps[i], key->buf);
+        }
+        for (uint32_t p = 0; p < es->n_ports; p++) {
+                const struct se_slice_port *pp = &es->ports[p];
+                enum se_protocol proto = pp->has_protocol ? pp->protocol : SE_PROTO_TCP;
+                if (pp->has_port && proto == port->protocol &&
+                    strcmp(pp->name ? pp->name : "", pname) == 0)
+                        return pp;
+        }
+        return NULL;
+}
+
 static int slice_endpoints(struct se_arena *a, const struct se_object *const *slices, long n,
-                           enum se_ip_family fam, const struct se_service_port *port,
-                           struct se_proxy_svcport *sp, const struct se_proxy_options *opt)
+                           const struct port_index *ix, enum se_ip_family fam,
+                           const struct se_service_port *port, struct se_proxy_svcport *sp,
+                           const struct se_proxy_options *opt)
 {
         size_t cap = 0;
         for (long i = 0; i < n; i++)
@@ -250,33 +335,26 @@ static int slice_endpoints(struct se_arena *a, const struct se_object *const *sl
                 return 0;
         if (!(sp->eps = se_arena_array(a, cap, sizeof(*sp->eps))))
                 return -ENOMEM;
-        const char *pname = port->name ? port->name : "";
         const char *want = fam == SE_IPV4 ? "IPv4" : "IPv6";
-        for (long i = 0; i < n; i++) {
+        struct se_strbuf key;
+        se_strbuf_init(&key, 0);
+        int r = 0;
+        for (long i = 0; r == 0 && i < n; i++) {
                 const struct se_endpoint_slice *es = ((const struct se_endpoint_slice *)slices[i]);
                 if (!es->address_type || strcmp(es->address_type, want) != 0 || headless_slice(es))
                         continue;
-                for (uint32_t p = 0; p < es->n_ports; p++) {
-                        const struct se_slice_port *pp = &es->ports[p];
-                        enum se_protocol proto = pp->has_protocol ? pp->protocol : SE_PROTO_TCP;
-                        if (!pp->has_port || proto != port->protocol ||
-                            strcmp(pp->name ? pp->name : "", pname) != 0)
+                const struct se_slice_port *pp = slice_port(es, i, ix, port, &key);
+                for (uint32_t e = 0; pp && r == 0 && e < es->n_endpoints; e++) {
+                        const struct se_slice_endpoint *se = &es->endpoints[e];
+                        if (se->addresses.n == 0 || !is_family(se->addresses.v[0], fam))
                                 continue;
-                        for (uint32_t e = 0; e < es->n_endpoints; e++) {
-                                const struct se_slice_endpoint *se = &es->endpoints[e];
-                                if (se->addresses.n == 0 || !is_family(se->addresses.v[0], fam))
-                                        continue;
-                                int r = add_endpoint(a, sp, se->addresses.v[0], pp->port,
-                                                     se->ready != SE_FALSE, se->serving != SE_FALSE,
-                                                     se->terminating == SE_TRUE, se->node_name,
-                                                     &se->hint_zones, &se->hint_nodes, opt);
-                                if (r < 0)
-                                        return r;
-                        }
-                        break; /* one matching port per slice */
+                        r = add_endpoint(a, sp, se->addresses.v[0], pp->port, se->ready != SE_FALSE,
+                                         se->serving != SE_FALSE, se->terminating == SE_TRUE,
+                                         se->node_name, &se->hint_zones, &se->hint_nodes, opt);
                 }
         }
-        return 0;
+        se_strbuf_release(&key);
+        return r;
 }
 
 /* A selector service without EndpointSlices: the slices the EndpointSlice
@@ -303,11 +381,13 @@ static int copy_strs(struct se_arena *a, struct se_strs *s)
         return 0;
 }
 
-static int computed_endpoints(struct se_arena *a, const struct se_store *store,
-                              const struct se_service *svc, enum se_ip_family fam,
-                              const struct se_service_port *port, struct se_proxy_svcport *sp,
-                              const struct se_proxy_options *opt)
+/* The slices the controller would write for a selector service without
+ * any: planned once per service (not per port: a service may have 20,000
+ * ports). *have is false when there is nothing to plan. */
+static int computed_slices(const struct se_store *store, const struct se_service *svc,
+                           struct se_slices_plan *plan, bool *have)
 {
+        *have = false;
         if (!se_endpoints_service_managed(svc))
                 return 0;
         _cleanup_free_ const struct se_object **pods = NULL;
@@ -326,19 +406,8 @@ static int computed_endpoints(struct se_arena *a, const struct se_store *store,
                 .node_data = SE_UNCONST(struct se_store, store),
         };
         struct se_endpoints_opts eo = { .write = SE_EP_WRITE_SLICES };
-        struct se_slices_plan plan;
-        int r = se_slices_plan(&in, NULL, 0, &eo, &plan);
-        if (r < 0)
-                return r;
-        r = slice_endpoints(a, (const struct se_object *const *)plan.create, plan.n_create, fam,
-                            port, sp, opt);
-        /* the slices go away with the plan: copy what the endpoints borrow */
-        for (uint32_t i = 0; r == 0 && i < sp->n_eps; i++) {
-                struct se_proxy_endpoint *ep = &sp->eps[i];
-                if ((r = copy_strs(a, &ep->zone_hints)) == 0)
-                        r = copy_strs(a, &ep->node_hints);
-        }
-        se_slices_plan_release(&plan);
+        int r = se_slices_plan(&in, NULL, 0, &eo, plan);
+        *have = r == 0;
         return r;
 }
 
@@ -383,10 +452,10 @@ static int cmp_port(const void *x, const void *y)
         return c ? c : (int)a->protocol - (int)b->protocol;
 }
 
-static int build_port(struct se_arena *a, const struct se_store *store,
-                      const struct se_service *svc, const struct se_object *const *slices,
-                      long n_slices, const char *cip, enum se_ip_family fam, uint32_t idx,
-                      const struct se_proxy_options *opt, struct se_proxy_svcport *sp)
+static int build_port(struct se_arena *a, const struct se_service *svc,
+                      const struct se_object *const *slices, long n_slices,
+                      const struct port_index *ix, const char *cip, enum se_ip_family fam,
+                      uint32_t idx, const struct se_proxy_options *opt, struct se_proxy_svcport *sp)
 {
         const struct se_service_port *port = &svc->ports[idx];
         const struct se_meta *m = &svc->obj.meta;
@@ -437,10 +506,8 @@ static int build_port(struct se_arena *a, const struct se_store *store,
         int r = source_ranges(a, svc, fam, sp);
         if (r < 0)
                 return r;
-        if (n_slices > 0)
-                r = slice_endpoints(a, slices, n_slices, fam, port, sp, opt);
-        else
-                r = computed_endpoints(a, store, svc, fam, port, sp, opt);
+        if (n_slices > 0) /* the API's, or computed_slices' (own_strings copies their hints) */
+                r = slice_endpoints(a, slices, n_slices, ix, fam, port, sp, opt);
         if (r < 0)
                 return r;
         sort_unique(sp);
@@ -585,17 +652,43 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
                 goto fail;
         for (size_t i = 0; i < n_picks; i++) {
                 const struct pick *p = &picks[i];
+                const struct se_object *const *slices = (const struct se_object *const *)p->slices;
+                long n_slices = p->n_slices;
+                struct se_slices_plan plan;
+                bool planned = false;
+                if (n_slices == 0 && (r = computed_slices(store, p->svc, &plan, &planned)) < 0)
+                        goto fail;
+                if (planned) {
+                        slices = (const struct se_object *const *)plan.create;
+                        n_slices = (long)plan.n_create;
+                }
+                struct port_index ix;
+                bool indexed = n_slices > 0 && p->svc->n_ports > INDEX_FROM_PORTS;
+                if (indexed && (r = port_index_build(&ix, slices, n_slices)) < 0) {
+                        if (planned)
+                                se_slices_plan_release(&plan);
+                        goto fail;
+                }
                 for (uint32_t k = 0; k < p->svc->n_ports; k++) {
                         struct se_proxy_svcport *sp = &t->ports[t->n_ports];
-                        r = build_port(&t->arena, store, p->svc, p->slices, p->n_slices, p->cip,
-                                       family, k, opt, sp);
+                        r = build_port(&t->arena, p->svc, slices, n_slices, indexed ? &ix : NULL,
+                                       p->cip, family, k, opt, sp);
                         if (r == 0)
                                 r = own_strings(&t->arena, sp);
-                        if (r < 0)
+                        if (r < 0) {
+                                if (indexed)
+                                        port_index_release(&ix);
+                                if (planned)
+                                        se_slices_plan_release(&plan);
                                 goto fail;
+                        }
                         t->n_ports++;
                         t->n_endpoints += sp->n_eps;
                 }
+                if (indexed)
+                        port_index_release(&ix);
+                if (planned)
+                        se_slices_plan_release(&plan);
         }
         picks_free(picks, n_picks);
         picks = NULL;

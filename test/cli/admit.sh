@@ -50,4 +50,10 @@ fails_with "not JSON: exit 3" 3 \
 fails_with "bad --failure-mode: usage" 2 \
         "svcenv admit: --failure-mode must be allow or deny (see 'svcenv admit --help')" \
         admit --failure-mode maybe
+# every pod annotation the webhook reads or writes is in the README
+missing=""
+for a in $(sed -n 's/^#define SE_ADMISSION_ANN_[A-Z_]* *"\(.*\)"$/\1/p' include/svcenv/admission.h); do
+        grep -qF "\`$a" README.md || missing="$missing $a"
+done
+if [ -z "$missing" ]; then ok "the README documents every svcenv.io annotation"; else not_ok "the README documents every svcenv.io annotation (missing:$missing)"; fi
 echo "1..$n"

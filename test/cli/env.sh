@@ -62,7 +62,7 @@ fails_with "missing required ConfigMap key, kubelet wording" 3 \
 fails_with "missing required ConfigMap" 3 \
         "svcenv: pod shop/bad container app: configmaps \"missing-config\" not found" \
         $e --pod-file $g/input-bad-cm.yaml
-fails_with "resourceFieldRef on an unset limit: node allocatable unknown" 1 \
+fails_with "resourceFieldRef on an unset limit: node allocatable unknown" 3 \
         "svcenv: pod shop/nolimit container app: limits.cpu of container app is not set: the kubelet would use the node's allocatable, which svcenv does not know" \
         $e --pod-file $g/input-no-limit.yaml
 out=$($e --pod-file $g/input-bad-key.yaml -o json 2>/dev/null)
@@ -95,10 +95,10 @@ fi
 gen 3000 60 "$tmp/over.yaml"
 err=$("$SVCENV/svcenv" env -f "$tmp/over.yaml" -n big 2>&1 >/dev/null)
 rc=$?
-if [ $rc -eq 1 ] && [[ "$err" == *"argument list too long"* ]]; then
-        ok "size guard: over 2 MiB exits 1 and names E2BIG"
+if [ $rc -eq 3 ] && [[ "$err" == "svcenv: namespace big: "*"argument list too long"* ]]; then
+        ok "size guard: over 2 MiB exits 3 (invalid input) and names E2BIG"
 else
-        not_ok "size guard: over 2 MiB exits 1 and names E2BIG (exit $rc: $err)"
+        not_ok "size guard: over 2 MiB exits 3 (invalid input) and names E2BIG (exit $rc: $err)"
 fi
 err=$("$SVCENV/svcenv" env -f $demo -n shop 2>&1 >/dev/null)
 if [ -z "$err" ]; then ok "no size warning for a small namespace"; else not_ok "no size warning for a small namespace"; fi

@@ -21,4 +21,19 @@ printf 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports:\n 
 fails_with "invalid input names file, line and field" 3 "svcenv: $tmp:6: Service default/web: spec.ports[0].port: expected an integer, got a string" "$SVCENV/svcenv" get -f $demo -f "$tmp"
 rm -f "$tmp"
 if "$SVCENV/svcenv" --version | grep -q '^svcenv '; then ok "--version"; else not_ok "--version"; fi
+# -o name prints what kubectl -o name does: lower-case kind, singular, and
+# the group when there is one
+names=$("$SVCENV/svcenv" get -f $demo -o name | sed 's#/.*##' | sort -u | tr '\n' ' ')
+want="configmap endpoints endpointslice.discovery.k8s.io namespace node pod secret service "
+if [ "$names" = "$want" ]; then ok "-o name prints kind[.group]/name as kubectl"; else not_ok "-o name prints kind[.group]/name as kubectl (got: $names)"; fi
+# -v takes any level, as klog's (an int32), in the CLI and in every daemon
+if "$SVCENV/svcenv" -v 99 get -f $demo >/dev/null 2>&1 && "$SVCENV/svcenv" --v=2147483647 get -f $demo >/dev/null 2>&1; then
+        ok "svcenv -v 99 is a level"
+else
+        not_ok "svcenv -v 99 is a level"
+fi
+for d in svcenv-controller svcenv-proxy svcenv-webhook; do
+        if "$SVCENV/$d" -v 99 --help >/dev/null 2>&1; then ok "$d -v 99 is a level"; else not_ok "$d -v 99 is a level"; fi
+done
+fails_with "-v wants a number" 2 "svcenv: unknown option \"-v\" (see 'svcenv --help')" "$SVCENV/svcenv" -v x get -f $demo
 echo "1..$n"

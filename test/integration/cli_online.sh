@@ -11,7 +11,7 @@ golden "get -n default services -o name" test/golden/kube/default-services-name.
         "$sv" get --kubeconfig "$kc" -n default services -o name
 golden "get --context names the context of the file" test/golden/kube/default-services-name.txt \
         "$sv" get --kubeconfig "$kc" --context admin@svcenv-test -n default svc -o name
-if KUBECONFIG=/nonexistent/config:$kc "$sv" get namespaces -o name | grep -qx namespaces/kube-system; then
+if KUBECONFIG=/nonexistent/config:$kc "$sv" get namespaces -o name | grep -qx namespace/kube-system; then
         ok "KUBECONFIG list: missing files are skipped"
 else
         not_ok "KUBECONFIG list: missing files are skipped"

@@ -8,7 +8,8 @@
 #
 # The daemons run inside namespaces, which cannot reach the shared control
 # plane on 127.0.0.1: this test starts its own with --extra-ip (the root end
-# of the veth, an address made here) and --bind-all. Needs root.
+# of the veth, an address made here) and --bind-extra-ip: it listens on
+# that address only. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${SVCENV:=$PWD/build/bin}"
@@ -104,8 +105,8 @@ for k in 1 2; do
 done
 
 # ---- control plane reachable from the namespaces ----
-if ! test/k8s/controlplane start "$KD" --extra-ip $HA --bind-all >"$tmp/cp.log" 2>&1; then
-        not_ok "control plane starts (--extra-ip $HA --bind-all)"
+if ! test/k8s/controlplane start "$KD" --extra-ip $HA --bind-extra-ip >"$tmp/cp.log" 2>&1; then
+        not_ok "control plane starts (--extra-ip $HA --bind-extra-ip)"
         tail -20 "$tmp/cp.log" | sed 's/^/# /'
         exit 1
 fi
@@ -346,6 +347,24 @@ fulls() { [ "$(cmetric 'svcenv_proxy_syncs_total{kind="full"}')" -gt "$full_befo
 check "... and it was a full sync" fulls
 kill "$pxc" && wait "$pxc" 2>/dev/null
 slice_put web TCP 10.244.1.2@node-a 10.244.2.2@node-b
+
+# ---- conntrack not installed (C with a PATH of ip and the packet-filter tools only) ----
+mkdir -p "$tmp/noct"
+for t in ip iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore nft; do
+        p=$(command -v "$t") && ln -sf "$p" "$tmp/noct/$t"
+done
+PATH=$tmp/noct start_proxy "$C" "$tmp/pxc3.log"
+pxc=$last_pid
+until_ok 30 synced "$C"
+ct_missing() { [ "$(cmetric 'svcenv_proxy_tool_missing_total{tool="conntrack"}')" -ge "$1" ]; }
+ct0=$(cmetric 'svcenv_proxy_tool_missing_total{tool="conntrack"}') # the first sync may count some
+slice_put dns UDP 10.244.1.2@node-a # b2 -> b1: b2's flows would be deleted
+until_ok 10 ct_missing $((${ct0:-0} + 1))
+slice_put dns UDP 10.244.2.2@node-b # and back: counted again, not logged again
+check "conntrack missing: every stale flow left is counted (svcenv_proxy_tool_missing_total)" \
+        until_ok 10 ct_missing $((${ct0:-0} + 2))
+check "... and logged once" [ "$(grep -c 'conntrack is not installed' "$tmp/pxc3.log")" = 1 ]
+kill "$pxc" && wait "$pxc" 2>/dev/null
 
 # ---- nat flushed under us: repaired long before the 30 s sync period ----
 repairs_before=$(metric svcenv_proxy_canary_resyncs_total)

@@ -12,6 +12,10 @@
 
 #include <cmocka.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <svcenv/alloc.h>
 #include <svcenv/envvars.h>
 #include <svcenv/manifest.h>
@@ -713,6 +717,64 @@ static void test_envvars__array_input_duplicates_and_headless(void **state)
                 se_object_unref(&sl[i]->obj);
 }
 
+/* In the child: 0, or the number of the check that failed. A Service with
+ * every TCP and UDP port, each named: all its variables, in linear time. */
+static int many_ports_env(void)
+{
+        enum { N = 2 * 65535 };
+        struct se_service_port *p = calloc(N, sizeof(*p));
+        char(*names)[16] = calloc(N, 16);
+        if (!p || !names)
+                return 9;
+        for (unsigned i = 0; i < N; i++) {
+                snprintf(names[i], 16, "p%u", i);
+                p[i] = (struct se_service_port)PORT(names[i], (int)(i % 65535) + 1,
+                                                    i < 65535 ? SE_PROTO_TCP : SE_PROTO_UDP);
+        }
+        struct se_service *big = svc("ns", "big", "10.0.0.1", N, p);
+        const struct se_service *one[] = { big };
+        struct se_envvars_input in = { .services = one, .n_services = 1 };
+        struct se_env_list l = SE_ENV_LIST_INIT;
+        if (se_envvars_services(&in, "ns", true, &l) != 0)
+                return 1;
+        /* SERVICE_HOST, SERVICE_PORT, PORT; per port SERVICE_PORT_NAME and
+         * PORT_N_PROTO with its _PROTO, _PORT and _ADDR */
+        if (l.n != 3 + 5 * (size_t)N)
+                return 2;
+        const struct se_env_entry *e = se_env_list_find(&l, "BIG_PORT_65535_UDP_ADDR");
+        if (!e || strcmp(e->value, "10.0.0.1") != 0)
+                return 3;
+        se_env_list_release(&l);
+        se_object_unref(&big->obj);
+        free(names);
+        free(p);
+        return 0;
+}
+
+/* The API server takes a Service with any number of ports: the check for
+ * ports sharing a variable name must be linear. Budget: CPU seconds for the
+ * child, far above the linear check's need (under 1 s here); the pairwise
+ * check of 131,070 ports took ~45 s of CPU. None under valgrind. */
+static void test_envvars__many_ports_linear(void **state)
+{
+        (void)state;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                const char *vg = getenv("VALGRIND");
+                struct rlimit cpu = { 20, 20 };
+                if (!vg || strcmp(vg, "1") != 0)
+                        setrlimit(RLIMIT_CPU, &cpu);
+                _exit(many_ports_env());
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
+        if (WEXITSTATUS(status))
+                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+}
+
 /* ---- svcenv's own rules and edge cases ---- */
 
 static const char shop_yaml[] =
@@ -1225,6 +1287,7 @@ int main(void)
                 cmocka_unit_test(test_envvars__expansion_total_cap),
                 cmocka_unit_test(test_envvars__allocation_failures),
                 cmocka_unit_test(test_envvars__size_and_describe),
+                cmocka_unit_test(test_envvars__many_ports_linear),
         };
         return cmocka_run_group_tests_name("envvars", tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -255,6 +256,151 @@ static void test_httpd__stalled_body_times_out(void **state)
         se_httpd_stop(h);
 }
 
+static struct se_httpd *start_short(unsigned timeout_s)
+{
+        struct se_httpd_config cfg = { .address = "127.0.0.1",
+                                       .timeout_s = timeout_s,
+                                       .threads = n_threads,
+                                       .handler = handler };
+        struct se_httpd *h = NULL;
+        struct se_diag d = { 0 };
+        assert_int_equal(se_httpd_start(&cfg, &h, &d), 0);
+        memset(&seen, 0, sizeof(seen));
+        return h;
+}
+
+/* Reads what the server says until it closes; the status line's code, 0
+ * when it closed without one, -1 when it still holds after the client's
+ * 5 s read timeout. */
+static int status_then_close(int fd)
+{
+        char buf[4096];
+        size_t got = 0;
+        for (int i = 0; i < 64; i++) { /* counted: at most 64 reads */
+                ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        break;
+                got += (size_t)r;
+                if (got == sizeof(buf) - 1)
+                        got = 16; /* keep the status line */
+        }
+        buf[got] = '\0';
+        return got >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 ? atoi(buf + 9) : 0;
+}
+
+/* A WebSocket handshake on any path is refused (no 101), and the server
+ * hangs up rather than keep an unauthenticated connection open. */
+static void test_httpd__websocket_upgrade_refused(void **state)
+{
+        (void)state;
+        struct se_httpd *h = start_short(1);
+        const char *paths[] = { "/", "/mutate", "/metrics" };
+        for (size_t i = 0; i < 3; i++) {
+                int fd = dial(se_httpd_port(h));
+                char req[512];
+                int n = snprintf(req, sizeof(req),
+                                 "GET %s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                                 "Connection: Upgrade\r\nSec-WebSocket-Key: "
+                                 "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                                 paths[i]);
+                send_all(fd, req, (size_t)n);
+                int status = status_then_close(fd);
+                assert_true(status == 400 || status == 0);
+                close(fd);
+        }
+        /* nor HTTP/2 by upgrade: the handler may answer it as HTTP/1.1 */
+        int fd = dial(se_httpd_port(h));
+        const char h2c[] = "GET /x HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                           "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
+        send_all(fd, h2c, strlen(h2c));
+        int status = status_then_close(fd);
+        assert_true(status == 200 || status == 400 || status == 0);
+        close(fd);
+        assert_true(seen.calls <= 1);
+        se_httpd_stop(h);
+}
+
+/* One body byte at a time, each within the idle timeout, does not hold a
+ * request past its total deadline (1 s here): the client is told 408 or
+ * cut off while it still has bytes to send. */
+static void test_httpd__trickled_body_hits_the_request_deadline(void **state)
+{
+        (void)state;
+        struct se_httpd *h = start_short(1);
+        int fd = dial(se_httpd_port(h));
+        const char head[] = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n";
+        send_all(fd, head, strlen(head));
+        bool cut = false;
+        for (int i = 0; i < 40 && !cut; i++) { /* 40 bytes, 300 ms apart: 12 s */
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, 300) > 0) {
+                        cut = true;
+                        break;
+                }
+                if (send(fd, "x", 1, MSG_NOSIGNAL) != 1)
+                        cut = true;
+        }
+        assert_true(cut);
+        int status = status_then_close(fd);
+        assert_true(status == 408 || status == 0);
+        assert_int_equal(seen.calls, 0);
+        close(fd);
+        se_httpd_stop(h);
+}
+
+/* A connection that says nothing, or trickles its headers, is let go too. */
+static void test_httpd__silent_and_trickled_headers_let_go(void **state)
+{
+        (void)state;
+        struct se_httpd *h = start_short(1);
+        int fd = dial(se_httpd_port(h)); /* reads give up after 5 s */
+        assert_true(status_then_close(fd) >= 0);
+        close(fd);
+        fd = dial(se_httpd_port(h));
+        const char head[] =
+                "GET /x HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        bool cut = false;
+        for (size_t i = 0; i < sizeof(head) - 1 && !cut; i++) { /* 300 ms apart: 20 s */
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, 300) > 0 || send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+                        cut = true;
+        }
+        assert_true(cut);
+        close(fd);
+        assert_int_equal(seen.calls, 0);
+        se_httpd_stop(h);
+}
+
+/* A chunked body is answered at once (411: a length is required), and the
+ * connection closed since its framing cannot be followed. */
+static void test_httpd__chunked_body_refused(void **state)
+{
+        (void)state;
+        struct se_httpd *h = start_short(10);
+        int fd = dial(se_httpd_port(h)); /* reads give up after 5 s */
+        const char req[] = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+        send_all(fd, req, strlen(req));
+        assert_int_equal(status_then_close(fd), 411);
+        assert_int_equal(seen.calls, 0);
+        close(fd);
+        /* a POST with neither length nor chunks has an empty body (RFC 9112 6.3) */
+        fd = dial(se_httpd_port(h));
+        const char empty[] = "POST /mutate HTTP/1.1\r\nHost: x\r\n\r\n";
+        send_all(fd, empty, strlen(empty));
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        size_t len = 0;
+        assert_int_equal(read_response(fd, &sb, &len), 200);
+        assert_int_equal(seen.calls, 1);
+        assert_int_equal(seen.len, 0);
+        se_strbuf_release(&sb);
+        close(fd);
+        se_httpd_stop(h);
+}
+
 static void test_httpd__config_errors(void **state)
 {
         (void)state;
@@ -331,6 +477,10 @@ int main(void)
                 cmocka_unit_test(test_httpd__post_body_and_large_response),
                 cmocka_unit_test(test_httpd__body_cap),
                 cmocka_unit_test(test_httpd__stalled_body_times_out),
+                cmocka_unit_test(test_httpd__websocket_upgrade_refused),
+                cmocka_unit_test(test_httpd__trickled_body_hits_the_request_deadline),
+                cmocka_unit_test(test_httpd__chunked_body_refused),
+                cmocka_unit_test(test_httpd__silent_and_trickled_headers_let_go),
                 cmocka_unit_test(test_httpd__config_errors),
                 cmocka_unit_test(test_httpd__threads_many_connections),
                 /* the same with our acceptor and three loops */
@@ -341,6 +491,14 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_httpd__body_cap, threaded, one_loop),
                 cmocka_unit_test_setup_teardown(test_httpd__stalled_body_times_out, threaded,
                                                 one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__websocket_upgrade_refused, threaded,
+                                                one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__trickled_body_hits_the_request_deadline,
+                                                threaded, one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__chunked_body_refused, threaded,
+                                                one_loop),
+                cmocka_unit_test_setup_teardown(test_httpd__silent_and_trickled_headers_let_go,
+                                                threaded, one_loop),
         };
         return cmocka_run_group_tests_name("httpd", tests, NULL, NULL);
 }

@@ -138,6 +138,13 @@ static void test_config__errors_name_file_and_field(void **state)
                      "clusters: [{name: k, cluster: {server: 'https://x'}}]\n"
                      "users: [{name: u, user: {client-certificate: c}}]\n",
                      NULL, -EINVAL, "needs both a certificate and a key");
+        /* a line break in a token would end the Authorization header */
+        expect_error("current-context: a\ncontexts: [{name: a, context: {cluster: k, user: u}}]\n"
+                     "clusters: [{name: k, cluster: {server: 'https://x'}}]\n"
+                     "users: [{name: u, user: {token: \"abc\\r\\nX-Injected: 1\"}}]\n",
+                     NULL, -EINVAL,
+                     "kubeconfig /etc/a/one: users[0].user.token: contains a control character "
+                     "(such as CR or LF), which an HTTP header cannot carry");
         expect_error("clusters: {}\n", NULL, -EINVAL,
                      "kubeconfig /etc/a/one: clusters: expected a list");
         expect_error("a: [\n", NULL, -EINVAL, "kubeconfig /etc/a/one:");
@@ -198,6 +205,11 @@ static void test_config__exec_credential(void **state)
                            "\"ExecCredential\",\"status\":{\"clientKeyData\":\"K\"}}";
         assert_int_equal(se_kube_exec_parse(half, strlen(half), v1, &cr, &d), -EINVAL);
         assert_int_equal(se_kube_exec_parse("nope", 4, v1, &cr, &d), -EINVAL);
+        const char *crlf = "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+                           "\"ExecCredential\",\"status\":{\"token\":\"abc\\r\\nX-Injected: 1\"}}";
+        assert_int_equal(se_kube_exec_parse(crlf, strlen(crlf), v1, &cr, &d), -EINVAL);
+        assert_string_equal(d.text, "plugin output: status.token: contains a control character "
+                                    "(such as CR or LF), which an HTTP header cannot carry");
 }
 
 int main(void)

@@ -112,14 +112,14 @@ static void stop(struct server *s)
         free(s);
 }
 
-static struct se_kube_client *client(const struct server *s, size_t max_body)
+static struct se_kube_client *client_as(const struct server *s, size_t max_body, const char *user)
 {
-        char text[512];
+        char text[1024];
         snprintf(text, sizeof(text),
                  "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
                  "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
-                 "users: [{name: u, user: {token: sekret}}]\n",
-                 s->port);
+                 "users: [{name: u, user: %s}]\n",
+                 s->port, user);
         const char *names[] = { "/t/kc" }, *texts[] = { text };
         size_t len = strlen(text);
         struct se_kube_config *cfg;
@@ -130,6 +130,11 @@ static struct se_kube_client *client(const struct server *s, size_t max_body)
         assert_int_equal(se_kube_client_new(cfg, &o, &c, &d), 0);
         se_kube_config_free(cfg);
         return c;
+}
+
+static struct se_kube_client *client(const struct server *s, size_t max_body)
+{
+        return client_as(s, max_body, "{token: sekret}");
 }
 
 static const char ok_json[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json";
@@ -161,6 +166,42 @@ static void test_http__retry_after_429(void **state)
         assert_non_null(strstr(s->last_request, "Content-Type: application/json\r\n"));
         se_strbuf_release(&body);
         se_kube_client_free(c);
+        stop(s);
+}
+
+/* A token file is trimmed of surrounding white space, as client-go does; a
+ * CR or LF (any control character) inside is refused before anything is
+ * sent, not written into the request as a header of its own. */
+static void test_http__token_file_with_line_break_refused(void **state)
+{
+        (void)state;
+        static const struct reply script[] = { { ok_json, "{}", 0 } };
+        struct server *s = start(script, 1);
+        char path[] = "/tmp/svcenv-token-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        const char good[] = " good\n";
+        assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+        char user[128];
+        snprintf(user, sizeof(user), "{tokenFile: '%s'}", path);
+        struct se_kube_client *c = client_as(s, 0, user);
+        struct se_diag d;
+        assert_int_equal(se_kube_request(c, "GET", "/x", NULL, NULL, 0, NULL, NULL, NULL, &d), 0);
+        assert_non_null(strstr(s->last_request, "Authorization: Bearer good\r\n"));
+        se_kube_client_free(c);
+
+        const char bad[] = "abc\r\nX-Injected: 1\n";
+        assert_int_equal(pwrite(fd, bad, strlen(bad), 0), (ssize_t)strlen(bad));
+        close(fd);
+        c = client_as(s, 0, user);
+        assert_int_equal(se_kube_request(c, "GET", "/x", NULL, NULL, 0, NULL, NULL, NULL, &d),
+                         -EPERM);
+        if (!strstr(d.text, "tokenFile") || !strstr(d.text, "control character"))
+                fail_msg("got \"%s\"", d.text);
+        assert_int_equal(atomic_load(&s->served), 1);
+        assert_null(strstr(s->last_request, "X-Injected"));
+        se_kube_client_free(c);
+        unlink(path);
         stop(s);
 }
 
@@ -431,6 +472,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_http__retry_after_429),
+                cmocka_unit_test(test_http__token_file_with_line_break_refused),
                 cmocka_unit_test(test_http__5xx_retried_only_for_get),
                 cmocka_unit_test(test_http__reachable),
                 cmocka_unit_test(test_http__body_cap),

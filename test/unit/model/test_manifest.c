@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 #include <cmocka.h>
 
 #include <svcenv/manifest.h>
@@ -411,6 +414,46 @@ static void test_manifest__json_errors_have_lines(void **state)
         se_store_free(s);
 }
 
+/* A List in a List is flattened, as kubectl's resource builder does (a
+ * bounded depth); a JSON object with a key twice is refused (kubectl's
+ * strict field validation refuses duplicate fields; YAML's are refused too). */
+static void test_manifest__nested_lists_and_duplicate_json_keys(void **state)
+{
+        (void)state;
+        struct se_store *s = se_store_new();
+        char msg[600] = "";
+        const char *nested = "apiVersion: v1\nkind: List\nitems:\n"
+                             "- apiVersion: v1\n  kind: List\n  items:\n"
+                             "  - {apiVersion: v1, kind: Namespace, metadata: {name: inner}}\n"
+                             "  - kind: ServiceList\n    apiVersion: v1\n    items:\n"
+                             "    - metadata: {name: svc, namespace: inner}\n"
+                             "- {apiVersion: v1, kind: Namespace, metadata: {name: outer}}\n";
+        if (load(s, nested, msg, sizeof(msg)) != 0)
+                fail_msg("%s", msg);
+        assert_non_null(se_store_get(s, SE_KIND_NAMESPACE, "", "inner"));
+        assert_non_null(se_store_get(s, SE_KIND_NAMESPACE, "", "outer"));
+        assert_non_null(se_store_get(s, SE_KIND_SERVICE, "inner", "svc"));
+        char deep[1024] = "";
+        for (int i = 0; i < 9; i++)
+                strcat(deep, "{\"kind\":\"List\",\"items\":[");
+        strcat(deep, "{}");
+        for (int i = 0; i < 9; i++)
+                strcat(deep, "]}");
+        struct se_diag d;
+        assert_int_equal(se_manifest_load_buffer(s, "x.json", deep, strlen(deep), NULL, NULL, &d),
+                         -EINVAL);
+        se_diag_format(&d, msg, sizeof(msg));
+        assert_string_equal(msg, "x.json:1: items[0]: Lists nested deeper than 8");
+        const char *dup = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\",\n"
+                          " \"metadata\": {\"name\": \"a\", \"name\": \"b\"}}";
+        assert_int_equal(se_manifest_load_buffer(s, "x.json", dup, strlen(dup), NULL, NULL, &d),
+                         -EINVAL);
+        se_diag_format(&d, msg, sizeof(msg));
+        assert_string_equal(msg, "x.json:2: invalid JSON: duplicate object key near '\"name\"'");
+        assert_null(se_store_get(s, SE_KIND_NAMESPACE, "", "b"));
+        se_store_free(s);
+}
+
 static void test_manifest__failed_load_keeps_existing_objects(void **state)
 {
         (void)state;
@@ -454,6 +497,109 @@ static void test_manifest__alias_bomb_and_depth_are_capped(void **state)
         assert_int_equal(load(s, deep, msg, sizeof(msg)), -EINVAL);
         assert_non_null(strstr(msg, "deeper than 64"));
         se_store_free(s);
+}
+
+/* A JSON Service with n ports p0..p{n-1} on ports 1..n, the last one a copy
+ * of port 1 (name and number) when dup. */
+static char *many_ports(unsigned n, int dup)
+{
+        size_t cap = 100 + (size_t)n * 48, o = 0;
+        char *t = malloc(cap);
+        if (!t)
+                _exit(9);
+        o += (size_t)snprintf(t, cap,
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":"
+                              "\"big\"},\"spec\":{\"ports\":[");
+        for (unsigned i = 0; i < n; i++) {
+                unsigned k = dup && i == n - 1 ? 0 : i;
+                o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"p%u\",\"port\":%u}",
+                                      i ? "," : "", k, k + 1);
+        }
+        snprintf(t + o, cap - o, "]}}");
+        return t;
+}
+
+/* A JSON Pod with n init containers and n containers, all named apart but
+ * the last, which repeats the first init container's name when dup. */
+static char *many_containers(unsigned n, int dup)
+{
+        size_t cap = 200 + (size_t)n * 40, o = 0;
+        char *t = malloc(cap);
+        if (!t)
+                _exit(9);
+        o += (size_t)snprintf(t, cap,
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                              "\"p\"},\"spec\":{\"initContainers\":[");
+        for (unsigned i = 0; i < n; i++)
+                o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"i%u\"}", i ? "," : "", i);
+        o += (size_t)snprintf(t + o, cap - o, "],\"containers\":[");
+        for (unsigned i = 0; i < n; i++)
+                o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"%c%u\"}", i ? "," : "",
+                                      dup && i == n - 1 ? 'i' : 'c', dup && i == n - 1 ? 0 : i);
+        snprintf(t + o, cap - o, "]}}");
+        return t;
+}
+
+static int load_json(const char *text, char *msg, size_t msg_size)
+{
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        int r = se_manifest_load_buffer(s, "x.json", text, strlen(text), NULL, NULL, &d);
+        if (r < 0)
+                se_diag_format(&d, msg, msg_size);
+        se_store_free(s);
+        return r;
+}
+
+/* In the child: 0, or the number of the check that failed (no cmocka
+ * assertions there: they would unwind into the parent's runner). */
+static int big_decodes(void)
+{
+        char msg[600] = "";
+        char *t = many_ports(65535, 0);
+        if (load_json(t, msg, sizeof(msg)) != 0)
+                return 1;
+        free(t);
+        t = many_ports(65535, 1);
+        if (load_json(t, msg, sizeof(msg)) != -EINVAL ||
+            !strstr(msg, "spec.ports[65534].name: Duplicate value: \"p0\""))
+                return 2;
+        free(t);
+        t = many_containers(20000, 0);
+        if (load_json(t, msg, sizeof(msg)) != 0)
+                return 3;
+        free(t);
+        t = many_containers(20000, 1);
+        if (load_json(t, msg, sizeof(msg)) != -EINVAL ||
+            !strstr(msg, "spec.containers[19999].name: Duplicate value: \"i0\""))
+                return 4;
+        free(t);
+        return 0;
+}
+
+/* The API server takes a 65,535-port Service (it has no cap), so the
+ * duplicate checks must be linear. Budget: CPU seconds for the child, far
+ * above what linear checks need (about 1 s here); the pairwise checks took
+ * 41 s of CPU for the ports alone. None under valgrind (VALGRIND=1). */
+static void test_manifest__many_ports_and_containers_checked_linearly(void **state)
+{
+        (void)state;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                const char *vg = getenv("VALGRIND");
+                struct rlimit cpu = { 30, 30 };
+                if (!vg || strcmp(vg, "1") != 0)
+                        setrlimit(RLIMIT_CPU, &cpu);
+                _exit(big_decodes());
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+                fail_msg("the decode was killed by signal %d (SIGXCPU: over the budget)",
+                         WTERMSIG(status));
+        if (WEXITSTATUS(status))
+                fail_msg("check %d failed in the child", WEXITSTATUS(status));
 }
 
 static void test_manifest__folders_and_missing_files(void **state)
@@ -503,9 +649,11 @@ int main(void)
                 cmocka_unit_test(test_manifest__invalid_input_names_line_and_field),
                 cmocka_unit_test(test_manifest__node_allocatable_cpu),
                 cmocka_unit_test(test_manifest__json_errors_have_lines),
+                cmocka_unit_test(test_manifest__nested_lists_and_duplicate_json_keys),
                 cmocka_unit_test(test_manifest__failed_load_keeps_existing_objects),
                 cmocka_unit_test(test_manifest__alias_bomb_and_depth_are_capped),
                 cmocka_unit_test(test_manifest__folders_and_missing_files),
+                cmocka_unit_test(test_manifest__many_ports_and_containers_checked_linearly),
         };
         return cmocka_run_group_tests_name("manifest", tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1708,6 +1709,108 @@ static void test_proxy__save_chains_cleanup(void **state)
         free(save);
 }
 
+/* Services with 20,000 ports (the API server caps neither Services nor
+ * slices below that): "big" selects three pods and has no slices (its
+ * endpoints are computed), "sl" has one slice listing its ports in reverse.
+ * In the child: 0, or the number of the check that failed. */
+static int many_ports_table(void)
+{
+        enum { N = 20000 };
+        struct se_strbuf y;
+        se_strbuf_init(&y, 0);
+        se_strbuf_puts(&y, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+        for (int k = 0; k < 2; k++) {
+                se_strbuf_printf(&y,
+                                 "%s{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{"
+                                 "\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"clusterIP\":"
+                                 "\"10.96.0.%d\",%s\"ports\":[",
+                                 k ? "," : "", k ? "sl" : "big", 10 + k,
+                                 k ? "" : "\"selector\":{\"app\":\"x\"},");
+                for (int i = 0; i < N; i++)
+                        se_strbuf_printf(&y, "%s{\"name\":\"p%d\",\"port\":%d}", i ? "," : "", i,
+                                         i + 1);
+                se_strbuf_puts(&y, "]}}");
+        }
+        for (int k = 0; k < 3; k++)
+                se_strbuf_printf(&y,
+                                 ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                                 "\"p%d\",\"namespace\":\"ns\",\"labels\":{\"app\":\"x\"}},"
+                                 "\"spec\":{\"nodeName\":\"test-node\",\"containers\":[{\"name\":"
+                                 "\"c\"}]},\"status\":{\"phase\":\"Running\",\"podIP\":"
+                                 "\"10.1.0.%d\",\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                                 "\"True\"}]}}",
+                                 k, k + 1);
+        se_strbuf_puts(&y, ",{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
+                           "\"test-node\"}}");
+        se_strbuf_puts(&y, ",{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+                           "\"metadata\":{\"name\":\"sl-1\",\"namespace\":\"ns\",\"labels\":{"
+                           "\"kubernetes.io/service-name\":\"sl\"}},\"addressType\":\"IPv4\","
+                           "\"endpoints\":[{\"addresses\":[\"10.2.0.1\"]},{\"addresses\":["
+                           "\"10.2.0.2\"]}],\"ports\":[");
+        for (int i = N - 1; i >= 0; i--)
+                se_strbuf_printf(&y, "{\"name\":\"p%d\",\"port\":%d}%s", i, 30000 + i,
+                                 i ? "," : "");
+        se_strbuf_puts(&y, "]}]}");
+        if (se_strbuf_failed(&y))
+                return 9;
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        if (!s || se_manifest_load_buffer(s, "big.json", y.buf, y.len, NULL, NULL, &d) < 0)
+                return 1;
+        se_strbuf_release(&y);
+        struct se_proxy_options o;
+        base_options(&o);
+        struct se_proxy_table *t = NULL;
+        if (se_proxy_table_build(s, &o, SE_IPV4, &t) != 0)
+                return 2;
+        if (t->n_ports != 2 * N)
+                return 3;
+        unsigned big_eps = 0, sl_ok = 0;
+        for (uint32_t i = 0; i < t->n_ports; i++) {
+                const struct se_proxy_svcport *sp = &t->ports[i];
+                if (strcmp(sp->name, "big") == 0) {
+                        big_eps += sp->n_eps;
+                } else if (sp->n_eps == 2) {
+                        char want[32]; /* p<k> listens on 30000 + k */
+                        snprintf(want, sizeof(want), "10.2.0.1:%d",
+                                 30000 + atoi(sp->port_name + 1));
+                        sl_ok += strcmp(sp->eps[0].str, want) == 0;
+                }
+        }
+        if (big_eps != 3 * N)
+                return 4;
+        if (sl_ok != N)
+                return 5;
+        se_proxy_table_free(t);
+        se_store_free(s);
+        return 0;
+}
+
+/* Linear in the ports: the endpoints of a service without slices are planned
+ * once per service, not per port, and each port finds its slice port through
+ * a map. Budget: CPU seconds for the child, far above the linear build's need
+ * (about 0.5 s here); before, the 20,000-port service alone ran for minutes.
+ * None under valgrind (VALGRIND=1). */
+static void test_proxy__many_ports_linear(void **state)
+{
+        (void)state;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                const char *vg = getenv("VALGRIND");
+                struct rlimit cpu = { 20, 20 };
+                if (!vg || strcmp(vg, "1") != 0)
+                        setrlimit(RLIMIT_CPU, &cpu);
+                _exit(many_ports_table());
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
+        if (WEXITSTATUS(status))
+                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1742,6 +1845,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__partial_sync_applied),
                 cmocka_unit_test(test_proxy__nft_partial_sync),
                 cmocka_unit_test(test_proxy__save_chains_cleanup),
+                cmocka_unit_test(test_proxy__many_ports_linear),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,9 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <svcenv/decode.h>
 #include <svcenv/manifest.h>
@@ -301,6 +304,79 @@ static void test_proxyd__conntrack_plan(void **state)
         se_proxy_table_free(none);
 }
 
+static int cmp_ep_str(const void *x, const void *y)
+{
+        return strcmp(((const struct se_proxy_endpoint *)x)->str,
+                      ((const struct se_proxy_endpoint *)y)->str);
+}
+
+/* In the child: 0, or the number of the check that failed. One UDP port
+ * with N endpoints, then the same less the middle one. */
+static int many_endpoints_plan(void)
+{
+        enum { N = 200000 };
+        struct se_proxy_endpoint *eps = calloc(N, sizeof(*eps));
+        char(*text)[24] = calloc(N, 24);
+        if (!eps || !text)
+                return 9;
+        for (unsigned i = 0; i < N; i++) {
+                snprintf(text[i], 24, "10.%u.%u.%u:53", 1 + i / 65536, i / 256 % 256, i % 256);
+                eps[i].str = text[i];
+                eps[i].ip = text[i]; /* what the plan copies; the port suffix does no harm */
+                eps[i].ready = eps[i].serving = true;
+        }
+        qsort(eps, N, sizeof(*eps), cmp_ep_str); /* sorted by str, as tables are */
+        struct se_proxy_svcport old = { .spn = "ns/dns:p",
+                                        .protocol = SE_PROTO_UDP,
+                                        .cluster_ip = "10.96.0.10",
+                                        .eps = eps,
+                                        .n_eps = N };
+        struct se_proxy_svcport cur = old;
+        struct se_proxy_endpoint *less = calloc(N, sizeof(*less));
+        if (!less)
+                return 9;
+        memcpy(less, eps, (N / 2) * sizeof(*eps));
+        memcpy(less + N / 2, eps + N / 2 + 1, (N - N / 2 - 1) * sizeof(*eps));
+        cur.eps = less;
+        cur.n_eps = N - 1;
+        struct se_proxy_table a = { .family = SE_IPV4, .ports = &old, .n_ports = 1 };
+        struct se_proxy_table b = { .family = SE_IPV4, .ports = &cur, .n_ports = 1 };
+        struct se_proxy_ct_plan p;
+        if (se_proxy_ct_plan(&a, &b, &p) != 0)
+                return 1;
+        if (p.n != 1 || strcmp(p.flows[0].dst_nat, eps[N / 2].ip) != 0)
+                return 2;
+        se_proxy_ct_plan_release(&p);
+        free(less);
+        free(text);
+        free(eps);
+        return 0;
+}
+
+/* A port's endpoints are looked up, not scanned, when planning stale flows
+ * (a Service may have tens of thousands). Budget: CPU seconds for the
+ * child, far above the lookups' need; the scan took minutes for 200,000.
+ * None under valgrind (VALGRIND=1). */
+static void test_proxyd__conntrack_plan_many_endpoints(void **state)
+{
+        (void)state;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                const char *vg = getenv("VALGRIND");
+                struct rlimit cpu = { 20, 20 };
+                if (!vg || strcmp(vg, "1") != 0)
+                        setrlimit(RLIMIT_CPU, &cpu);
+                _exit(many_endpoints_plan());
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
+        if (WEXITSTATUS(status))
+                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -310,6 +386,7 @@ int main(void)
                 cmocka_unit_test(test_proxyd__hc_body),
                 cmocka_unit_test(test_proxyd__cleanup_text),
                 cmocka_unit_test(test_proxyd__conntrack_plan),
+                cmocka_unit_test(test_proxyd__conntrack_plan_many_endpoints),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
