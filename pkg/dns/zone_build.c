@@ -114,8 +114,8 @@ static bool same_rdata(const struct dns_rr *a, const struct dns_rr *b)
         if (a->type == DNS_T_SRV) /* the weight is set at the end: port only */
                 return memcmp(a->fixed + 4, b->fixed + 4, 2) == 0 &&
                        memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
-        if (memcmp(a->fixed, b->fixed, a->n_fixed) != 0)
-                return false;
+        if (a->n_fixed && memcmp(a->fixed, b->fixed, a->n_fixed) != 0)
+                return false; /* (a PTR's fixed part is empty and NULL) */
         if (!a->name || !b->name)
                 return a->name == b->name;
         return memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
