@@ -421,6 +421,12 @@ enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_d
         if (p != DNS_PARSE_OK) {
                 unsigned rc = p == DNS_PARSE_NOTIMP ? DNS_RC_NOTIMP : DNS_RC_FORMERR;
                 *outlen = header_reply(&q, query, rc, p == DNS_PARSE_FORMERR_Q, out, cap);
+                /* miekg/dns rejects from the query's own header: TC, RD, RA,
+                 * AD and CD stay as sent, Z is cleared, and a FORMERR says
+                 * opcode QUERY whatever was asked */
+                out[2] = (uint8_t)(0x80 | (rc == DNS_RC_NOTIMP ? query[2] & 0x78 : 0) |
+                                   (query[2] & 0x03));
+                out[3] = (uint8_t)((query[3] & 0xb0) | rc);
                 return SE_DNS_REPLY;
         }
         char key[KEY_MAX];

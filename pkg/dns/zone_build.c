@@ -522,7 +522,8 @@ static int build_service(struct build *b, const struct se_service *s)
                 return s->type == SE_SVC_EXTERNAL_NAME ? 0 : build_ptrs_only(b, s, fqdn, why);
         if (s->type == SE_SVC_EXTERNAL_NAME)
                 return build_external(b, s, fqdn, why);
-        bool headless = s->cluster_ip && strcmp(s->cluster_ip, "None") == 0;
+        const char *first = s->cluster_ips.n ? s->cluster_ips.v[0] : s->cluster_ip;
+        bool headless = first && strcmp(first, "None") == 0;
         /* a headless service without a ready endpoint gets no node at all:
          * NXDOMAIN for every type (spec 2.4.1) */
         int r = headless ? 0 : build_cluster_ip(b, s, fqdn, why);
