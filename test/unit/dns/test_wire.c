@@ -205,6 +205,10 @@ static void flags_and_opt(void **state)
         n = t_query(q, "kubernetes.default.svc.cluster.local", 1, 4096, false);
         q[n - 5] = 1;
         assert_bytes(q, n, "id=1234 op=0 qd=1 NOERROR qr rd\nAR . OPT 4096 rcode-hi=1\n");
+        /* for names outside the zone too: the server says it, not upstream */
+        n = t_query(q, "example.com", 1, 4096, false);
+        q[n - 5] = 1;
+        assert_bytes(q, n, "id=1234 op=0 qd=1 NOERROR qr rd\nAR . OPT 4096 rcode-hi=1\n");
 }
 
 static void refused_and_forward(void **state)
