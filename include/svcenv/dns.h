@@ -129,5 +129,12 @@ int se_dns_zone_master(const struct se_dns_zone *z, char **ret);
 /* The same with `\t; <Kind> <ns>/<name>` after each record: the object it
  * comes from (`--explain`). */
 int se_dns_zone_explain(const struct se_dns_zone *z, char **ret);
+/* The lines of se_dns_zone_explain whose owner is name (any case, final
+ * dot optional, `_port._proto` or `port.proto`): every record the zone
+ * holds for that name and the object behind each, for `svcenv dns
+ * --explain NAME`. "" when the zone has none (NXDOMAIN, or a name made up
+ * per query like a `pods insecure` one). *ret is a new string (free() it).
+ * 0 or -ENOMEM. */
+int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **ret);
 
 #endif
