@@ -29,7 +29,7 @@ else
 Q := @
 endif
 
-DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && echo yes)
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka ldns 2>/dev/null && echo yes)
 # Missing packages: the rule for $(DEPS_MK) installs them, and because an
 # included makefile was remade, make starts over and reads the flags below
 # anew. So one `make demo` (or `make test`) on a fresh machine does the
@@ -100,8 +100,8 @@ endif
 # FORCE: remade whenever it is included, i.e. whenever packages are missing.
 $(DEPS_MK): FORCE
 	$(Q)test/ensure-deps
-	$(Q)pkg-config --exists $(PKGS) cmocka || { echo "make: pkg-config still finds no" \
-		"$(PKGS) cmocka after test/ensure-deps" >&2; exit 1; }
+	$(Q)pkg-config --exists $(PKGS) cmocka ldns || { echo "make: pkg-config still finds" \
+		"no $(PKGS) cmocka ldns after test/ensure-deps" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(Q)echo "# packages installed by test/ensure-deps; make restarted to read their flags" >$@
 FORCE:
@@ -126,10 +126,13 @@ $(BUILD)/bin/%: $$(call objs_of,$$(wildcard cmd/$$*/*.c)) $(LIB)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
+# libraries one test binary needs beyond the rest (test-only decoders)
+$(BUILD)/test/dns/test_ldns: TEST_EXTRA_LIBS := $(shell pkg-config --libs ldns 2>/dev/null)
+
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(TEST_LIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CMOCKA_LIBS) $(TEST_EXTRA_LIBS)
 
 $(BUILD)/fuzz-replay/%: $(BUILD)/obj/test/fuzz/%.o $(BUILD)/obj/test/fuzz/replay_main.o $(LIB)
 	@mkdir -p $(dir $@)
