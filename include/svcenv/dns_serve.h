@@ -85,6 +85,19 @@ size_t se_dns_cache_get(struct se_dns_cache *c, const uint8_t *query, size_t qle
 
 void se_dns_cache_stats(struct se_dns_cache *c, struct se_dns_cache_stats *ret);
 
+/* ---- autopath ---- */
+
+/* CoreDNS's autopath answer. resp is the answer to the name a client's
+ * search path led to; the result is that answer given as the answer to
+ * query (the name the client asked): the query's ID, RD bit and question,
+ * then, when resp has answer records, a CNAME from the asked name to the
+ * first record's owner with its TTL, then resp's records (names written
+ * out whole). Cut to udp_max bytes with TC when udp_max is not 0. Returns
+ * the length written to out, 0 when either message is malformed or out is
+ * too small. */
+size_t se_dns_autopath_reply(const uint8_t *query, size_t qlen, const uint8_t *resp, size_t rlen,
+                             size_t udp_max, uint8_t *out, size_t cap);
+
 /* ---- a message as text ---- */
 
 /* Appends msg in dig's layout: the header line (opcode, status, id), flags

@@ -202,6 +202,38 @@ static void test_cache__cut_to_the_askers_udp_size(void **state)
         se_dns_zone_unref(z);
 }
 
+static void test_autopath_reply__cname_in_front(void **state)
+{
+        (void)state;
+        struct se_dns_zone *z = t_zone(cluster, NULL);
+        uint8_t resp[4096], out[4096], q[512];
+        size_t rlen = upstream_answer(z, "web.ns.svc.cluster.local", 1, resp, sizeof(resp));
+        size_t qlen = t_query(q, "Web.NS.team.svc.cluster.local", 1, -1, false);
+        size_t n = se_dns_autopath_reply(q, qlen, resp, rlen, 0, out, sizeof(out));
+        assert_true(n > 12);
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_dns_msg_text(out, n, true, &sb), 0);
+        assert_string_equal(
+                sb.buf, ";; ->>HEADER<<- opcode: QUERY, status: NOERROR, id: 4660\n"
+                        ";; flags: qr aa rd; QUERY: 1, ANSWER: 2, AUTHORITY: 0, ADDITIONAL: 0\n"
+                        "\n;; QUESTION SECTION:\n"
+                        ";Web.NS.team.svc.cluster.local.\t\tIN\tA\n"
+                        "\n;; ANSWER SECTION:\n"
+                        "Web.NS.team.svc.cluster.local.\t5\tIN\tCNAME\tweb.ns.svc.cluster.local.\n"
+                        "web.ns.svc.cluster.local.\t5\tIN\tA\t10.96.0.20\n");
+        se_strbuf_release(&sb);
+        /* NODATA: no answer to point at, no CNAME; the SOA stays */
+        rlen = upstream_answer(z, "web.ns.svc.cluster.local", 28, resp, sizeof(resp));
+        n = se_dns_autopath_reply(q, qlen, resp, rlen, 0, out, sizeof(out));
+        assert_int_equal(out[7], 0);
+        assert_int_equal(out[9], 1);
+        /* malformed input or no room: 0 */
+        assert_int_equal(se_dns_autopath_reply(q, qlen, resp, 11, 0, out, sizeof(out)), 0);
+        assert_int_equal(se_dns_autopath_reply(q, qlen, resp, rlen, 0, out, 20), 0);
+        se_dns_zone_unref(z);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -211,6 +243,7 @@ int main(void)
                 cmocka_unit_test(test_cache__not_kept),
                 cmocka_unit_test(test_cache__capped_in_entries),
                 cmocka_unit_test(test_cache__cut_to_the_askers_udp_size),
+                cmocka_unit_test(test_autopath_reply__cname_in_front),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
