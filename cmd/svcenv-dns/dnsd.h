@@ -32,7 +32,7 @@ enum {
         DNSD_PLUGIN_KUBERNETES,
         DNSD_PLUGIN_CACHE,
         DNSD_PLUGIN_FORWARD,
-        DNSD_PLUGIN_NONE,
+        DNSD_PLUGIN_AUTOPATH,
         DNSD_PLUGINS
 };
 #define DNSD_TYPES   19 /* CoreDNS's monitored types + "other" */
@@ -73,6 +73,8 @@ struct fwd_job {
         uint64_t conn_id; /* TCP: the connection it came on */
         size_t udp_max; /* UDP: the client's size */
         uint64_t start_ns;
+        uint8_t *ap_query; /* autopath: the query the client sent (malloc'ed) */
+        size_t ap_qlen, ap_udp_max;
         uint8_t *resp; /* filled by the forwarder (malloc'ed) */
         size_t rlen;
         size_t qlen;
@@ -87,6 +89,8 @@ struct dnsd_worker {
         int ep, udp, tcp, wake;
         _Atomic(struct se_dns_zone *) next_zone; /* mailbox from the builder */
         struct se_dns_zone *zone; /* the worker's own reference */
+        _Atomic(struct dnsd_podindex *) next_index; /* --autopath */
+        struct dnsd_podindex *index;
         pthread_mutex_t done_lock; /* forwarders -> worker */
         struct fwd_job *done;
         struct dnsd_conn *conns;
@@ -108,6 +112,8 @@ struct dnsd {
         uint64_t upstream_timeout_ns;
         unsigned n_forwarders;
         unsigned max_forward_queue;
+        bool autopath;
+        char zone_name[256]; /* lower case, no final dot */
 
         struct se_store *store;
         struct dnsd_worker workers[DNSD_MAX_WORKERS];
@@ -123,6 +129,7 @@ struct dnsd {
         pthread_t build_thread;
         bool build_started;
         struct se_dns_zone *latest; /* builder's own reference */
+        struct dnsd_podindex *latest_index;
 
         /* forwarder (forward.c) */
         struct se_dns_cache *cache; /* NULL: no cache */
@@ -146,6 +153,14 @@ void dnsd_mark_dirty(struct dnsd *d);
 int dnsd_build_now(struct dnsd *d);
 void dnsd_on_store_change(void *data, enum se_store_event ev, const struct se_object *old,
                           const struct se_object *new_obj);
+
+/* autopath.c */
+struct dnsd_podindex;
+int dnsd_podindex_build(const struct se_store *st, struct dnsd_podindex **ret);
+struct dnsd_podindex *dnsd_podindex_ref(struct dnsd_podindex *x);
+struct dnsd_podindex *dnsd_podindex_unref(struct dnsd_podindex *x);
+/* The namespace of the pod with this address; NULL when none (or two). */
+const char *dnsd_podindex_lookup(const struct dnsd_podindex *x, int family, const uint8_t *addr);
 
 /* serve.c */
 int dnsd_workers_start(struct dnsd *d);

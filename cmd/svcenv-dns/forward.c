@@ -232,6 +232,8 @@ static void *forwarder(void *data)
                 pthread_mutex_unlock(&d->fwd_lock);
                 if (buf)
                         forward_one(d, job, buf, SE_DNS_MAX_MSG);
+                else
+                        job->rlen = 0; /* no memory: the worker drops it */
                 dnsd_job_done(job);
                 pthread_mutex_lock(&d->fwd_lock);
                 d->fwd_busy--;

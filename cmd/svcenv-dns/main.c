@@ -50,6 +50,9 @@ static const char usage[] =
         "  --endpoint-pod-names         endpoints without a hostname named by their pod\n"
         "  --reverse-fallthrough        unknown in-addr.arpa/ip6.arpa names go upstream\n"
         "                               (kubeadm's `fallthrough in-addr.arpa ip6.arpa`)\n"
+        "  --autopath                   answer the first query of a pod's search walk\n"
+        "                               with the final result (CoreDNS's autopath; watches\n"
+        "                               Pods for an address -> namespace index)\n"
         "  --upstream ADDR[,ADDR]       resolvers for other names (repeatable; default:\n"
         "                               the nameservers of --resolv-conf; \"none\": SERVFAIL)\n"
         "  --resolv-conf FILE           default /etc/resolv.conf\n"
@@ -92,6 +95,7 @@ enum {
         O_METRICS,
         O_LAMEDUCK,
         O_LOGFMT,
+        O_AUTOPATH,
 };
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
@@ -308,7 +312,7 @@ static int start_online(struct dnsd *d, struct source *src)
         }
         enum se_kind kinds[4] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE, SE_KIND_NAMESPACE,
                                   SE_KIND_POD };
-        unsigned n = d->zopts.pods == SE_DNS_PODS_VERIFIED ? 4 : 3;
+        unsigned n = d->zopts.pods == SE_DNS_PODS_VERIFIED || d->autopath ? 4 : 3;
         for (unsigned i = 0; i < n; i++) {
                 /* pods: only what `pods verified` reads (IPs, phase, deletion) */
                 struct se_kube_informer_opts io = {
@@ -368,6 +372,7 @@ static int parse_flags(struct dnsd *d, struct source *src, int argc, char **argv
                 { "metrics-addr", required_argument, NULL, O_METRICS },
                 { "lameduck", required_argument, NULL, O_LAMEDUCK },
                 { "logging-format", required_argument, NULL, O_LOGFMT },
+                { "autopath", no_argument, NULL, O_AUTOPATH },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
@@ -418,6 +423,9 @@ static int parse_flags(struct dnsd *d, struct source *src, int argc, char **argv
                         break;
                 case O_REVFALL:
                         d->zopts.reverse_fallthrough = true;
+                        break;
+                case O_AUTOPATH:
+                        d->autopath = true;
                         break;
                 case O_UPSTREAM:
                         upstream_flag = true;
@@ -542,6 +550,10 @@ int main(int argc, char **argv)
                 se_strv_release(&src.files);
                 return rc < 0 ? 0 : rc;
         }
+        snprintf(d.zone_name, sizeof(d.zone_name), "%s",
+                 d.zopts.zone ? d.zopts.zone : "cluster.local");
+        for (char *p = d.zone_name; *p; p++)
+                *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
         if (cache_ttl) {
                 copts.max_ttl = copts.max_neg_ttl = cache_ttl;
                 if (cache_ttl < 5)
@@ -649,6 +661,7 @@ out:
         for (int i = 0; i < 3; i++)
                 httpd[i] = se_httpd_stop(httpd[i]);
         d.latest = se_dns_zone_unref(d.latest);
+        d.latest_index = dnsd_podindex_unref(d.latest_index);
         se_kube_client_free(src.client);
         d.store = se_store_free(d.store);
         d.cache = se_dns_cache_free(d.cache);

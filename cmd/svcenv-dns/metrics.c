@@ -21,7 +21,7 @@ static const struct {
         { 251, "IXFR" },  { 252, "AXFR" }, { 255, "ANY" },
 };
 
-static const char *const plugins[DNSD_PLUGINS] = { "kubernetes", "cache", "forward", "" };
+static const char *const plugins[DNSD_PLUGINS] = { "kubernetes", "cache", "forward", "autopath" };
 
 static const char *const rcodes[DNSD_RCODES] = {
         "NOERROR",  "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP",  "REFUSED",

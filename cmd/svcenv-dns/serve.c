@@ -160,6 +160,120 @@ static void take_zone(struct dnsd_worker *w)
                 se_dns_zone_unref(w->zone);
                 w->zone = z;
         }
+        struct dnsd_podindex *x = atomic_exchange(&w->next_index, NULL);
+        if (x) {
+                dnsd_podindex_unref(w->index);
+                w->index = x;
+        }
+}
+
+/* ---- autopath ---- */
+
+enum { AP_NONE, AP_ANSWERED, AP_QUEUED };
+
+/* An rcode CoreDNS's autopath gives the client as it is (plugin.ClientWrite). */
+static bool client_writes(unsigned rcode)
+{
+        return rcode != 1 && rcode != 2 && rcode != 4 && rcode != 5;
+}
+
+static struct fwd_job *new_job(struct dnsd_worker *w, int proto,
+                               const struct sockaddr_storage *peer, socklen_t plen,
+                               struct dnsd_conn *conn, size_t udp_max, uint64_t t0, int fam,
+                               int type, const uint8_t *q, size_t qlen)
+{
+        struct fwd_job *job = malloc(sizeof(*job) + qlen);
+        if (!job)
+                return NULL;
+        memset(job, 0, sizeof(*job));
+        job->w = w;
+        job->proto = proto;
+        job->family = fam;
+        job->type = type;
+        job->peer = *peer;
+        job->peerlen = plen;
+        job->conn_id = conn ? conn->id : 0;
+        job->udp_max = udp_max;
+        job->start_ns = t0;
+        job->qlen = qlen;
+        memcpy(job->query, q, qlen);
+        return job;
+}
+
+/* q got NXDOMAIN from the zone. When its name is <base>.<ns>.svc.<zone>
+ * with <ns> the asking pod's namespace, walk the rest of that pod's search
+ * path here (<base>.svc.<zone>, <base>.<zone>, then <base> itself through
+ * the cache or upstream) and answer with the first that exists, behind a
+ * CNAME from the asked name (CoreDNS's autopath). */
+static int autopath(struct dnsd_worker *w, int proto, const struct sockaddr_storage *peer,
+                    socklen_t plen, struct dnsd_conn *conn, const struct se_dns_client *client,
+                    const uint8_t *q, size_t qlen, size_t udp_max, uint64_t t0, int fam, int type,
+                    uint8_t *out, size_t cap, size_t *olen)
+{
+        struct dnsd *d = w->d;
+        const char *ns = dnsd_podindex_lookup(w->index, client->family, client->addr);
+        char name[SE_DNS_MAX_NAME + 1], suffix[SE_DNS_MAX_NAME + 1];
+        uint16_t qtype, qclass;
+        if (!ns || se_dns_question(q, qlen, name, sizeof(name), &qtype, &qclass) < 0)
+                return AP_NONE;
+        int sl = snprintf(suffix, sizeof(suffix), ".%s.svc.%s", ns, d->zone_name);
+        size_t nl = strlen(name);
+        if (sl <= 0 || nl <= (size_t)sl || strcmp(name + nl - (size_t)sl, suffix) != 0)
+                return AP_NONE;
+        name[nl - (size_t)sl] = '\0'; /* the base */
+        char type_text[16];
+        snprintf(type_text, sizeof(type_text), "TYPE%u", qtype);
+        static __thread uint8_t cq[SE_DNS_MAX_NAME + 64], tmp[SE_DNS_MAX_MSG];
+        struct se_dns_client whole = *client;
+        whole.transport = SE_DNS_TCP; /* cut once, at the end */
+        for (int i = 0; i < 3; i++) {
+                char cand[2 * SE_DNS_MAX_NAME];
+                if (i == 0)
+                        snprintf(cand, sizeof(cand), "%s.svc.%s", name, d->zone_name);
+                else if (i == 1)
+                        snprintf(cand, sizeof(cand), "%s.%s", name, d->zone_name);
+                else
+                        snprintf(cand, sizeof(cand), "%s", name);
+                int cl = se_dns_query_make(cand, type_text, 0, 0, cq, sizeof(cq), NULL);
+                if (cl < 0)
+                        continue;
+                size_t tlen = 0;
+                enum se_dns_verdict v =
+                        se_dns_answer(w->zone, &whole, cq, (size_t)cl, tmp, sizeof(tmp), &tlen);
+                if (v == SE_DNS_REPLY) {
+                        unsigned rc = tlen >= 12 ? tmp[3] & 0x0f : 2;
+                        if (rc == 3 || !client_writes(rc))
+                                continue;
+                        *olen = se_dns_autopath_reply(q, qlen, tmp, tlen, udp_max, out, cap);
+                        return *olen ? AP_ANSWERED : AP_NONE;
+                }
+                if (v != SE_DNS_FORWARD || i != 2 || !d->n_upstreams)
+                        continue;
+                /* the bare name: the cache, else upstream */
+                if (d->cache &&
+                    (tlen = se_dns_cache_get(d->cache, cq, (size_t)cl, t0 / 1000000000ull, 0, tmp,
+                                             sizeof(tmp))) > 0) {
+                        if ((tmp[3] & 0x0f) != 0)
+                                return AP_NONE;
+                        *olen = se_dns_autopath_reply(q, qlen, tmp, tlen, udp_max, out, cap);
+                        return *olen ? AP_ANSWERED : AP_NONE;
+                }
+                struct fwd_job *job =
+                        new_job(w, proto, peer, plen, conn, 0, t0, fam, type, cq, (size_t)cl);
+                if (job && (job->ap_query = malloc(qlen))) {
+                        memcpy(job->ap_query, q, qlen);
+                        job->ap_qlen = qlen;
+                        job->ap_udp_max = udp_max;
+                        if (dnsd_forward(d, job)) {
+                                if (conn)
+                                        conn->in_flight++;
+                                return AP_QUEUED;
+                        }
+                        free(job->ap_query);
+                }
+                free(job);
+        }
+        return AP_NONE;
 }
 
 static void reply_udp(struct dnsd_worker *w, const struct sockaddr_storage *peer, socklen_t plen,
@@ -204,6 +318,18 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
         int type = query_type_index(q, qlen);
         dnsd_count_request(&d->m, proto, fam, type);
         size_t udp_max = proto == DNSD_PROTO_UDP ? se_dns_udp_size(q, qlen) : 0;
+        if (v == SE_DNS_REPLY && d->autopath && w->index && olen >= 12 && (out[3] & 0x0f) == 3) {
+                size_t alen = 0;
+                int ap = autopath(w, proto, peer, plen, conn, &client, q, qlen, udp_max, t0, fam,
+                                  type, out + olen, sizeof(out) - olen, &alen);
+                if (ap == AP_QUEUED)
+                        return true;
+                if (ap == AP_ANSWERED) {
+                        memmove(out, out + olen, alen);
+                        olen = alen;
+                        plugin = DNSD_PLUGIN_AUTOPATH;
+                }
+        }
         if (v == SE_DNS_FORWARD) {
                 plugin = DNSD_PLUGIN_FORWARD;
                 olen = 0;
@@ -211,20 +337,9 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
                                                          udp_max, out, sizeof(out))) > 0) {
                         plugin = DNSD_PLUGIN_CACHE;
                 } else if (d->n_upstreams) {
-                        struct fwd_job *job = malloc(sizeof(*job) + qlen);
+                        struct fwd_job *job = new_job(w, proto, peer, plen, conn, udp_max, t0, fam,
+                                                      type, q, qlen);
                         if (job) {
-                                memset(job, 0, sizeof(*job));
-                                job->w = w;
-                                job->proto = proto;
-                                job->family = fam;
-                                job->type = type;
-                                job->peer = *peer;
-                                job->peerlen = plen;
-                                job->conn_id = conn ? conn->id : 0;
-                                job->udp_max = udp_max;
-                                job->start_ns = t0;
-                                job->qlen = qlen;
-                                memcpy(job->query, q, qlen);
                                 if (dnsd_forward(d, job)) {
                                         if (conn)
                                                 conn->in_flight++;
@@ -248,6 +363,30 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
         return conn_send(w, conn, out, olen);
 }
 
+/* The upstream's answer for the bare name of an autopath walk: given to
+ * the client as the answer to its question when it is NOERROR; otherwise
+ * the client gets what the zone said to its own question (NXDOMAIN). */
+static void autopath_done(struct dnsd_worker *w, struct fwd_job *job)
+{
+        static __thread uint8_t buf[SE_DNS_MAX_MSG];
+        size_t n = 0;
+        if ((job->resp[3] & 0x0f) == 0)
+                n = se_dns_autopath_reply(job->ap_query, job->ap_qlen, job->resp, job->rlen,
+                                          job->ap_udp_max, buf, sizeof(buf));
+        if (!n && w->zone) {
+                struct se_dns_client c = { .transport = job->ap_udp_max ? SE_DNS_UDP : SE_DNS_TCP };
+                if (se_dns_answer(w->zone, &c, job->ap_query, job->ap_qlen, buf, sizeof(buf), &n) !=
+                    SE_DNS_REPLY)
+                        n = 0;
+        }
+        uint8_t *copy = n ? malloc(n) : NULL;
+        free(job->resp);
+        job->resp = copy;
+        job->rlen = copy ? n : 0;
+        if (copy)
+                memcpy(copy, buf, n);
+}
+
 /* Answers from forwarders, back on the worker that owns the client. */
 static void drain_done(struct dnsd_worker *w)
 {
@@ -261,8 +400,10 @@ static void drain_done(struct dnsd_worker *w)
         while (list) {
                 struct fwd_job *job = list;
                 list = job->next;
+                if (job->rlen && job->ap_query)
+                        autopath_done(w, job);
                 if (job->rlen) {
-                        int plugin = DNSD_PLUGIN_FORWARD;
+                        int plugin = job->ap_query ? DNSD_PLUGIN_AUTOPATH : DNSD_PLUGIN_FORWARD;
                         dnsd_count_response(&w->d->m, plugin, job->resp, job->rlen, job->type,
                                             se_now_mono_ns() - job->start_ns);
                         if (job->proto == DNSD_PROTO_UDP) {
@@ -275,6 +416,7 @@ static void drain_done(struct dnsd_worker *w)
                                 }
                         }
                 }
+                free(job->ap_query);
                 free(job->resp);
                 free(job);
         }
@@ -522,6 +664,8 @@ void dnsd_workers_stop(struct dnsd *d)
                 w->udp = w->tcp = w->wake = w->ep = -1;
                 se_dns_zone_unref(atomic_exchange(&w->next_zone, NULL));
                 w->zone = se_dns_zone_unref(w->zone);
+                dnsd_podindex_unref(atomic_exchange(&w->next_index, NULL));
+                w->index = dnsd_podindex_unref(w->index);
                 pthread_mutex_destroy(&w->done_lock);
         }
 }

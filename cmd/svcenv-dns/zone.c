@@ -55,8 +55,24 @@ static void publish(struct dnsd *d, struct se_dns_zone *z)
         atomic_store(&d->have_zone, true);
 }
 
+static void publish_index(struct dnsd *d, struct dnsd_podindex *x)
+{
+        for (unsigned i = 0; i < d->n_workers; i++)
+                dnsd_podindex_unref(
+                        atomic_exchange(&d->workers[i].next_index, dnsd_podindex_ref(x)));
+        dnsd_podindex_unref(d->latest_index);
+        d->latest_index = x;
+}
+
 int dnsd_build_now(struct dnsd *d)
 {
+        if (d->autopath) {
+                struct dnsd_podindex *x = NULL;
+                if (dnsd_podindex_build(d->store, &x) == 0)
+                        publish_index(d, x);
+                else
+                        se_log_error("building the pod address index: out of memory");
+        }
         struct se_dns_zone *z = NULL;
         struct se_diag diag = { 0 };
         uint64_t t0 = se_now_mono_ns();
