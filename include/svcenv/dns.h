@@ -111,8 +111,11 @@ size_t se_dns_error_reply(const uint8_t *query, size_t qlen, unsigned rcode, uin
 
 /* --- the zone as text, for `svcenv dns --zone` and `--explain` --- */
 
-/* Every record of the zone as an RFC 1035 master file, sorted by owner name
- * then type. *ret is a new string (free() it). 0 or -ENOMEM. */
+/* Every record of the zone as an RFC 1035 master file: the cluster zone,
+ * in-addr.arpa and ip6.arpa, each opened by its SOA, owners in RFC 4034
+ * canonical order, then by type (A AAAA CNAME PTR SRV TXT). Pod names of
+ * `pods insecure` are made up per query and not listed. *ret is a new string (free() it). 0 or
+ * -ENOMEM. */
 int se_dns_zone_master(const struct se_dns_zone *z, char **ret);
 /* The same with `\t; <Kind> <ns>/<name>` after each record: the object it
  * comes from (`--explain`). */

@@ -245,22 +245,20 @@ static enum outcome external(struct reply *r, const struct dns_node *n)
 }
 
 /* `a-b-c-d.<ns>.pod.<zone>` under `pods insecure`: any address in an
- * existing namespace, an extra label in front ignored. */
+ * existing namespace. key is already cut to those three labels. */
 static enum outcome insecure_pod(struct reply *r, const char *key, size_t rel_labels)
 {
-        if (rel_labels < 3 || rel_labels > 4)
+        if (rel_labels != 3)
                 return NXDOMAIN;
         char buf[KEY_MAX];
         snprintf(buf, sizeof(buf), "%s", key);
-        char *labels[4], *save = NULL;
+        char *labels[3], *save = NULL;
         size_t n = 0;
-        for (char *l = strtok_r(buf, ".", &save); l && n < 4; l = strtok_r(NULL, ".", &save))
+        for (char *l = strtok_r(buf, ".", &save); l && n < 3; l = strtok_r(NULL, ".", &save))
                 labels[n++] = l;
-        if (n < 3)
+        if (n < 3 || strcmp(labels[2], "pod") != 0)
                 return NXDOMAIN;
-        char *dashed = labels[rel_labels - 3], *ns = labels[rel_labels - 2];
-        if (strcmp(labels[rel_labels - 1], "pod") != 0)
-                return NXDOMAIN;
+        char *dashed = labels[0], *ns = labels[1];
         char nskey[KEY_MAX];
         snprintf(nskey, sizeof(nskey), "%s.svc.%s", ns, r->z->zone);
         const struct dns_node *nsn = dns_zone_find(r->z, nskey);
@@ -287,10 +285,27 @@ static enum outcome insecure_pod(struct reply *r, const char *key, size_t rel_la
         return ANSWER;
 }
 
+/* Labels left of `<name>.<ns>.pod.<zone>` (an endpoint or a port and a
+ * protocol to CoreDNS's parser) do not matter for pods: cut them. */
+static char *pod_key(char *key, size_t *rel_labels, const char *zone)
+{
+        if (*rel_labels < 4 || *rel_labels > 5)
+                return key;
+        size_t n = strlen(key), zl = strlen(zone);
+        /* "<...>.pod.<zone>": the label before the zone must be "pod" */
+        if (n < zl + 5 || memcmp(key + n - zl - 5, ".pod.", 5) != 0)
+                return key;
+        for (size_t cut = *rel_labels - 3; cut > 0; cut--)
+                key = strchr(key, '.') + 1;
+        *rel_labels = 3;
+        return key;
+}
+
 static enum outcome cluster(struct reply *r, char *key, size_t rel_labels)
 {
         const struct se_dns_zone *z = r->z;
         uint16_t t = r->q->qtype;
+        key = pod_key(key, &rel_labels, z->zone);
         drop_port_underscores(key, rel_labels);
         const struct dns_node *n = dns_zone_find(z, key);
         if (t == DNS_T_SOA) {
@@ -339,10 +354,10 @@ static enum outcome reverse(struct reply *r, const char *key)
                 }
                 return NODATA;
         }
-        if (!n)
+        /* CoreDNS looks reverse names up for PTR alone: any other type, like
+         * an address it does not know, is a name error (or falls through) */
+        if (!n || r->q->qtype != DNS_T_PTR)
                 return r->z->reverse_fallthrough ? FORWARD : NXDOMAIN;
-        if (!has_type(n, r->q->qtype))
-                return NODATA;
         emit_set(r, r->q->qname, &n->rrs, r->q->qtype);
         return ANSWER;
 }

@@ -168,6 +168,7 @@ enum dns_node_kind {
 struct dns_node {
         const char *key; /* lower case, no final dot; the hashmap key */
         uint8_t kind;
+        bool cluster_ip_ptr; /* REVERSE: its PTR is a Service's ClusterIP */
         uint32_t srv_pairs; /* while building: what SRV weights divide */
         struct dns_rr_set rrs;
         const char *target; /* EXTERNAL: the CNAME target's key */

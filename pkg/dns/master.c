@@ -1,6 +1,7 @@
 /* master.c — the zone as an RFC 1035 master file (`svcenv dns --zone`). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,10 +41,32 @@ static void put_target(struct se_strbuf *sb, const uint8_t *name)
         }
 }
 
-static void put_rr(struct se_strbuf *sb, const char *owner, const struct dns_rr *rr, bool why)
+/* The owner as written, without the final dot: a port name's key has no
+ * underscores (CoreDNS takes both spellings), the file has the spec's
+ * `_port._proto`. */
+static void owner_text(const struct dns_node *n, char *out, size_t cap)
+{
+        const char *dot = strchr(n->key, '.');
+        if (n->kind == DNS_NODE_PORT && dot)
+                snprintf(out, cap, "_%.*s._%s", (int)(dot - n->key), n->key, dot + 1);
+        else
+                snprintf(out, cap, "%s", n->key);
+}
+
+static void put_owner(struct se_strbuf *sb, const struct dns_node *n)
+{
+        char text[1100];
+        owner_text(n, text, sizeof(text));
+        se_strbuf_puts(sb, text);
+        se_strbuf_putc(sb, '.');
+}
+
+static void put_rr(struct se_strbuf *sb, const struct dns_node *n, const struct dns_rr *rr,
+                   bool why)
 {
         char addr[INET6_ADDRSTRLEN];
-        se_strbuf_printf(sb, "%s.\t%u\tIN\t%s\t", owner, rr->ttl, type_name(rr->type));
+        put_owner(sb, n);
+        se_strbuf_printf(sb, "\t%u\tIN\t%s\t", rr->ttl, type_name(rr->type));
         switch (rr->type) {
         case DNS_T_A:
         case DNS_T_AAAA:
@@ -67,11 +90,54 @@ static void put_rr(struct se_strbuf *sb, const char *owner, const struct dns_rr 
         se_strbuf_putc(sb, '\n');
 }
 
+/* The cluster zone, then in-addr.arpa, then ip6.arpa. */
+static int zone_of(const char *key)
+{
+        size_t n = strlen(key);
+        if (n >= 12 && strcmp(key + n - 12, "in-addr.arpa") == 0)
+                return 1;
+        if (n >= 8 && strcmp(key + n - 8, "ip6.arpa") == 0)
+                return 2;
+        return 0;
+}
+
+/* RFC 4034 6.1 canonical order: labels compared from the right, each as
+ * bytes, a name before the names below it. */
+static int canonical_cmp(const char *a, const char *b)
+{
+        size_t ea = strlen(a), eb = strlen(b);
+        for (;;) {
+                if (ea == 0 || eb == 0)
+                        return (ea != 0) - (eb != 0);
+                size_t sa = ea, sb = eb;
+                while (sa > 0 && a[sa - 1] != '.')
+                        sa--;
+                while (sb > 0 && b[sb - 1] != '.')
+                        sb--;
+                size_t la = ea - sa, lb = eb - sb;
+                int c = memcmp(a + sa, b + sb, la < lb ? la : lb);
+                if (c || la != lb)
+                        return c ? c : (la < lb ? -1 : 1);
+                ea = sa ? sa - 1 : 0;
+                eb = sb ? sb - 1 : 0;
+                if ((sa == 0) != (sb == 0))
+                        return sa == 0 ? -1 : 1;
+                if (sa == 0)
+                        return 0;
+        }
+}
+
 static int cmp_node(const void *a, const void *b)
 {
         const struct dns_node *x = *(const struct dns_node *const *)a;
         const struct dns_node *y = *(const struct dns_node *const *)b;
-        return strcmp(x->key, y->key);
+        int zx = zone_of(x->key), zy = zone_of(y->key);
+        if (zx != zy)
+                return zx - zy;
+        char tx[1100], ty[1100];
+        owner_text(x, tx, sizeof(tx));
+        owner_text(y, ty, sizeof(ty));
+        return canonical_cmp(tx, ty);
 }
 
 static const uint16_t type_order[] = { DNS_T_SOA, DNS_T_A,   DNS_T_AAAA, DNS_T_CNAME,
@@ -92,15 +158,19 @@ static int master(const struct se_dns_zone *z, bool why, char **ret)
                 return -ENOMEM;
         memcpy(v, z->nodes, z->n_nodes * sizeof(*v));
         qsort(v, z->n_nodes, sizeof(*v), cmp_node);
-        put_soa(&sb, z->zone, z);
-        for (size_t i = 0; i < z->n_nodes; i++)
+        static const char *const apex[] = { NULL, "in-addr.arpa", "ip6.arpa" };
+        int group = -1;
+        for (size_t i = 0; i <= z->n_nodes; i++) {
+                int g = i < z->n_nodes ? zone_of(v[i]->key) : 3;
+                while (group < g && group < 2) /* each zone's SOA opens it */
+                        if (++group < 3)
+                                put_soa(&sb, apex[group] ? apex[group] : z->zone, z);
+                if (i == z->n_nodes)
+                        break;
                 for (size_t t = 0; t < SE_ARRAY_SIZE(type_order); t++)
                         for (uint32_t k = 0; k < v[i]->rrs.n; k++)
                                 if (v[i]->rrs.v[k].type == type_order[t])
-                                        put_rr(&sb, v[i]->key, &v[i]->rrs.v[k], why);
-        if (!z->reverse_fallthrough) {
-                put_soa(&sb, "in-addr.arpa", z);
-                put_soa(&sb, "ip6.arpa", z);
+                                        put_rr(&sb, v[i], &v[i]->rrs.v[k], why);
         }
         free(v);
         if (se_strbuf_failed(&sb)) {

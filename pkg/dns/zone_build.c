@@ -32,13 +32,14 @@ struct slice_list {
         size_t n;
 };
 
-/* A DNS label as Kubernetes names are: 1..63 of [a-z0-9-]. Anything else
+/* A DNS label as Kubernetes names are: 1..63 of [a-z0-9-], a letter or
+ * digit first and last. Anything else
  * cannot come from a valid object, and is left out of the zone rather than
  * giving names that mean something else. */
 static bool label_ok(const char *s)
 {
         size_t n = s ? strlen(s) : 0;
-        if (n == 0 || n > 63)
+        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
                 return false;
         for (size_t i = 0; i < n; i++) {
                 char c = s[i];
@@ -183,7 +184,11 @@ static bool reverse_key(const char *ip, char *out, size_t cap)
         return true;
 }
 
-static int add_ptr(struct build *b, const char *ip, const char *target, const char *why)
+/* A PTR record. CoreDNS answers an address that is a ClusterIP with the
+ * first such Service alone (services come in namespace/name order here);
+ * only an address that is no ClusterIP gets one PTR per endpoint name. */
+static int add_ptr(struct build *b, const char *ip, const char *target, bool cluster_ip,
+                   const char *why)
 {
         char key[KEY_MAX];
         if (!reverse_key(ip, key, sizeof(key)))
@@ -192,8 +197,19 @@ static int add_ptr(struct build *b, const char *ip, const char *target, const ch
         struct dns_node *n = get_node(b->z, key, DNS_NODE_REVERSE);
         if (!n || !(rr.name = wire_name(b->z, target)))
                 return -ENOMEM;
+        if (n->cluster_ip_ptr)
+                return 0;
+        if (cluster_ip) {
+                n->cluster_ip_ptr = true;
+                n->rrs.n = 0; /* endpoint PTRs give way */
+        }
         return node_add(n, &rr);
 }
+
+/* A Service whose namespace does not exist has no names, but CoreDNS still
+ * answers PTR for its addresses (its reverse index ignores namespaces). */
+static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
+                           const char *why);
 
 /* An SRV record to target; the weight is filled in by finish_srv. */
 static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint8_t *target,
@@ -279,7 +295,7 @@ static int add_cluster_ips(struct build *b, const struct se_service *s, struct d
                         continue;
                 int r = node_add(svc, &rr);
                 if (r == 0)
-                        r = add_ptr(b, v[i], fqdn, why);
+                        r = add_ptr(b, v[i], fqdn, true, why);
                 if (r < 0)
                         return r;
         }
@@ -290,6 +306,11 @@ static int build_cluster_ip(struct build *b, const struct se_service *s, const c
                             const char *why)
 {
         struct se_dns_zone *z = b->z;
+        if (s->n_ports == 0) {
+                /* CoreDNS finds a ClusterIP service through its ports: none
+                 * (possible in a manifest, not in the API) is NXDOMAIN */
+                return build_ptrs_only(b, s, fqdn, why) < 0 ? -ENOMEM : 0;
+        }
         struct dns_node *svc = get_node(z, fqdn, DNS_NODE_SERVICE);
         const uint8_t *target = wire_name(z, fqdn);
         if (!svc || !target)
@@ -403,7 +424,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                                 if (r == 0)
                                         r = set_push(own, &rr);
                                 if (r == 0)
-                                        r = add_ptr(b, ep->addresses.v[a], efqdn, why);
+                                        r = add_ptr(b, ep->addresses.v[a], efqdn, false, why);
                                 if (r < 0) {
                                         free(own->v);
                                         return r;
@@ -422,6 +443,32 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                 }
         }
         return 0;
+}
+
+static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
+                           const char *why)
+{
+        const char *one[1] = { s->cluster_ip };
+        const char *const *v = s->cluster_ips.n ? s->cluster_ips.v : one;
+        uint32_t n = s->cluster_ips.n ? s->cluster_ips.n : (s->cluster_ip ? 1 : 0);
+        int r = 0;
+        for (uint32_t i = 0; i < n && r == 0; i++)
+                r = add_ptr(b, v[i], fqdn, true, why);
+        char key[KEY_MAX];
+        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        const struct slice_list *sl = se_hashmap_get(&b->slices, key);
+        for (size_t i = 0; sl && i < sl->n && r == 0; i++)
+                for (uint32_t e = 0; e < sl->v[i]->n_endpoints && r == 0; e++) {
+                        const struct se_slice_endpoint *ep = &sl->v[i]->endpoints[e];
+                        char label[128], efqdn[KEY_MAX];
+                        if (!endpoint_ready(ep) || ep->addresses.n == 0 ||
+                            !endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
+                                continue;
+                        keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
+                        for (uint32_t a = 0; a < ep->addresses.n && a < 100 && r == 0; a++)
+                                r = add_ptr(b, ep->addresses.v[a], efqdn, false, why);
+                }
+        return r;
 }
 
 static bool is_ip(const char *s)
@@ -460,13 +507,15 @@ static int build_external(struct build *b, const struct se_service *s, const cha
 static int build_service(struct build *b, const struct se_service *s)
 {
         const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
-        if (!label_ok(ns) || !label_ok(name) || !se_hashmap_get(&b->ns, ns))
+        if (!label_ok(ns) || !label_ok(name))
                 return 0;
         char fqdn[KEY_MAX];
         keyf(fqdn, sizeof(fqdn), "%s.%s.svc.%s", name, ns, b->z->zone);
         const char *why = why_of(b->z, "Service", &s->obj);
         if (!why)
                 return -ENOMEM;
+        if (!se_hashmap_get(&b->ns, ns))
+                return s->type == SE_SVC_EXTERNAL_NAME ? 0 : build_ptrs_only(b, s, fqdn, why);
         if (s->type == SE_SVC_EXTERNAL_NAME)
                 return build_external(b, s, fqdn, why);
         bool headless = s->cluster_ip && strcmp(s->cluster_ip, "None") == 0;
@@ -534,6 +583,10 @@ static int add_namespace(struct build *b, const char *ns)
         struct dns_node *n = get_node(b->z, key, DNS_NODE_NAMESPACE);
         if (!n)
                 return -ENOMEM;
+        /* <ns>.pod.<zone> is NODATA too, unless pod names are off */
+        keyf(key, sizeof(key), "%s.pod.%s", ns, b->z->zone);
+        if (b->z->pods != SE_DNS_PODS_DISABLED && !get_node(b->z, key, DNS_NODE_NAMESPACE))
+                return -ENOMEM;
         const char *name = se_arena_strdup(&b->z->arena, ns);
         return name ? se_hashmap_put(&b->ns, name, (void *)1, NULL) : -ENOMEM;
 }
@@ -585,9 +638,9 @@ static int build_pods(struct build *b)
                 if (p->obj.meta.deletion_timestamp ||
                     (p->phase && strcmp(p->phase, "Succeeded") == 0) || !se_hashmap_get(&b->ns, ns))
                         continue;
-                const char *one[1] = { p->pod_ip };
-                const char *const *ips = p->pod_ips.n ? p->pod_ips.v : one;
-                uint32_t n_ips = p->pod_ips.n ? p->pod_ips.n : (p->pod_ip ? 1 : 0);
+                /* CoreDNS matches status.podIP alone, not every podIPs entry */
+                const char *ips[1] = { p->pod_ip };
+                uint32_t n_ips = p->pod_ip ? 1 : 0;
                 const char *why = why_of(b->z, "Pod", &p->obj);
                 if (!why) {
                         r = -ENOMEM;

@@ -272,6 +272,18 @@ static SE_UNUSED char *t_render(const uint8_t *m, size_t len)
         return out;
 }
 
+/* The raw response to a query; its length (0 when not a reply). */
+static SE_UNUSED size_t t_raw(const struct se_dns_zone *z, const char *name, uint16_t type,
+                              int edns, enum se_dns_transport tr, uint8_t *out, size_t cap)
+{
+        uint8_t q[600];
+        size_t qlen = t_query(q, name, type, edns, false), outlen = 0;
+        struct se_dns_client c = { .transport = tr };
+        if (se_dns_answer(z, &c, q, qlen, out, cap, &outlen) != SE_DNS_REPLY)
+                return 0;
+        return outlen;
+}
+
 /* Asks z over UDP (EDNS size edns, < 0: none) and renders the answer;
  * "FORWARD" or "DROP" for those verdicts. */
 static SE_UNUSED char *t_ask_ex(const struct se_dns_zone *z, const char *name, uint16_t type,
