@@ -99,11 +99,15 @@ static int copy_record(const uint8_t *msg, size_t len, size_t *off, struct out *
                 r = copy_name(msg, end, &p, o);
                 break;
         case 15: /* MX */
+                if (rdlen < 3)
+                        return -EBADMSG;
                 put(o, msg + p, 2);
                 p += 2;
                 r = p < end ? copy_name(msg, end, &p, o) : -EBADMSG;
                 break;
         case 33: /* SRV */
+                if (rdlen < 7)
+                        return -EBADMSG;
                 put(o, msg + p, 6);
                 p += 6;
                 r = p < end ? copy_name(msg, end, &p, o) : -EBADMSG;

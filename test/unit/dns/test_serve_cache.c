@@ -234,6 +234,25 @@ static void test_autopath_reply__cname_in_front(void **state)
         se_dns_zone_unref(z);
 }
 
+/* An SRV or MX record whose rdata is shorter than its fixed part, last in
+ * the message: refused, not read past the end (found by fuzz_autopath). */
+static void test_autopath_reply__short_rdata(void **state)
+{
+        (void)state;
+        uint8_t q[512], out[4096];
+        size_t qlen = t_query(q, "a.ns.team.svc.cluster.local", 33, -1, false);
+        static const uint8_t head[] = { 0, 1, 0x81, 0,  0, 1,  0, 1, 0, 0, 0, 0, 1, 'a', 0, 0, 33,
+                                        0, 1, 0xc0, 12, 0, 33, 0, 1, 0, 0, 0, 5, 0, 2,   0, 0 };
+        for (int type = 15; type <= 33; type += 18) {
+                uint8_t *m = malloc(sizeof(head)); /* exact size: ASan sees any over-read */
+                memcpy(m, head, sizeof(head));
+                m[22] = (uint8_t)type;
+                assert_int_equal(
+                        se_dns_autopath_reply(q, qlen, m, sizeof(head), 0, out, sizeof(out)), 0);
+                free(m);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -244,6 +263,7 @@ int main(void)
                 cmocka_unit_test(test_cache__capped_in_entries),
                 cmocka_unit_test(test_cache__cut_to_the_askers_udp_size),
                 cmocka_unit_test(test_autopath_reply__cname_in_front),
+                cmocka_unit_test(test_autopath_reply__short_rdata),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
