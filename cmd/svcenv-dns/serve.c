@@ -640,13 +640,15 @@ void dnsd_workers_stop(struct dnsd *d)
         atomic_store(&d->stopping, true);
         for (unsigned i = 0; i < d->n_workers; i++) {
                 struct dnsd_worker *w = &d->workers[i];
-                if (w->wake >= 0) {
+                if (w->d && w->wake >= 0) {
                         uint64_t one = 1;
                         (void)!write(w->wake, &one, sizeof(one));
                 }
         }
         for (unsigned i = 0; i < d->n_workers; i++) {
                 struct dnsd_worker *w = &d->workers[i];
+                if (!w->d)
+                        continue; /* never set up (start failed early) */
                 if (w->started)
                         pthread_join(w->thread, NULL);
                 w->started = false;
