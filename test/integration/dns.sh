@@ -23,7 +23,9 @@ command -v dig >/dev/null || { echo "not ok 1 - dig is missing (bind9-dnsutils; 
 work=$(mktemp -d /tmp/svcenv-dns.XXXXXX)
 ns=dns-$$-$RANDOM
 pids=()
+made=()
 cleanup() {
+        for obj in "${made[@]}"; do kapi delete "$obj" >/dev/null 2>&1; done
         for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
         for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
         kapi delete "/api/v1/namespaces/$ns" >/dev/null 2>&1
@@ -223,7 +225,9 @@ for f in "$work"/rbac-*.yaml; do
         ClusterRole) path=/apis/rbac.authorization.k8s.io/v1/clusterroles ;;
         ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/clusterrolebindings ;;
         esac
-        kapi post "$path" "$f" >/dev/null 2>&1 || true # may exist already (webhook.sh)
+        # made here: removed at the end (webhook.sh creates them too)
+        name=$(awk '/^  name:/{print $2; exit}' "$f")
+        kapi post "$path" "$f" >/dev/null 2>&1 && made+=("$path/$name")
 done
 as() { # as METHOD PATH: the HTTP code for the ServiceAccount
         curl -s -o /dev/null -w '%{http_code}' --cacert "$CA_FILE" -H "Authorization: Bearer $ADMIN_TOKEN" \
