@@ -74,6 +74,13 @@ post /api/v1/namespaces/$ns/services <<EOF2
  "spec":{"type":"ExternalName","externalName":"api.ext.svc.upstream.test"}}
 EOF2
 web_ip=$(kapi get /api/v1/namespaces/$ns/services/web | jq -r .spec.clusterIP)
+# a pod whose address is one of ours on loopback: dig -b asks as that pod
+pod_ip=${a1%.53}.7
+post /api/v1/namespaces/$ns/pods <<EOF2
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"client"},
+ "spec":{"containers":[{"name":"c","image":"x"}]}}
+EOF2
+kapi patch-status "$ns" client "{\"status\":{\"phase\":\"Running\",\"podIP\":\"$pod_ip\",\"podIPs\":[{\"ip\":\"$pod_ip\"}]}}" >/dev/null
 
 # ---- the stand-in upstream: svcenv-dns serving zone upstream.test from
 # manifests, with a Service of 100 endpoints (an answer too big for UDP) ----
@@ -111,7 +118,7 @@ pids+=("$up_pid")
 # ---- svcenv-dns on the API server ----
 "$SVCENV/svcenv-dns" --kubeconfig "$KUBE_DIR/kubeconfig" --listen "$a1:$p1" --upstream "$a2:$p2" \
         --upstream-timeout 1s --health-addr "127.0.0.1:$hp" --ready-addr "127.0.0.1:$rp" \
-        --metrics-addr "127.0.0.1:$mp" --workers 2 --lameduck 2s -v 2 >"$work/dns.log" 2>&1 &
+        --metrics-addr "127.0.0.1:$mp" --workers 2 --lameduck 2s --autopath -v 2 >"$work/dns.log" 2>&1 &
 dns_pid=$!
 pids+=("$dns_pid")
 ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$rp/ready")" = 200 ]; }
@@ -136,6 +143,11 @@ check "a missing Service is NXDOMAIN" test "$(status_of nope.$ns.$d)" = NXDOMAIN
 check "the ndots:5 walk of an external name is NXDOMAIN from the zone" \
         test "$(status_of example.com.$ns.$d)" = NXDOMAIN
 check "case is kept in the answer" test "$(q +noall +answer WEB.$ns.$d | awk '{print $1}')" = "WEB.$ns.$d."
+
+check "svcenv dns --kubeconfig gives the same answer" \
+        test "$("$SVCENV/svcenv" dns --kubeconfig "$KUBE_DIR/kubeconfig" hs.$ns.$d --explain |
+                awk '$4 == "A" {print $5, $10}' | sort | tr '\n' ' ')" = \
+        "10.244.1.10 $ns/hs-1 10.244.2.10 $ns/hs-1 "
 
 # ---- changes, polled (the time they took is printed, not asserted) ----
 post /api/v1/namespaces/$ns/services <<EOF2
@@ -179,6 +191,13 @@ check "a name outside the zone is forwarded" test "$(short api.ext.svc.upstream.
 check "... its negative answer too (NXDOMAIN)" test "$(status_of nope.ext.svc.upstream.test)" = NXDOMAIN
 check "ExternalName: the CNAME" \
         test "$(q +noall +answer ext.$ns.$d | awk '$4 == "CNAME" {print $5}')" = "api.ext.svc.upstream.test."
+# --autopath: the first query of the pod's search walk gets the final answer
+ap() { q -b "$pod_ip" +noall +answer "$@" | awk '{print $4, $5}' | tr '\n' ' '; }
+check "autopath: <svc>.<ns> from a pod of <ns> (CNAME, then the A)" \
+        test "$(ap web.$ns.$ns.$d)" = "CNAME web.$ns.$d. A $web_ip "
+check "autopath: an external name, through the upstream" \
+        test "$(ap api.ext.svc.upstream.test.$ns.$d)" = "CNAME api.ext.svc.upstream.test. A 192.0.2.10 "
+check "autopath: not for an address no pod has" test "$(status_of web.$ns.$ns.$d)" = NXDOMAIN
 n_big=$(q +ignore +noedns big.ext.svc.upstream.test | grep -c '	A	')
 check "a big answer over UDP without EDNS0 is truncated (TC)" \
         bash -c "dig @$a1 -p $p1 +time=3 +tries=1 +ignore +noedns big.ext.svc.upstream.test | grep -q 'flags: qr[a-z ]* tc'"
