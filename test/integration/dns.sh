@@ -189,8 +189,10 @@ check "a deleted Service is NXDOMAIN" until_ok 10 gone
 # ---- forwarding, the cache, negative caching ----
 check "a name outside the zone is forwarded" test "$(short api.ext.svc.upstream.test)" = 192.0.2.10
 check "... its negative answer too (NXDOMAIN)" test "$(status_of nope.ext.svc.upstream.test)" = NXDOMAIN
-check "ExternalName: the CNAME" \
-        test "$(q +noall +answer ext.$ns.$d | awk '$4 == "CNAME" {print $5}')" = "api.ext.svc.upstream.test."
+check "ExternalName: the CNAME, then the target's A from upstream" \
+        test "$(q +noall +answer ext.$ns.$d | awk '{print $4, $5}' | tr '\n' ' ')" = "CNAME api.ext.svc.upstream.test. A 192.0.2.10 "
+check "ExternalName: a target without AAAA upstream, the CNAME alone" \
+        test "$(q +noall +answer ext.$ns.$d AAAA | awk '{print $4, $5}' | tr '\n' ' ')" = "CNAME api.ext.svc.upstream.test. "
 # --autopath: the first query of the pod's search walk gets the final answer
 ap() { q -b "$pod_ip" +noall +answer "$@" | awk '{print $4, $5}' | tr '\n' ' '; }
 check "autopath: <svc>.<ns> from a pod of <ns> (CNAME, then the A)" \
