@@ -228,7 +228,7 @@ int se_dns_cname_target(const uint8_t *msg, size_t len, char *name, size_t cap)
                 return -EBADMSG;
         off += 4;
         unsigned an = get16(msg + 6);
-        uint8_t target[SE_DNS_MAX_NAME + 1];
+        uint8_t target[SE_DNS_MAX_NAME + 1] = { 0 };
         bool last_is_cname = false;
         for (unsigned i = 0; i < an; i++) {
                 if (copy_name(msg, len, &off, &skip) < 0 || len - off < 10)
