@@ -24,12 +24,12 @@
  *
  * Which services: a Service with a non-empty selector that is not
  * ExternalName. Endpoints of other services are never touched. When the
- * Service is gone (in->svc == NULL) the planners return SE_EP_DELETE for an
- * existing object carrying our managed-by label (Endpoints without it, or
- * with the leader-election annotation, are left alone: they cannot be told
- * apart from user objects). Upstream also deletes an unlabelled Endpoints
- * when it sees the Service's delete event; a controller that wants that
- * issues the DELETE itself on the event.
+ * Service is gone (in->svc == NULL) the Endpoints planner returns
+ * SE_EP_DELETE for any existing object, whoever wrote it (labels are not
+ * looked at), except one carrying the leader-election annotation
+ * (SE_LEADER_ANNOTATION): upstream's syncService and checkLeftoverEndpoints
+ * together. (Upstream's start-up pass skips those records; a Service delete
+ * event for the same name would delete one, which no real cluster has.)
  *
  * Addresses come from status.podIPs (the decoder mirrors podIP into it), in
  * canonical text. IP family: spec.ipFamilies; when absent (manifests written by hand) the

@@ -129,13 +129,8 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
                                                (const struct se_pod *const *)pods, (size_t)n_pods,
                                                &trigger);
         } else if (!svc) {
+                /* the planner deletes the Endpoints left behind */
                 se_trigger_tracker_forget(ctl->tracker, ns, name);
-                /* upstream deletes the Endpoints of a Service that is gone,
-                 * whoever wrote them (leader-election records aside) */
-                if ((w & SE_EP_WRITE_ENDPOINTS) && ep &&
-                    !se_kvlist_get(&ep->obj.meta.annotations, SE_LEADER_ANNOTATION))
-                        r = ops_push(ops, CTL_RES_ENDPOINTS, CTL_OP_DELETE, NULL, name);
-                ep = NULL; /* handled here */
         }
         if (r == 0 && (w & SE_EP_WRITE_SLICES)) {
                 struct se_kv kv = { SE_SLICE_SERVICE_NAME_LABEL, name };
@@ -159,11 +154,6 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
                 };
                 struct se_endpoints_opts eo = ctl->opts.ep;
                 eo.write = w;
-                /* with the Service gone the Endpoints were handled above */
-                if (!svc)
-                        eo.write = w & ~(unsigned)SE_EP_WRITE_ENDPOINTS;
-                if (!eo.write)
-                        goto done;
                 r = se_service_plan(&in, ep, (const struct se_endpoint_slice *const *)slices,
                                     (size_t)(n_slices > 0 ? n_slices : 0), &eo, &plan);
         }

@@ -518,11 +518,11 @@ int se_endpoints_plan(const struct se_endpoints_input *in, const struct se_endpo
         *ret = (struct se_endpoints_plan){ SE_EP_SKIP, NULL };
         const struct se_service *svc = in->svc;
         if (!svc) {
-                const struct se_meta *m = existing ? &existing->obj.meta : NULL;
-                if (m &&
-                    nstreq(se_kvlist_get(&m->labels, SE_ENDPOINTS_MANAGED_BY_LABEL),
-                           opt_endpoints_managed_by(opts)) &&
-                    !se_kvlist_get(&m->annotations, SE_LEADER_ANNOTATION))
+                /* upstream deletes whatever Endpoints outlive their Service,
+                 * whoever wrote them; only leader-election records are spared
+                 * (its start-up pass never queues them) */
+                if (existing &&
+                    !se_kvlist_get(&existing->obj.meta.annotations, SE_LEADER_ANNOTATION))
                         ret->action = SE_EP_DELETE;
                 return 0;
         }

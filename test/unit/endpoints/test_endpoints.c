@@ -337,7 +337,9 @@ static void test_endpoints__services_left_alone(void **state)
         fx_free(f);
 }
 
-/* Service gone: delete our Endpoints, leave others (user, leader lock). */
+/* Service gone: upstream deletes the Endpoints whoever wrote them (user,
+ * other managed-by, ours); only a leader-election record stays
+ * (syncService's not-found branch, checkLeftoverEndpoints). */
 static void test_endpoints__service_deleted(void **state)
 {
         (void)state;
@@ -346,15 +348,17 @@ static void test_endpoints__service_deleted(void **state)
         ep->obj.meta.namespace = "ns";
         struct se_endpoints_input in = { .namespace = "ns", .name = "web" };
         struct se_endpoints_plan p;
-        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
-        assert_int_equal(p.action, SE_EP_SKIP);
-        fx_kv(&ep->obj, &ep->obj.meta.labels, SE_ENDPOINTS_MANAGED_BY_LABEL, "endpoint-controller");
+        /* no label at all: a user's object */
         assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_DELETE);
         assert_null(p.obj);
+        fx_kv(&ep->obj, &ep->obj.meta.labels, SE_ENDPOINTS_MANAGED_BY_LABEL, "endpoint-controller");
+        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
+        assert_int_equal(p.action, SE_EP_DELETE);
+        /* another managed-by than ours */
         struct se_endpoints_opts o = { .endpoints_managed_by = "svcenv" };
         assert_int_equal(fx_ep_plan_both(&in, ep, &o, &p), 0);
-        assert_int_equal(p.action, SE_EP_SKIP);
+        assert_int_equal(p.action, SE_EP_DELETE);
         fx_kv(&ep->obj, &ep->obj.meta.annotations, SE_LEADER_ANNOTATION, "{}");
         assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_SKIP);
