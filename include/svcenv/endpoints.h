@@ -5,12 +5,13 @@
  * Behaviour is kube-controller-manager v1.36's (endpoints_controller.go and
  * the k8s.io/endpointslice reconciler); where upstream is non-deterministic
  * svcenv fixes an order:
- *  - Endpoints: addresses sorted by IP text bytewise then pod UID (as
- *    upstream); ports inside a subset by name, port, protocol, appProtocol;
- *    subsets by their first port (upstream orders both by an MD5 of a Go
- *    dump). Equality with an existing object compares ports and subsets as
- *    sets, addresses in order, so an upstream-written object is not
- *    rewritten just for its order.
+ *  - Endpoints: upstream's own order, bit for bit: addresses sorted by IP
+ *    text bytewise then pod UID; the ports of a subset, then the subsets,
+ *    by the FNV-1a 128 digest of Go's spew dump of each (SortSubsets), so
+ *    truncation at 1000 addresses keeps the same addresses as upstream.
+ *    Equality with an existing object compares ports and subsets as sets,
+ *    addresses in order, so an object in another order is not rewritten
+ *    for its order alone (upstream compares positionally).
  *  - EndpointSlices: ports sorted as above; endpoints are placed in the
  *    order (first address, pod UID) where upstream pops them from a set;
  *    existing slices are visited by name.
