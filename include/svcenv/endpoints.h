@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include <svcenv/model.h>
+#include <svcenv/strv.h>
 
 #define SE_ENDPOINTS_MAX_CAPACITY     1000
 #define SE_ENDPOINTS_MANAGED_BY_LABEL "endpoints.kubernetes.io/managed-by"
@@ -68,6 +69,10 @@
 #define SE_SLICES_DEFAULT_MANAGED_BY    "endpointslice-controller.k8s.io"
 #define SE_SLICES_DEFAULT_MAX_ENDPOINTS 100
 #define SE_SLICES_MAX_ENDPOINTS         1000
+/* Error texts kept per plan for pods on unknown nodes (the count is exact),
+ * and the cap of their joined text in an event */
+#define SE_SLICES_MAX_NODE_ERRORS  256
+#define SE_SLICES_ERRORS_MAX_BYTES (64 * 1024)
 
 enum se_ep_action {
         SE_EP_SKIP = 0, /* not ours: nothing to do, nothing to show */
@@ -186,11 +191,22 @@ struct se_slices_plan {
         /* Pods left out because their node is unknown: upstream writes the
          * slices and then returns an error so the key is retried. */
         uint32_t pods_missing_node;
+        /* upstream's error for each of them, in pod order: "skipping Pod P
+         * for Service NS/S: Node N Not Found" (the first
+         * SE_SLICES_MAX_NODE_ERRORS only); the controller reports them in
+         * its FailedToUpdateEndpointSlices event */
+        struct se_strv node_errors;
         uint32_t endpoints_added, endpoints_removed;
         /* Events for the Service, in upstream's order (after the writes) */
         struct se_slices_event *events;
         uint32_t n_events;
 };
+
+/* The text of Go's error aggregate over errs (upstream's reconciler joins
+ * its errors so): one distinct text as it is, several joined by ", " in
+ * brackets, each repeat shown once, in order. A new string (free() it);
+ * NULL when errs is empty, on -ENOMEM, or when longer than max bytes. */
+char *se_errors_join(const struct se_strv *errs, size_t max);
 
 /* Plans one sync of the service's EndpointSlices, upstream's reconciler:
  * existing are the slices of the namespace (others are ignored: only those

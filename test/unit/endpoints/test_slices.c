@@ -114,6 +114,9 @@ static void assert_same_plan(const struct fx *f, const struct se_slices_plan *a,
         assert_int_equal(a->n_remove, b->n_remove);
         assert_int_equal(a->n_unchanged, b->n_unchanged);
         assert_int_equal(a->pods_missing_node, b->pods_missing_node);
+        assert_int_equal(a->node_errors.n, b->node_errors.n);
+        for (size_t i = 0; i < a->node_errors.n; i++)
+                assert_string_equal(a->node_errors.v[i], b->node_errors.v[i]);
         assert_int_equal(a->endpoints_added, b->endpoints_added);
         assert_int_equal(a->endpoints_removed, b->endpoints_removed);
         for (uint32_t i = 0; i < a->n_create; i++)
@@ -537,24 +540,60 @@ static void test_slices__dual_stack(void **state)
         fx_free(f);
 }
 
-/* TestReconcilerPodMissingNode */
+/* TestReconcilerPodMissingNode; the error text is the reconciler's, which
+ * the controller puts in its FailedToUpdateEndpointSlices event. A
+ * dual-stack Service checks once per family: one error per pod still. */
 static void test_slices__pod_missing_node(void **state)
 {
         (void)state;
         struct fx *f = fx_new("10.0.0.1");
         add_node(f, "node-1", NULL);
         add_pod(f, "a", "1.0.0.1", true);
-        struct se_pod *lost = add_pod(f, "b", "1.0.0.2", true);
+        struct se_pod *lost = add_pod(f, "b", "1.0.0.2,fd00::2", true);
         lost->node_name = "gone";
+        struct se_pod *unbound = add_pod(f, "c", "1.0.0.3", true);
+        unbound->node_name = NULL;
         const struct se_slices_plan *p = plan(f);
-        assert_int_equal(p->pods_missing_node, 1);
+        assert_int_equal(p->pods_missing_node, 2);
+        assert_int_equal(p->node_errors.n, 2);
+        assert_string_equal(p->node_errors.v[0],
+                            "skipping Pod b for Service ns/web: Node gone Not Found");
+        assert_string_equal(p->node_errors.v[1],
+                            "skipping Pod c for Service ns/web: Node  Not Found");
         assert_int_equal(p->create[0]->n_endpoints, 1);
         assert_null(p->create[0]->endpoints[0].zone);
+        fx_families(f->svc, "IPv4", "IPv6");
+        p = plan(f);
+        assert_int_equal(p->node_errors.n, 2);
         f->svc->publish_not_ready_addresses = true;
         p = plan(f);
         assert_int_equal(p->pods_missing_node, 0);
-        assert_int_equal(p->create[0]->n_endpoints, 2);
+        assert_int_equal(p->node_errors.n, 0);
+        assert_int_equal(p->create[0]->n_endpoints + p->create[1]->n_endpoints, 4);
         fx_free(f);
+}
+
+/* Go's error aggregate text (utilerrors.NewAggregate(...).Error()), which
+ * upstream's event shows. */
+static void test_slices__errors_join(void **state)
+{
+        (void)state;
+        struct se_strv e = SE_STRV_INIT;
+        assert_null(se_errors_join(&e, 1000));
+        assert_int_equal(se_strv_push(&e, "a failed"), 0);
+        char *s = se_errors_join(&e, 1000);
+        assert_string_equal(s, "a failed");
+        free(s);
+        assert_int_equal(se_strv_push(&e, "a failed"), 0);
+        s = se_errors_join(&e, 1000);
+        assert_string_equal(s, "a failed");
+        free(s);
+        assert_int_equal(se_strv_push(&e, "b failed"), 0);
+        s = se_errors_join(&e, 1000);
+        assert_string_equal(s, "[a failed, b failed]");
+        free(s);
+        assert_null(se_errors_join(&e, 10)); /* over the cap: nothing */
+        se_strv_release(&e);
 }
 
 /* A pod without the named port is still published, in a slice with no
@@ -1171,6 +1210,7 @@ int main(void)
                 cmocka_unit_test(test_slices__stale_and_foreign_slices),
                 cmocka_unit_test(test_slices__dual_stack),
                 cmocka_unit_test(test_slices__pod_missing_node),
+                cmocka_unit_test(test_slices__errors_join),
                 cmocka_unit_test(test_slices__named_port_groups),
                 cmocka_unit_test(test_slices__labels),
                 cmocka_unit_test(test_slices__update_in_place),
