@@ -12,9 +12,10 @@
  *    Equality with an existing object compares ports and subsets as sets,
  *    addresses in order, so an object in another order is not rewritten
  *    for its order alone (upstream compares positionally).
- *  - EndpointSlices: ports sorted as above; endpoints are placed in the
- *    order (first address, pod UID) where upstream pops them from a set;
- *    existing slices are visited by name.
+ *  - EndpointSlices: ports in upstream's order too (portsInOrder: the
+ *    FNV-1a 128 digest of the discovery/v1 port's dump); endpoints are
+ *    placed in the order (first address, pod UID) where upstream pops
+ *    them from a set; existing slices are visited by name.
  *  - New slices get a name at once (the API server is not there to expand
  *    generateName offline): generateName "<service>-" (base cut to 58
  *    characters) + 5 characters from the API server's alphabet

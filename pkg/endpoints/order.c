@@ -1,5 +1,7 @@
 /* Upstream's canonical order inside an Endpoints object (SortSubsets in
- * pkg/api/v1/endpoints): the ports of a subset, and the subsets, ascend by
+ * pkg/api/v1/endpoints), and of an EndpointSlice's ports (the
+ * endpointslice util's portsInOrder): the ports of a subset or slice, and
+ * the subsets, ascend by
  * the FNV-1a 128 digest (compared as big-endian bytes) of the text Go's
  * spew library prints for the struct with "%#v" (k8s.io/utils/dump.ForHash:
  * types shown, no pointer addresses, nil as <nil>, strings bare). The text
@@ -115,6 +117,22 @@ void ep_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDE
                 }
                 put(&h, "]");
         }
+        put(&h, "}");
+        se_fnv128a_sum(&h, out);
+}
+
+/* discovery/v1 EndpointPort: every field a pointer, in its own order */
+void ep_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN])
+{
+        struct se_fnv128a h;
+        char num[16];
+        se_fnv128a_init(&h);
+        put_ptr_field(&h, "(v1.EndpointPort){Name:(*string)", p->name);
+        put_ptr_field(&h, " Protocol:(*v1.Protocol)",
+                      p->has_protocol ? se_protocol_name(p->protocol) : NULL);
+        snprintf(num, sizeof(num), "%" PRId32, p->port);
+        put_ptr_field(&h, " Port:(*int32)", p->has_port ? num : NULL);
+        put_ptr_field(&h, " AppProtocol:(*string)", p->app_protocol);
         put(&h, "}");
         se_fnv128a_sum(&h, out);
 }

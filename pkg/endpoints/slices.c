@@ -101,18 +101,30 @@ static int cmp_slice_port(const struct se_slice_port *a, const struct se_slice_p
         return nstrcmp(a->app_protocol, b->app_protocol);
 }
 
+/* upstream's order of a slice's ports (order.c); equal digests only for
+ * equal ports */
+static int cmp_slice_port_order(const struct se_slice_port *a, const struct se_slice_port *b)
+{
+        uint8_t ka[EP_ORDER_KEY_LEN], kb[EP_ORDER_KEY_LEN];
+        ep_slice_port_order_key(a, ka);
+        ep_slice_port_order_key(b, kb);
+        int c = memcmp(ka, kb, sizeof(ka));
+        return c ? c : cmp_slice_port(a, b);
+}
+
 static int cmp_slice_port_q(const void *a, const void *b)
 {
-        return cmp_slice_port(a, b);
+        return cmp_slice_port_order(a, b);
 }
 
 static int cmp_slice_port_ptr(const void *a, const void *b)
 {
-        return cmp_slice_port(*(const struct se_slice_port *const *)a,
-                              *(const struct se_slice_port *const *)b);
+        return cmp_slice_port_order(*(const struct se_slice_port *const *)a,
+                                    *(const struct se_slice_port *const *)b);
 }
 
-/* The slice's port list equals the group's (as sets, as upstream's key). */
+/* The slice's port list equals the group's (as sets, as upstream's key:
+ * both sides in the same order, then compared in place). */
 static int ports_match(const struct se_endpoint_slice *s, const struct group *g, bool *ret)
 {
         *ret = false;

@@ -12,6 +12,7 @@
 
 #include <svcenv/topology.h>
 
+#include "../../../pkg/endpoints/endpoints_internal.h"
 #include "fixtures.h"
 #include "slim_slices.h"
 
@@ -570,6 +571,39 @@ static void test_slices__pod_missing_node(void **state)
         assert_int_equal(p->pods_missing_node, 0);
         assert_int_equal(p->node_errors.n, 0);
         assert_int_equal(p->create[0]->n_endpoints + p->create[1]->n_endpoints, 4);
+        fx_free(f);
+}
+
+/* A slice's ports in upstream's order (portsInOrder: FNV-1a 128 of Go's
+ * dump of each discovery/v1 EndpointPort); the digests were printed by
+ * upstream's own code, and the order of a and b is the one its
+ * NewPortMapKey gives them (b first). */
+static void test_slices__ports_in_upstream_order(void **state)
+{
+        (void)state;
+        uint8_t k[EP_ORDER_KEY_LEN];
+        char hex[33];
+        struct se_slice_port http = { "http", true, 8080, true, SE_PROTO_TCP, NULL };
+        struct se_slice_port dns = { "", true, 53, true, SE_PROTO_UDP, "dns" };
+        ep_slice_port_order_key(&http, k);
+        for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", k[i]);
+        assert_string_equal(hex, "0e874d5677090ee5c32afa85f637c347");
+        ep_slice_port_order_key(&dns, k);
+        for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", k[i]);
+        assert_string_equal(hex, "d6a7cc0ba93f91f1be3d8d231be996c3");
+
+        struct fx *f = fx_new("10.0.0.1");
+        f->svc->n_ports = 0;
+        fx_port(f->svc, "a", 80, "1", SE_PROTO_TCP);
+        fx_port(f->svc, "b", 81, "2", SE_PROTO_UDP);
+        add_pod(f, "p", "1.0.0.1", true);
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 1);
+        assert_int_equal(p->create[0]->n_ports, 2);
+        assert_string_equal(p->create[0]->ports[0].name, "b");
+        assert_string_equal(p->create[0]->ports[1].name, "a");
         fx_free(f);
 }
 
@@ -1211,6 +1245,7 @@ int main(void)
                 cmocka_unit_test(test_slices__dual_stack),
                 cmocka_unit_test(test_slices__pod_missing_node),
                 cmocka_unit_test(test_slices__errors_join),
+                cmocka_unit_test(test_slices__ports_in_upstream_order),
                 cmocka_unit_test(test_slices__named_port_groups),
                 cmocka_unit_test(test_slices__labels),
                 cmocka_unit_test(test_slices__update_in_place),
