@@ -16,6 +16,13 @@ work=$(mktemp -d)
 cleanup() {
         "$CONTROLPLANE" stop-kcm "$KUBE_DIR" >/dev/null 2>&1
         kapi patch /api/v1/namespaces/$ns/pods/web-4 '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+        # no namespace controller runs: what big leaves in the terminating
+        # namespace would keep every later controller rewriting an
+        # over-capacity Endpoints (and 1,200 pods in every proxy's view)
+        kapi delete /api/v1/namespaces/$ns/services/big >/dev/null 2>&1
+        kapi delete /api/v1/namespaces/$ns/endpoints/big >/dev/null 2>&1
+        kapi delete "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices?labelSelector=kubernetes.io/service-name=big" >/dev/null 2>&1
+        kapi delete "/api/v1/namespaces/$ns/pods?labelSelector=app=big&gracePeriodSeconds=0" >/dev/null 2>&1
         kapi delete /api/v1/namespaces/$ns >/dev/null 2>&1
         kapi delete /api/v1/nodes/$node_a >/dev/null 2>&1
         kapi delete /api/v1/nodes/$node_b >/dev/null 2>&1
