@@ -128,6 +128,15 @@ static int sync_key(struct run *r, const char *ns, const char *name, const struc
                         printf("%s/%s event %s %s %s\n", ns, name,
                                e->warning ? "Warning" : "Normal", e->reason, e->message);
                 }
+                /* pods on unknown Nodes: the controller's event after the writes */
+                char *errs = r->slices ? se_errors_join(&plan.slices.node_errors,
+                                                        SE_SLICES_ERRORS_MAX_BYTES) :
+                                         NULL;
+                if (errs)
+                        printf("%s/%s event Warning FailedToUpdateEndpointSlices "
+                               "Error updating Endpoint Slices for Service %s/%s: %s\n",
+                               ns, name, ns, name, errs);
+                free(errs);
         } else if (!r->slices) {
                 if (plan.endpoints.obj)
                         rc = push(r, &plan.endpoints.obj->obj, true);

@@ -5,15 +5,17 @@
  * Behaviour is kube-controller-manager v1.36's (endpoints_controller.go and
  * the k8s.io/endpointslice reconciler); where upstream is non-deterministic
  * svcenv fixes an order:
- *  - Endpoints: addresses sorted by IP text bytewise then pod UID (as
- *    upstream); ports inside a subset by name, port, protocol, appProtocol;
- *    subsets by their first port (upstream orders both by an MD5 of a Go
- *    dump). Equality with an existing object compares ports and subsets as
- *    sets, addresses in order, so an upstream-written object is not
- *    rewritten just for its order.
- *  - EndpointSlices: ports sorted as above; endpoints are placed in the
- *    order (first address, pod UID) where upstream pops them from a set;
- *    existing slices are visited by name.
+ *  - Endpoints: upstream's own order, bit for bit: addresses sorted by IP
+ *    text bytewise then pod UID; the ports of a subset, then the subsets,
+ *    by the FNV-1a 128 digest of Go's spew dump of each (SortSubsets), so
+ *    truncation at 1000 addresses keeps the same addresses as upstream.
+ *    Equality with an existing object compares ports and subsets as sets,
+ *    addresses in order, so an object in another order is not rewritten
+ *    for its order alone (upstream compares positionally).
+ *  - EndpointSlices: ports in upstream's order too (portsInOrder: the
+ *    FNV-1a 128 digest of the discovery/v1 port's dump); endpoints are
+ *    placed in the order (first address, pod UID) where upstream pops
+ *    them from a set; existing slices are visited by name.
  *  - New slices get a name at once (the API server is not there to expand
  *    generateName offline): generateName "<service>-" (base cut to 58
  *    characters) + 5 characters from the API server's alphabet
@@ -24,12 +26,12 @@
  *
  * Which services: a Service with a non-empty selector that is not
  * ExternalName. Endpoints of other services are never touched. When the
- * Service is gone (in->svc == NULL) the planners return SE_EP_DELETE for an
- * existing object carrying our managed-by label (Endpoints without it, or
- * with the leader-election annotation, are left alone: they cannot be told
- * apart from user objects). Upstream also deletes an unlabelled Endpoints
- * when it sees the Service's delete event; a controller that wants that
- * issues the DELETE itself on the event.
+ * Service is gone (in->svc == NULL) the Endpoints planner returns
+ * SE_EP_DELETE for any existing object, whoever wrote it (labels are not
+ * looked at), except one carrying the leader-election annotation
+ * (SE_LEADER_ANNOTATION): upstream's syncService and checkLeftoverEndpoints
+ * together. (Upstream's start-up pass skips those records; a Service delete
+ * event for the same name would delete one, which no real cluster has.)
  *
  * Addresses come from status.podIPs (the decoder mirrors podIP into it), in
  * canonical text. IP family: spec.ipFamilies; when absent (manifests written by hand) the
@@ -52,6 +54,7 @@
 #include <stdint.h>
 
 #include <svcenv/model.h>
+#include <svcenv/strv.h>
 
 #define SE_ENDPOINTS_MAX_CAPACITY     1000
 #define SE_ENDPOINTS_MANAGED_BY_LABEL "endpoints.kubernetes.io/managed-by"
@@ -67,6 +70,10 @@
 #define SE_SLICES_DEFAULT_MANAGED_BY    "endpointslice-controller.k8s.io"
 #define SE_SLICES_DEFAULT_MAX_ENDPOINTS 100
 #define SE_SLICES_MAX_ENDPOINTS         1000
+/* Error texts kept per plan for pods on unknown nodes (the count is exact),
+ * and the cap of their joined text in an event */
+#define SE_SLICES_MAX_NODE_ERRORS  256
+#define SE_SLICES_ERRORS_MAX_BYTES (64 * 1024)
 
 enum se_ep_action {
         SE_EP_SKIP = 0, /* not ours: nothing to do, nothing to show */
@@ -185,11 +192,22 @@ struct se_slices_plan {
         /* Pods left out because their node is unknown: upstream writes the
          * slices and then returns an error so the key is retried. */
         uint32_t pods_missing_node;
+        /* upstream's error for each of them, in pod order: "skipping Pod P
+         * for Service NS/S: Node N Not Found" (the first
+         * SE_SLICES_MAX_NODE_ERRORS only); the controller reports them in
+         * its FailedToUpdateEndpointSlices event */
+        struct se_strv node_errors;
         uint32_t endpoints_added, endpoints_removed;
         /* Events for the Service, in upstream's order (after the writes) */
         struct se_slices_event *events;
         uint32_t n_events;
 };
+
+/* The text of Go's error aggregate over errs (upstream's reconciler joins
+ * its errors so): one distinct text as it is, several joined by ", " in
+ * brackets, each repeat shown once, in order. A new string (free() it);
+ * NULL when errs is empty, on -ENOMEM, or when longer than max bytes. */
+char *se_errors_join(const struct se_strv *errs, size_t max);
 
 /* Plans one sync of the service's EndpointSlices, upstream's reconciler:
  * existing are the slices of the namespace (others are ignored: only those

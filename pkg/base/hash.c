@@ -1,4 +1,4 @@
-/* SHA-256 through libcrypto and RFC 4648 base32 (see hash.h). */
+/* SHA-256 through libcrypto, RFC 4648 base32 and FNV-1a 128 (see hash.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -190,4 +190,33 @@ void se_base64_encode(const void *data, size_t n, char *out)
                 out[o++] = '=';
         }
         out[o] = '\0';
+}
+
+/* FNV-1a 128: offset basis 0x6c62272e07bb014262b821756295c58d, prime
+ * 2^88 + 0x13b (the published FNV parameters Go uses). */
+void se_fnv128a_init(struct se_fnv128a *h)
+{
+        h->hi = 0x6c62272e07bb0142ULL;
+        h->lo = 0x62b821756295c58dULL;
+}
+
+void se_fnv128a_update(struct se_fnv128a *h, const void *data, size_t n)
+{
+        const unsigned char *p = data;
+        unsigned __int128 v = (unsigned __int128)h->hi << 64 | h->lo;
+        const unsigned __int128 prime = (unsigned __int128)1 << 88 | 0x13b;
+        for (size_t i = 0; i < n; i++) {
+                v ^= p[i];
+                v *= prime;
+        }
+        h->hi = (uint64_t)(v >> 64);
+        h->lo = (uint64_t)v;
+}
+
+void se_fnv128a_sum(const struct se_fnv128a *h, uint8_t out[16])
+{
+        for (int i = 0; i < 8; i++) {
+                out[i] = (uint8_t)(h->hi >> (56 - 8 * i));
+                out[8 + i] = (uint8_t)(h->lo >> (56 - 8 * i));
+        }
 }

@@ -1,6 +1,7 @@
 /* One sync of a service key: plan under the store's read lock, write
  * without it (see controller.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 
 #include <svcenv/decode.h>
 #include <svcenv/encode.h>
+#include <svcenv/strv.h>
 #include <svcenv/timeutil.h>
 
 #include "controller_internal.h"
@@ -29,6 +31,9 @@ struct ops {
         /* the slices plan's events for the Service (owned) */
         struct se_slices_event *events;
         uint32_t n_events;
+        /* the EndpointSlice sync's errors, upstream's texts: pods on
+         * unknown nodes, then the failed write (one event carries them) */
+        struct se_strv slice_errors;
 };
 
 static int ops_push(struct ops *o, enum ctl_res res, enum ctl_op op, json_t *body, const char *name)
@@ -66,6 +71,7 @@ static void ops_release(struct ops *o)
         for (uint32_t i = 0; i < o->n_events; i++)
                 free(o->events[i].message);
         free(o->events);
+        se_strv_release(&o->slice_errors);
 }
 
 /* A create's body must not carry a resourceVersion. */
@@ -129,13 +135,8 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
                                                (const struct se_pod *const *)pods, (size_t)n_pods,
                                                &trigger);
         } else if (!svc) {
+                /* the planner deletes the Endpoints left behind */
                 se_trigger_tracker_forget(ctl->tracker, ns, name);
-                /* upstream deletes the Endpoints of a Service that is gone,
-                 * whoever wrote them (leader-election records aside) */
-                if ((w & SE_EP_WRITE_ENDPOINTS) && ep &&
-                    !se_kvlist_get(&ep->obj.meta.annotations, SE_LEADER_ANNOTATION))
-                        r = ops_push(ops, CTL_RES_ENDPOINTS, CTL_OP_DELETE, NULL, name);
-                ep = NULL; /* handled here */
         }
         if (r == 0 && (w & SE_EP_WRITE_SLICES)) {
                 struct se_kv kv = { SE_SLICE_SERVICE_NAME_LABEL, name };
@@ -159,11 +160,6 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
                 };
                 struct se_endpoints_opts eo = ctl->opts.ep;
                 eo.write = w;
-                /* with the Service gone the Endpoints were handled above */
-                if (!svc)
-                        eo.write = w & ~(unsigned)SE_EP_WRITE_ENDPOINTS;
-                if (!eo.write)
-                        goto done;
                 r = se_service_plan(&in, ep, (const struct se_endpoint_slice *const *)slices,
                                     (size_t)(n_slices > 0 ? n_slices : 0), &eo, &plan);
         }
@@ -195,6 +191,8 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
         ops->n_events = plan.slices.n_events;
         plan.slices.events = NULL;
         plan.slices.n_events = 0;
+        ops->slice_errors = plan.slices.node_errors;
+        plan.slices.node_errors = (struct se_strv)SE_STRV_INIT;
         if (r == 0 && svc && se_endpoints_service_managed(svc) && (w & SE_EP_WRITE_SLICES))
                 ctl_gauges_set(ctl, key,
                                slice_endpoints(ps->create, ps->n_create) +
@@ -227,10 +225,10 @@ static void remember(struct se_controller *ctl, enum ctl_res res, const char *ns
         (void)se_store_put(ctl->store, o);
 }
 
-/* upstream's Warning events: the endpoints controller's on the Endpoints
- * for a failed create or update, the endpointslice controller's on the
- * Service for any failed slice write */
-static void record_failure(struct se_controller *ctl, const char *ns, const struct ops *ops,
+/* upstream's Warning events for a refused write: the endpoints
+ * controller's on the Endpoints at once; the endpointslice controller's
+ * text kept for the one event of the sync (record_slice_errors) */
+static void record_failure(struct se_controller *ctl, const char *ns, struct ops *ops,
                            const struct op *op, const char *name, const struct se_diag *diag)
 {
         const char *svc = name ? name : "";
@@ -260,33 +258,45 @@ static void record_failure(struct se_controller *ctl, const char *ns, const stru
                                                 err);
                 return;
         }
-        if (!ops->svc_uid)
-                return; /* no Service to tell */
+        /* the slices' failure goes into the sync's one event (see
+         * record_slice_errors), as upstream's reconciler returns it */
         const char *service = ops->service;
+        char *msg;
+        int n = op->op == CTL_OP_CREATE ?
+                        asprintf(&msg, "failed to create EndpointSlice for Service %s/%s: %s", ns,
+                                 service, err) :
+                        asprintf(&msg, "failed to %s %s EndpointSlice for Service %s/%s: %s",
+                                 op->op == CTL_OP_UPDATE ? "update" : "delete", svc, ns, service,
+                                 err);
+        if (n < 0 || se_strv_push_consume(&ops->slice_errors, msg) < 0)
+                ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "out of memory recording a failed write");
+}
+
+/* upstream's FailedToUpdateEndpointSlices: one Warning on the Service per
+ * failed sync, with the reconciler's errors joined */
+static void record_slice_errors(struct se_controller *ctl, const char *ns, const struct ops *ops)
+{
+        if (!ops->slice_errors.n || !ops->svc_uid)
+                return; /* nothing failed, or no Service to tell */
+        char *all = se_errors_join(&ops->slice_errors, SE_SLICES_ERRORS_MAX_BYTES);
         struct se_kube_objref ref = { .kind = "Service",
                                       .api_version = "v1",
                                       .namespace = ns,
-                                      .name = service,
+                                      .name = ops->service,
                                       .uid = ops->svc_uid,
                                       .resource_version = ops->svc_rv };
-        const char *what = op->op == CTL_OP_CREATE ? "create" :
-                           op->op == CTL_OP_UPDATE ? "update" :
-                                                     "delete";
-        if (op->op == CTL_OP_CREATE)
-                se_kube_recorder_eventf(ctl->slice_events, &ref, SE_KUBE_EVENT_WARNING,
-                                        "FailedToUpdateEndpointSlices",
-                                        "Error updating Endpoint Slices for Service %s/%s: "
-                                        "failed to create EndpointSlice for Service %s/%s: %s",
-                                        ns, service, ns, service, err);
+        if (!all)
+                ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "%s/%s: event text too long or out of memory", ns,
+                        ops->service);
         else
                 se_kube_recorder_eventf(ctl->slice_events, &ref, SE_KUBE_EVENT_WARNING,
                                         "FailedToUpdateEndpointSlices",
-                                        "Error updating Endpoint Slices for Service %s/%s: "
-                                        "failed to %s %s EndpointSlice for Service %s/%s: %s",
-                                        ns, service, what, svc, ns, service, err);
+                                        "Error updating Endpoint Slices for Service %s/%s: %s", ns,
+                                        ops->service, all);
+        free(all);
 }
 
-static int run_op(struct se_controller *ctl, const char *ns, const struct ops *ops, struct op *op,
+static int run_op(struct se_controller *ctl, const char *ns, struct ops *ops, struct op *op,
                   bool *ret_drop)
 {
         const struct se_kube_resource *res = se_kube_resource_of(
@@ -396,6 +406,7 @@ int ctl_sync(struct se_controller *ctl, const char *key)
         if (r == 0)
                 r = r_ep;
         record_events(ctl, ns, &ops);
+        record_slice_errors(ctl, ns, &ops);
         if (r == 0 && ops.n) {
                 uint64_t since = ctl_take_pod_change(ctl, key);
                 if (since)

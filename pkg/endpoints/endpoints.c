@@ -48,11 +48,6 @@ static bool same_addr(const struct addr *a, const struct addr *b)
         return strcmp(a->ip, b->ip) == 0 && nstreq(a->pod->obj.meta.uid, b->pod->obj.meta.uid);
 }
 
-static int cmp_port_qsort(const void *a, const void *b)
-{
-        return se_endpoint_port_cmp(a, b);
-}
-
 static int cmp_port_ptr(const void *a, const void *b)
 {
         return se_endpoint_port_cmp(*(const struct se_endpoint_port *const *)a,
@@ -105,14 +100,6 @@ static int cmp_pkey_ptr(const void *pa, const void *pb)
         if (c)
                 return c;
         return (a > b) - (a < b);
-}
-
-static int cmp_subset(const void *pa, const void *pb)
-{
-        const struct se_endpoint_subset *a = pa, *b = pb;
-        if (!a->n_ports || !b->n_ports)
-                return (a->n_ports != 0) - (b->n_ports != 0);
-        return se_endpoint_port_cmp(&a->ports[0], &b->ports[0]);
 }
 
 static int build_labels(struct se_arena *a, struct se_kvlist *out, const struct se_service *svc,
@@ -296,7 +283,6 @@ static int make_subsets(struct build *b, const struct se_service *svc, struct se
                                         (struct se_endpoint_port){ sp->name, b->order[k]->num,
                                                                    sp->protocol, sp->app_protocol };
                         }
-                        qsort(s->ports, s->n_ports, sizeof(*s->ports), cmp_port_qsort);
                 }
                 uint32_t nr = 0;
                 for (uint32_t m = 0; m < k0->n; m++)
@@ -315,10 +301,10 @@ static int make_subsets(struct build *b, const struct se_service *svc, struct se
                 }
                 i = end;
         }
-        qsort(subs, groups, sizeof(*subs), cmp_subset);
         ep->subsets = subs;
         ep->n_subsets = groups;
-        return 0;
+        /* upstream's order decides which addresses survive truncation */
+        return ep_sort_subsets(subs, groups);
 }
 
 int se_endpoints_build(const struct se_endpoints_input *in, const struct se_endpoints_opts *opts,
@@ -396,40 +382,64 @@ static bool subsets_equal_slim(const struct se_endpoints *want, const struct se_
                memcmp(w, h, sizeof(w)) == 0;
 }
 
+/* A view of ep's subsets with each one's ports sorted by value and the
+ * subsets by their first port: the same for any order of either. */
+struct sorted_view {
+        struct sorted_subset *ss;
+        const struct se_endpoint_port **pp;
+};
+
+static int sorted_view(const struct se_endpoints *ep, struct sorted_view *v)
+{
+        uint32_t n = ep->n_subsets, total_ports = 0;
+        for (uint32_t i = 0; i < n; i++)
+                total_ports += ep->subsets[i].n_ports;
+        v->ss = se_calloc(n ? n : 1, sizeof(*v->ss));
+        v->pp = se_calloc(total_ports ? total_ports : 1, sizeof(*v->pp));
+        if (!v->ss || !v->pp)
+                return -ENOMEM;
+        for (uint32_t i = 0, off = 0; i < n; i++) {
+                const struct se_endpoint_subset *s = &ep->subsets[i];
+                v->ss[i].s = s;
+                v->ss[i].ports = v->pp + off;
+                for (uint32_t k = 0; k < s->n_ports; k++)
+                        v->pp[off + k] = &s->ports[k];
+                qsort(v->pp + off, s->n_ports, sizeof(*v->pp), cmp_port_ptr);
+                off += s->n_ports;
+        }
+        qsort(v->ss, n, sizeof(*v->ss), cmp_sorted_subset);
+        return 0;
+}
+
+static void sorted_view_release(struct sorted_view *v)
+{
+        free(v->ss);
+        free(v->pp);
+}
+
+/* Ports and subsets compare as sets, addresses in order (both sides keep
+ * them sorted by IP and UID): an object written in another subset or port
+ * order is not rewritten for its order alone. */
 static bool subsets_equal(const struct se_endpoints *want, const struct se_endpoints *have)
 {
         if (want->slim || have->slim)
                 return subsets_equal_slim(want, have);
         if (want->n_subsets != have->n_subsets)
                 return false;
-        uint32_t n = have->n_subsets, total_ports = 0;
-        for (uint32_t i = 0; i < n; i++)
-                total_ports += have->subsets[i].n_ports;
-        struct sorted_subset *ss = se_calloc(n ? n : 1, sizeof(*ss));
-        const struct se_endpoint_port **pp = se_calloc(total_ports ? total_ports : 1, sizeof(*pp));
-        bool eq = ss && pp;
-        for (uint32_t i = 0, off = 0; eq && i < n; i++) {
-                const struct se_endpoint_subset *s = &have->subsets[i];
-                ss[i].s = s;
-                ss[i].ports = pp + off;
-                for (uint32_t k = 0; k < s->n_ports; k++)
-                        pp[off + k] = &s->ports[k];
-                qsort(pp + off, s->n_ports, sizeof(*pp), cmp_port_ptr);
-                off += s->n_ports;
-        }
-        if (eq)
-                qsort(ss, n, sizeof(*ss), cmp_sorted_subset);
-        for (uint32_t i = 0; eq && i < n; i++) {
-                const struct se_endpoint_subset *w = &want->subsets[i], *h = ss[i].s;
+        struct sorted_view wv = { 0 }, hv = { 0 };
+        /* on -ENOMEM: not equal, a write */
+        bool eq = sorted_view(want, &wv) == 0 && sorted_view(have, &hv) == 0;
+        for (uint32_t i = 0; eq && i < want->n_subsets; i++) {
+                const struct se_endpoint_subset *w = wv.ss[i].s, *h = hv.ss[i].s;
                 eq = w->n_ports == h->n_ports &&
                      addrs_equal(w->addresses, w->n_addresses, h->addresses, h->n_addresses) &&
                      addrs_equal(w->not_ready, w->n_not_ready, h->not_ready, h->n_not_ready);
                 for (uint32_t k = 0; eq && k < w->n_ports; k++)
-                        eq = se_endpoint_port_cmp(&w->ports[k], ss[i].ports[k]) == 0 &&
-                             estreq(w->ports[k].name, ss[i].ports[k]->name);
+                        eq = se_endpoint_port_cmp(wv.ss[i].ports[k], hv.ss[i].ports[k]) == 0 &&
+                             estreq(wv.ss[i].ports[k]->name, hv.ss[i].ports[k]->name);
         }
-        free(ss);
-        free(pp);
+        sorted_view_release(&wv);
+        sorted_view_release(&hv);
         return eq;
 }
 
@@ -465,7 +475,7 @@ bool se_endpoints_equal(const struct se_endpoints *desired, const struct se_endp
 
 /* ---- truncation (upstream truncateEndpoints) ---- */
 
-static bool truncate_endpoints(struct se_endpoints *ep)
+bool ep_truncate(struct se_endpoints *ep)
 {
         size_t ready = 0, not_ready = 0;
         for (uint32_t i = 0; i < ep->n_subsets; i++) {
@@ -518,11 +528,11 @@ int se_endpoints_plan(const struct se_endpoints_input *in, const struct se_endpo
         *ret = (struct se_endpoints_plan){ SE_EP_SKIP, NULL };
         const struct se_service *svc = in->svc;
         if (!svc) {
-                const struct se_meta *m = existing ? &existing->obj.meta : NULL;
-                if (m &&
-                    nstreq(se_kvlist_get(&m->labels, SE_ENDPOINTS_MANAGED_BY_LABEL),
-                           opt_endpoints_managed_by(opts)) &&
-                    !se_kvlist_get(&m->annotations, SE_LEADER_ANNOTATION))
+                /* upstream deletes whatever Endpoints outlive their Service,
+                 * whoever wrote them; only leader-election records are spared
+                 * (its start-up pass never queues them) */
+                if (existing &&
+                    !se_kvlist_get(&existing->obj.meta.annotations, SE_LEADER_ANNOTATION))
                         ret->action = SE_EP_DELETE;
                 return 0;
         }
@@ -556,7 +566,7 @@ int se_endpoints_plan(const struct se_endpoints_input *in, const struct se_endpo
         } else {
                 kv_del(&m->annotations, SE_TRIGGER_TIME_ANNOTATION);
         }
-        if (r == 0 && truncate_endpoints(ep))
+        if (r == 0 && ep_truncate(ep))
                 r = kv_set(&o->arena, &m->annotations, SE_OVER_CAPACITY_ANNOTATION, "truncated");
         else
                 kv_del(&m->annotations, SE_OVER_CAPACITY_ANNOTATION);

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <svcenv/endpoints.h>
 
@@ -48,6 +49,23 @@ void slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_str
 /* Its digest (stored when slim, computed when full). */
 void slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
                      struct se_slice_endpoint_digest *ret);
+
+/* Upstream's canonical Endpoints order (order.c): the FNV-1a 128 digest
+ * of Go's spew dump of a port or a subset (its ports and addresses as they
+ * stand), big-endian. */
+#define EP_ORDER_KEY_LEN 16
+void ep_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
+void ep_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDER_KEY_LEN]);
+/* The same for an EndpointSlice port (discovery/v1's struct). */
+void ep_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
+/* Sorts each subset's ports, then the subsets, by those digests (the
+ * addresses must already be in order). 0 or -ENOMEM. */
+int ep_sort_subsets(struct se_endpoint_subset *subs, uint32_t n);
+
+/* Upstream's truncateEndpoints: above 1000 addresses, keeps ready ones
+ * first and gives each subset, in the order they stand, its proportional
+ * share (rounded up, capped by what is left). True when it cut. */
+bool ep_truncate(struct se_endpoints *ep);
 
 const char *opt_endpoints_managed_by(const struct se_endpoints_opts *o);
 const char *opt_slices_managed_by(const struct se_endpoints_opts *o);

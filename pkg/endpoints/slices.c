@@ -101,18 +101,30 @@ static int cmp_slice_port(const struct se_slice_port *a, const struct se_slice_p
         return nstrcmp(a->app_protocol, b->app_protocol);
 }
 
+/* upstream's order of a slice's ports (order.c); equal digests only for
+ * equal ports */
+static int cmp_slice_port_order(const struct se_slice_port *a, const struct se_slice_port *b)
+{
+        uint8_t ka[EP_ORDER_KEY_LEN], kb[EP_ORDER_KEY_LEN];
+        ep_slice_port_order_key(a, ka);
+        ep_slice_port_order_key(b, kb);
+        int c = memcmp(ka, kb, sizeof(ka));
+        return c ? c : cmp_slice_port(a, b);
+}
+
 static int cmp_slice_port_q(const void *a, const void *b)
 {
-        return cmp_slice_port(a, b);
+        return cmp_slice_port_order(a, b);
 }
 
 static int cmp_slice_port_ptr(const void *a, const void *b)
 {
-        return cmp_slice_port(*(const struct se_slice_port *const *)a,
-                              *(const struct se_slice_port *const *)b);
+        return cmp_slice_port_order(*(const struct se_slice_port *const *)a,
+                                    *(const struct se_slice_port *const *)b);
 }
 
-/* The slice's port list equals the group's (as sets, as upstream's key). */
+/* The slice's port list equals the group's (as sets, as upstream's key:
+ * both sides in the same order, then compared in place). */
 static int ports_match(const struct se_endpoint_slice *s, const struct group *g, bool *ret)
 {
         *ret = false;
@@ -262,6 +274,21 @@ static int group_add(struct group *g, struct dep *d)
         return 0;
 }
 
+/* upstream's reconciler error for a pod whose node is not found */
+static int note_missing_node(struct ctx *c, const struct se_pod *pod)
+{
+        struct se_slices_plan *p = c->plan;
+        p->pods_missing_node++;
+        if (p->node_errors.n >= SE_SLICES_MAX_NODE_ERRORS)
+                return 0;
+        char *msg;
+        if (asprintf(&msg, "skipping Pod %s for Service %s/%s: Node %s Not Found",
+                     pod->obj.meta.name, c->svc->obj.meta.namespace, c->svc->obj.meta.name,
+                     pod->node_name ? pod->node_name : "") < 0)
+                return -ENOMEM;
+        return se_strv_push_consume(&p->node_errors, msg);
+}
+
 static int collect_desired(struct ctx *c, int family, bool first_type)
 {
         const struct se_endpoints_input *in = c->in;
@@ -285,8 +312,10 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
                                        in->get_node(in->node_data, pod->node_name) :
                                        NULL;
                         if (!node && !svc->publish_not_ready_addresses) {
-                                if (first_type)
-                                        c->plan->pods_missing_node++;
+                                /* upstream checks per address type; its
+                                 * error aggregate shows a repeat once */
+                                if (first_type && note_missing_node(c, pod) < 0)
+                                        return -ENOMEM;
                                 continue;
                         }
                 }
@@ -1079,7 +1108,31 @@ void se_slices_plan_release(struct se_slices_plan *p)
         for (uint32_t i = 0; i < p->n_events; i++)
                 free(p->events[i].message);
         free(p->events);
+        se_strv_release(&p->node_errors);
         *p = (struct se_slices_plan){ 0 };
+}
+
+char *se_errors_join(const struct se_strv *errs, size_t max)
+{
+        struct se_strv seen = SE_STRV_INIT;
+        struct se_strbuf all;
+        se_strbuf_init(&all, max);
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < errs->n; i++) {
+                if (se_strv_contains(&seen, errs->v[i]))
+                        continue;
+                if (seen.n)
+                        se_strbuf_puts(&all, ", ");
+                se_strbuf_puts(&all, errs->v[i]);
+                r = se_strv_push(&seen, errs->v[i]);
+        }
+        char *out = NULL;
+        if (r == 0 && seen.n && !se_strbuf_failed(&all) &&
+            asprintf(&out, "%s%s%s", seen.n > 1 ? "[" : "", all.buf, seen.n > 1 ? "]" : "") < 0)
+                out = NULL;
+        se_strbuf_release(&all);
+        se_strv_release(&seen);
+        return out;
 }
 
 static bool slice_is_ours(const struct se_endpoint_slice *s, const char *ns, const char *name,

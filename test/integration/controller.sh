@@ -40,11 +40,22 @@ want_slices() { [ "$(slices "$1" "$2")" = "$3" ]; }
 kapi post /api/v1/namespaces - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null
 kapi post /api/v1/nodes - <<<"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$node\",\"labels\":{\"topology.kubernetes.io/zone\":\"zone-a\"}}}" >/dev/null
 
+# --- Endpoints left without a Service, before the controller starts ---
+# upstream deletes them whoever wrote them; a leader-election record stays
+kapi post /api/v1/namespaces/$ns/endpoints - <<<'{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"stray"},"subsets":[{"addresses":[{"ip":"192.0.2.7"}],"ports":[{"port":80}]}]}' >/dev/null
+kapi post /api/v1/namespaces/$ns/endpoints - <<<'{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"lock","annotations":{"control-plane.alpha.kubernetes.io/leader":"{\"holderIdentity\":\"x\"}"}}}' >/dev/null
+plan_orphans() { "$SVCENV/svcenv" endpoints --kubeconfig "$KUBE_DIR/kubeconfig" -n $ns --plan; }
+check "svcenv endpoints --plan deletes a user's orphan Endpoints, keeps the lock" eq "$ns/stray delete" plan_orphans
+
 check "controller starts and serves /metrics" start_ctl a
 check "/livez answers ok" test "$(curl -s "http://127.0.0.1:$(cat "$work/a.port")/livez")" = ok
 check "it becomes the leader" until_ok 20 is_leader a
 readyz() { [ "$(curl -s "http://127.0.0.1:$(cat "$work/$1.port")/readyz")" = ok ]; }
 check "/readyz answers ok once synced" until_ok 20 readyz a
+has_ep() { kapi get /api/v1/namespaces/$ns/endpoints/$1 >/dev/null 2>&1; }
+check "at start, a user's Endpoints without a Service are deleted" until_ok 20 eval '! has_ep stray'
+check "a leader-election record is left alone" has_ep lock
+kapi delete /api/v1/namespaces/$ns/endpoints/lock >/dev/null # not part of the comparison below
 
 # --- pods come, flip readiness, go ---
 mksvc $ns web '{"selector":{"app":"web"},"ports":[{"name":"http","port":80,"targetPort":"http"}]}'

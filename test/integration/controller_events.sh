@@ -1,7 +1,8 @@
 # svcenv-controller's failure paths against the real API server: writes the
 # server refuses (a ValidatingAdmissionPolicy) give upstream's Warning
 # events, repeats are counted on one Event, the Endpoints failure does not
-# hold back the slices, and a controller whose lease is taken exits 1.
+# hold back the slices, a pod on a missing Node is reported as upstream
+# does, and a controller whose lease is taken exits 1.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/ctl.bash"
 ctl_setup ctlev
@@ -95,6 +96,31 @@ else
 fi
 check "after the period the change is written" until_ok 30 eq none ready_ip
 check "controller stops cleanly" stop_ctl c
+
+# --- a pod on a Node that does not exist ---
+# upstream's endpointslice controller leaves the pod out of the slices,
+# writes them, and reports the reconciler's error on the Service
+lost=$ns-nowhere
+kapi post /api/v1/namespaces/$ns/services - >/dev/null <<<'{"apiVersion":"v1","kind":"Service","metadata":{"name":"lost"},"spec":{"selector":{"app":"lost"},"ports":[{"port":80}]}}'
+kapi post /api/v1/namespaces/$ns/pods - >/dev/null <<<"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"lost-1\",\"labels\":{\"app\":\"lost\"}},\"spec\":{\"nodeName\":\"$lost\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}"
+kapi patch-status $ns lost-1 '{"status":{"phase":"Running","podIP":"10.9.0.2","podIPs":[{"ip":"10.9.0.2"}],"conditions":[{"type":"Ready","status":"True"}]}}' >/dev/null
+lost_uid=$(kapi get /api/v1/namespaces/$ns/services/lost | jq -r .metadata.uid)
+check "a controller starts" start_ctl d --leader-elect=false
+# lost_event: "kind/name uid type component|message" of the Service's event
+lost_event() {
+        kapi get "/api/v1/namespaces/$ns/events?fieldSelector=reason=FailedToUpdateEndpointSlices,involvedObject.name=lost" |
+                jq -r '.items | sort_by(.lastTimestamp) | last // empty | "\(.involvedObject.kind)/\(.involvedObject.name) \(.involvedObject.uid // "-") \(.type) \(.source.component)|\(.message)"'
+}
+has_lost_event() { [ -n "$(lost_event)" ]; }
+check "a pod on a missing Node gives FailedToUpdateEndpointSlices" until_ok 30 has_lost_event
+ev=$(lost_event)
+check "on the Service, a Warning from endpoint-slice-controller" test "${ev%%|*}" = "Service/lost $lost_uid Warning endpoint-slice-controller"
+check "with upstream's message" test "${ev#*|}" = "Error updating Endpoint Slices for Service $ns/lost: skipping Pod lost-1 for Service $ns/lost: Node $lost Not Found"
+lost_slices() { kapi get "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices?labelSelector=kubernetes.io/service-name=lost" | jq -r '"\(.items | length) \([.items[].endpoints // [] | length] | add)"'; }
+check "the slices are written without the pod" until_ok 30 eq "1 0" lost_slices
+lost_eps() { kapi get /api/v1/namespaces/$ns/endpoints/lost 2>/dev/null | jq -r '.subsets[0].addresses[0].ip // "none"'; }
+check "the Endpoints, which look at no Node, list it" until_ok 30 eq 10.9.0.2 lost_eps
+check "controller stops cleanly" stop_ctl d
 
 # --- a lost lease ends the process with exit code 1 ---
 check "a leader-electing controller starts" start_ctl b --leader-elect-lease-duration 4 \

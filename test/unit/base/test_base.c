@@ -331,6 +331,33 @@ static void test_parse__ips_and_cidrs(void **state)
         assert_int_equal(se_parse_cidr("10.0.0.0", &c), -EINVAL);
 }
 
+static void fnv_hex(const char *const *parts, size_t n, char out[33])
+{
+        struct se_fnv128a h;
+        uint8_t sum[16];
+        se_fnv128a_init(&h);
+        for (size_t i = 0; i < n; i++)
+                se_fnv128a_update(&h, parts[i], strlen(parts[i]));
+        se_fnv128a_sum(&h, sum);
+        for (int i = 0; i < 16; i++)
+                snprintf(out + 2 * i, 3, "%02x", sum[i]);
+}
+
+/* Go's hash/fnv New128a (its own test vectors), streamed in pieces. */
+static void test_hash__fnv128a(void **state)
+{
+        (void)state;
+        char hex[33];
+        fnv_hex(NULL, 0, hex);
+        assert_string_equal(hex, "6c62272e07bb014262b821756295c58d");
+        const char *a[] = { "a" };
+        fnv_hex(a, 1, hex);
+        assert_string_equal(hex, "d228cb696f1a8caf78912b704e4a8964");
+        const char *foobar[] = { "foo", "", "bar" };
+        fnv_hex(foobar, 3, hex);
+        assert_string_equal(hex, "343e1662793c64bf6f0d3597ba446f18");
+}
+
 static void test_hash__sha256_base32_chain_name(void **state)
 {
         (void)state;
@@ -577,6 +604,7 @@ int main(void)
                 cmocka_unit_test(test_parse__ips_and_cidrs),
                 cmocka_unit_test(test_parse__durations),
                 cmocka_unit_test(test_hash__sha256_base32_chain_name),
+                cmocka_unit_test(test_hash__fnv128a),
                 cmocka_unit_test(test_hash__sha256_lengths),
                 cmocka_unit_test(test_hash__sha256_each),
                 cmocka_unit_test(test_hash__base64),

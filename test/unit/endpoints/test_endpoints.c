@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "../../../pkg/endpoints/endpoints_internal.h"
 #include "fixtures.h"
 #include "slim_ep.h"
 
@@ -337,7 +338,9 @@ static void test_endpoints__services_left_alone(void **state)
         fx_free(f);
 }
 
-/* Service gone: delete our Endpoints, leave others (user, leader lock). */
+/* Service gone: upstream deletes the Endpoints whoever wrote them (user,
+ * other managed-by, ours); only a leader-election record stays
+ * (syncService's not-found branch, checkLeftoverEndpoints). */
 static void test_endpoints__service_deleted(void **state)
 {
         (void)state;
@@ -346,15 +349,17 @@ static void test_endpoints__service_deleted(void **state)
         ep->obj.meta.namespace = "ns";
         struct se_endpoints_input in = { .namespace = "ns", .name = "web" };
         struct se_endpoints_plan p;
-        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
-        assert_int_equal(p.action, SE_EP_SKIP);
-        fx_kv(&ep->obj, &ep->obj.meta.labels, SE_ENDPOINTS_MANAGED_BY_LABEL, "endpoint-controller");
+        /* no label at all: a user's object */
         assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_DELETE);
         assert_null(p.obj);
+        fx_kv(&ep->obj, &ep->obj.meta.labels, SE_ENDPOINTS_MANAGED_BY_LABEL, "endpoint-controller");
+        assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
+        assert_int_equal(p.action, SE_EP_DELETE);
+        /* another managed-by than ours */
         struct se_endpoints_opts o = { .endpoints_managed_by = "svcenv" };
         assert_int_equal(fx_ep_plan_both(&in, ep, &o, &p), 0);
-        assert_int_equal(p.action, SE_EP_SKIP);
+        assert_int_equal(p.action, SE_EP_DELETE);
         fx_kv(&ep->obj, &ep->obj.meta.annotations, SE_LEADER_ANNOTATION, "{}");
         assert_int_equal(fx_ep_plan_both(&in, ep, NULL, &p), 0);
         assert_int_equal(p.action, SE_EP_SKIP);
@@ -493,10 +498,13 @@ static void test_endpoints__equal_ignores_subset_order(void **state)
         have->subsets[0] = have->subsets[1];
         have->subsets[1] = t;
         assert_true(fx_ep_equal_both(want, have, f->svc, NULL));
-        /* but addresses are compared in order */
-        struct se_endpoint_address a = have->subsets[1].addresses[0];
-        have->subsets[1].addresses[0] = have->subsets[1].addresses[1];
-        have->subsets[1].addresses[1] = a;
+        /* but addresses are compared in order (port a's subset has both) */
+        struct se_endpoint_subset *both =
+                have->subsets[0].n_addresses == 2 ? &have->subsets[0] : &have->subsets[1];
+        assert_int_equal(both->n_addresses, 2);
+        struct se_endpoint_address a = both->addresses[0];
+        both->addresses[0] = both->addresses[1];
+        both->addresses[1] = a;
         assert_false(fx_ep_equal_both(want, have, f->svc, NULL));
         se_object_unref(&have->obj);
         se_object_unref(&want->obj);
@@ -535,29 +543,48 @@ static void test_endpoints__over_capacity(void **state)
         fx_free(f);
 }
 
-/* TestTruncateEndpoints: per-subset proportional shares, ready first. */
-static void truncate_case(const int *ready, const int *not_ready, const int *want_ready,
-                          const int *want_not_ready)
+/* TestTruncateEndpoints: per-subset proportional shares, ready first, the
+ * subsets taken in the order they stand (here: subset s has port 1000+s). */
+static int cmp_first_port(const void *a, const void *b)
+{
+        const struct se_endpoint_subset *x = a, *y = b;
+        return (x->ports[0].port > y->ports[0].port) - (x->ports[0].port < y->ports[0].port);
+}
+
+/* n subsets: ready[s] ready then not_ready[s] not-ready pods whose named
+ * port resolves to 1000+s. */
+static struct fx *groups_fx(int n, const int *ready, const int *not_ready)
 {
         struct fx *f = fx_new("10.0.0.1");
         fx_port(f->svc, "p", 80, "web", SE_PROTO_TCP);
-        int n = 0;
+        int i = 0;
         char name[32], ip[32];
-        for (int s = 0; s < 5; s++)
-                for (int k = 0; k < ready[s] + not_ready[s]; k++, n++) {
-                        snprintf(name, sizeof(name), "p%04d", n);
+        for (int s = 0; s < n; s++)
+                for (int k = 0; k < ready[s] + not_ready[s]; k++, i++) {
+                        snprintf(name, sizeof(name), "p%04d", i);
                         snprintf(ip, sizeof(ip), "10.%d.%d.%d", s, k / 256, k % 256);
                         struct se_pod *p = add_pod(f, name, ip, k < ready[s]);
-                        /* subset s: the named port resolves to 1000+s */
                         fx_container_port(p, false, NULL, "web", 1000 + s, SE_PROTO_TCP);
                 }
-        const struct se_endpoints *ep = plan(f, NULL);
+        return f;
+}
+
+static void truncate_case(const int *ready, const int *not_ready, const int *want_ready,
+                          const int *want_not_ready)
+{
+        struct fx *f = groups_fx(5, ready, not_ready);
+        struct se_endpoints_input in = input(f);
+        struct se_endpoints *ep;
+        assert_int_equal(se_endpoints_build(&in, NULL, &ep), 0);
         assert_int_equal(ep->n_subsets, 5);
+        qsort(ep->subsets, ep->n_subsets, sizeof(*ep->subsets), cmp_first_port);
+        assert_true(ep_truncate(ep));
         for (int s = 0; s < 5; s++) {
                 assert_int_equal(ep->subsets[s].ports[0].port, 1000 + s);
                 assert_int_equal(ep->subsets[s].n_addresses, want_ready[s]);
                 assert_int_equal(ep->subsets[s].n_not_ready, want_not_ready[s]);
         }
+        se_object_unref(&ep->obj);
         fx_free(f);
 }
 
@@ -570,6 +597,103 @@ static void test_endpoints__truncate_proportionally(void **state)
         static const int r2[] = { 205, 400, 402, 400, 693 }, n2[] = { 100, 100, 100, 100, 100 };
         static const int k2[] = { 98, 191, 192, 191, 328 }, z[] = { 0, 0, 0, 0, 0 };
         truncate_case(r2, n2, k2, z);
+}
+
+static void hex16(const uint8_t *k, char *out)
+{
+        for (int i = 0; i < 16; i++)
+                snprintf(out + 2 * i, 3, "%02x", k[i]);
+}
+
+/* Upstream orders ports and subsets by FNV-1a 128 of Go's spew dump
+ * (pkg/api/v1/endpoints SortSubsets); these digests were printed by
+ * upstream's own code (k8s.io/utils/dump.ForHash, hash/fnv) for the same
+ * structs: nil and "" fields, a pointer set to "", spaces and quotes. */
+static void test_endpoints__order_keys_are_upstreams(void **state)
+{
+        (void)state;
+        uint8_t k[EP_ORDER_KEY_LEN];
+        char hex[33];
+        struct se_endpoint_port http = { "http", 8080, SE_PROTO_TCP, NULL };
+        struct se_endpoint_port dns = { NULL, 53, SE_PROTO_UDP, "dns" };
+        ep_port_order_key(&http, k);
+        hex16(k, hex);
+        assert_string_equal(hex, "25304a33da9e6ece350a4142a45f5b75");
+        ep_port_order_key(&dns, k);
+        hex16(k, hex);
+        assert_string_equal(hex, "ca775226d03c199fe2fe45e1eccd4ab5");
+
+        struct se_object_ref r1 = { "Pod", "ns", "p1", "u1", NULL };
+        struct se_object_ref r2 = { "Pod", "ns", "p2", "u2", NULL };
+        struct se_endpoint_address ready = { "10.0.0.1", NULL, "n1", &r1 };
+        struct se_endpoint_address not_ready = { "10.0.0.2", "h", NULL, &r2 };
+        struct se_endpoint_port ports[] = { http, dns };
+        struct se_endpoint_subset s = { &ready, 1, &not_ready, 1, ports, 2 };
+        ep_subset_order_key(&s, k);
+        hex16(k, hex);
+        assert_string_equal(hex, "bab5849e1b4a33b89a2c567529d17e65");
+
+        struct se_object_ref r3 = { "Pod", "ns", "p 1\"x", "u1", NULL };
+        struct se_endpoint_address odd = { "10.0.0.1", NULL, "", &r3 };
+        struct se_endpoint_subset t = { &odd, 1, NULL, 0, NULL, 0 };
+        ep_subset_order_key(&t, k);
+        hex16(k, hex);
+        assert_string_equal(hex, "855a6fab423acbbf87ea54050536b709");
+}
+
+struct kept {
+        int port, ready, not_ready;
+        const char *first, *last; /* first and last ready IP kept */
+};
+
+static void truncated_as(int n, const int *ready, const int *not_ready, const struct kept *want)
+{
+        struct fx *f = groups_fx(n, ready, not_ready);
+        const struct se_endpoints *ep = plan(f, NULL);
+        assert_string_equal(se_kvlist_get(&ep->obj.meta.annotations, SE_OVER_CAPACITY_ANNOTATION),
+                            "truncated");
+        assert_int_equal(ep->n_subsets, n);
+        for (int i = 0; i < n; i++) {
+                const struct se_endpoint_subset *s = &ep->subsets[i];
+                assert_int_equal(s->ports[0].port, want[i].port);
+                assert_int_equal(s->n_addresses, want[i].ready);
+                assert_int_equal(s->n_not_ready, want[i].not_ready);
+                assert_string_equal(s->addresses[0].ip, want[i].first);
+                assert_string_equal(s->addresses[s->n_addresses - 1].ip, want[i].last);
+        }
+        fx_free(f);
+}
+
+/* Over 1000 addresses in several subsets, which addresses survive depends
+ * on the subsets' order (each gets its share rounded up while budget is
+ * left). Expected: upstream's RepackSubsets and truncateEndpoints run on
+ * the same pods (order, counts, first and last address kept). */
+static void test_endpoints__truncate_in_upstream_order(void **state)
+{
+        (void)state;
+        static const int r1[] = { 600, 500, 400 }, n1[] = { 0, 0, 0 };
+        static const struct kept k1[] = {
+                { 1002, 267, 0, "10.2.0.0", "10.2.1.107" },
+                { 1000, 400, 0, "10.0.0.0", "10.0.1.227" },
+                { 1001, 333, 0, "10.1.0.0", "10.1.1.167" },
+        };
+        truncated_as(3, r1, n1, k1);
+        static const int r2[] = { 100, 50, 150 }, n2[] = { 300, 500, 400 };
+        static const struct kept k2[] = {
+                { 1001, 50, 292, "10.1.0.0", "10.1.0.9" },
+                { 1002, 150, 234, "10.2.0.0", "10.2.0.99" },
+                { 1000, 100, 174, "10.0.0.0", "10.0.0.99" },
+        };
+        truncated_as(3, r2, n2, k2);
+        static const int r3[] = { 90, 110, 50, 10, 20 }, n3[] = { 101, 200, 200, 201, 298 };
+        static const struct kept k3[] = {
+                { 1000, 90, 73, "10.0.0.0", "10.0.0.9" },
+                { 1004, 20, 215, "10.4.0.0", "10.4.0.9" },
+                { 1002, 50, 144, "10.2.0.0", "10.2.0.9" },
+                { 1003, 10, 145, "10.3.0.0", "10.3.0.9" },
+                { 1001, 110, 143, "10.1.0.0", "10.1.0.99" },
+        };
+        truncated_as(5, r3, n3, k3);
 }
 
 static void test_endpoints__trigger_time_format(void **state)
@@ -604,6 +728,8 @@ int main(void)
                 cmocka_unit_test(test_endpoints__equal_ignores_subset_order),
                 cmocka_unit_test(test_endpoints__over_capacity),
                 cmocka_unit_test(test_endpoints__truncate_proportionally),
+                cmocka_unit_test(test_endpoints__order_keys_are_upstreams),
+                cmocka_unit_test(test_endpoints__truncate_in_upstream_order),
                 cmocka_unit_test(test_endpoints__trigger_time_format),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include <svcenv/topology.h>
 
+#include "../../../pkg/endpoints/endpoints_internal.h"
 #include "fixtures.h"
 #include "slim_slices.h"
 
@@ -114,6 +115,9 @@ static void assert_same_plan(const struct fx *f, const struct se_slices_plan *a,
         assert_int_equal(a->n_remove, b->n_remove);
         assert_int_equal(a->n_unchanged, b->n_unchanged);
         assert_int_equal(a->pods_missing_node, b->pods_missing_node);
+        assert_int_equal(a->node_errors.n, b->node_errors.n);
+        for (size_t i = 0; i < a->node_errors.n; i++)
+                assert_string_equal(a->node_errors.v[i], b->node_errors.v[i]);
         assert_int_equal(a->endpoints_added, b->endpoints_added);
         assert_int_equal(a->endpoints_removed, b->endpoints_removed);
         for (uint32_t i = 0; i < a->n_create; i++)
@@ -537,24 +541,93 @@ static void test_slices__dual_stack(void **state)
         fx_free(f);
 }
 
-/* TestReconcilerPodMissingNode */
+/* TestReconcilerPodMissingNode; the error text is the reconciler's, which
+ * the controller puts in its FailedToUpdateEndpointSlices event. A
+ * dual-stack Service checks once per family: one error per pod still. */
 static void test_slices__pod_missing_node(void **state)
 {
         (void)state;
         struct fx *f = fx_new("10.0.0.1");
         add_node(f, "node-1", NULL);
         add_pod(f, "a", "1.0.0.1", true);
-        struct se_pod *lost = add_pod(f, "b", "1.0.0.2", true);
+        struct se_pod *lost = add_pod(f, "b", "1.0.0.2,fd00::2", true);
         lost->node_name = "gone";
+        struct se_pod *unbound = add_pod(f, "c", "1.0.0.3", true);
+        unbound->node_name = NULL;
         const struct se_slices_plan *p = plan(f);
-        assert_int_equal(p->pods_missing_node, 1);
+        assert_int_equal(p->pods_missing_node, 2);
+        assert_int_equal(p->node_errors.n, 2);
+        assert_string_equal(p->node_errors.v[0],
+                            "skipping Pod b for Service ns/web: Node gone Not Found");
+        assert_string_equal(p->node_errors.v[1],
+                            "skipping Pod c for Service ns/web: Node  Not Found");
         assert_int_equal(p->create[0]->n_endpoints, 1);
         assert_null(p->create[0]->endpoints[0].zone);
+        fx_families(f->svc, "IPv4", "IPv6");
+        p = plan(f);
+        assert_int_equal(p->node_errors.n, 2);
         f->svc->publish_not_ready_addresses = true;
         p = plan(f);
         assert_int_equal(p->pods_missing_node, 0);
-        assert_int_equal(p->create[0]->n_endpoints, 2);
+        assert_int_equal(p->node_errors.n, 0);
+        assert_int_equal(p->create[0]->n_endpoints + p->create[1]->n_endpoints, 4);
         fx_free(f);
+}
+
+/* A slice's ports in upstream's order (portsInOrder: FNV-1a 128 of Go's
+ * dump of each discovery/v1 EndpointPort); the digests were printed by
+ * upstream's own code, and the order of a and b is the one its
+ * NewPortMapKey gives them (b first). */
+static void test_slices__ports_in_upstream_order(void **state)
+{
+        (void)state;
+        uint8_t k[EP_ORDER_KEY_LEN];
+        char hex[33];
+        struct se_slice_port http = { "http", true, 8080, true, SE_PROTO_TCP, NULL };
+        struct se_slice_port dns = { "", true, 53, true, SE_PROTO_UDP, "dns" };
+        ep_slice_port_order_key(&http, k);
+        for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", k[i]);
+        assert_string_equal(hex, "0e874d5677090ee5c32afa85f637c347");
+        ep_slice_port_order_key(&dns, k);
+        for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", k[i]);
+        assert_string_equal(hex, "d6a7cc0ba93f91f1be3d8d231be996c3");
+
+        struct fx *f = fx_new("10.0.0.1");
+        f->svc->n_ports = 0;
+        fx_port(f->svc, "a", 80, "1", SE_PROTO_TCP);
+        fx_port(f->svc, "b", 81, "2", SE_PROTO_UDP);
+        add_pod(f, "p", "1.0.0.1", true);
+        const struct se_slices_plan *p = plan(f);
+        assert_int_equal(p->n_create, 1);
+        assert_int_equal(p->create[0]->n_ports, 2);
+        assert_string_equal(p->create[0]->ports[0].name, "b");
+        assert_string_equal(p->create[0]->ports[1].name, "a");
+        fx_free(f);
+}
+
+/* Go's error aggregate text (utilerrors.NewAggregate(...).Error()), which
+ * upstream's event shows. */
+static void test_slices__errors_join(void **state)
+{
+        (void)state;
+        struct se_strv e = SE_STRV_INIT;
+        assert_null(se_errors_join(&e, 1000));
+        assert_int_equal(se_strv_push(&e, "a failed"), 0);
+        char *s = se_errors_join(&e, 1000);
+        assert_string_equal(s, "a failed");
+        free(s);
+        assert_int_equal(se_strv_push(&e, "a failed"), 0);
+        s = se_errors_join(&e, 1000);
+        assert_string_equal(s, "a failed");
+        free(s);
+        assert_int_equal(se_strv_push(&e, "b failed"), 0);
+        s = se_errors_join(&e, 1000);
+        assert_string_equal(s, "[a failed, b failed]");
+        free(s);
+        assert_null(se_errors_join(&e, 10)); /* over the cap: nothing */
+        se_strv_release(&e);
 }
 
 /* A pod without the named port is still published, in a slice with no
@@ -1171,6 +1244,8 @@ int main(void)
                 cmocka_unit_test(test_slices__stale_and_foreign_slices),
                 cmocka_unit_test(test_slices__dual_stack),
                 cmocka_unit_test(test_slices__pod_missing_node),
+                cmocka_unit_test(test_slices__errors_join),
+                cmocka_unit_test(test_slices__ports_in_upstream_order),
                 cmocka_unit_test(test_slices__named_port_groups),
                 cmocka_unit_test(test_slices__labels),
                 cmocka_unit_test(test_slices__update_in_place),
