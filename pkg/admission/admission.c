@@ -37,7 +37,7 @@ void warnings_add(struct warnings *w, const char *fmt, ...)
                 w->v[w->n++] = s;
 }
 
-void warnings_release(struct warnings *w)
+static void warnings_release(struct warnings *w)
 {
         for (size_t i = 0; i < w->n; i++)
                 free(w->v[i]);

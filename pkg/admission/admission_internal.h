@@ -17,14 +17,10 @@ struct warnings {
 };
 
 void warnings_add(struct warnings *w, const char *fmt, ...) SE_PRINTF(2, 3);
-void warnings_release(struct warnings *w);
 
 /* Appends s as a JSON string (quotes included, control characters escaped,
  * bytes that are not valid UTF-8 replaced by U+FFFD as Go's encoder does). */
 void json_put_string(struct se_strbuf *sb, const char *s);
-
-/* Appends {"name":...,"value":...}. */
-void put_var(struct se_strbuf *sb, const char *name, const char *value);
 
 /* One service variable, rendered: its JSON, and that JSON in base64 from
  * byte h on (whole groups only) for h = 0, 1, 2 (b64[h] NULL: not made). */

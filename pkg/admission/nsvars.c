@@ -13,7 +13,8 @@
 
 #include "admission_internal.h"
 
-void put_var(struct se_strbuf *sb, const char *name, const char *value)
+/* Appends {"name":...,"value":...}. */
+static void put_var(struct se_strbuf *sb, const char *name, const char *value)
 {
         se_strbuf_puts(sb, "{\"name\":");
         json_put_string(sb, name);
