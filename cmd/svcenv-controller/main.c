@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/controller.h>
 #include <svcenv/httpd.h>
 #include <svcenv/kube.h>
@@ -144,7 +145,7 @@ static void handler(void *data, const struct se_httpd_request *req, struct se_ht
                 resp->status = 404;
                 text = "not found";
         }
-        resp->body = strdup(text);
+        resp->body = se_strdup(text);
         resp->len = resp->body ? strlen(resp->body) : 0;
 }
 

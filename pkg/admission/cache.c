@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/decode.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/store.h>
@@ -80,7 +81,7 @@ static void on_service(void *data, enum se_store_event ev, const struct se_objec
 
 struct se_admission_cache *se_admission_cache_new(struct se_store *store, size_t max_bytes)
 {
-        struct se_admission_cache *c = calloc(1, sizeof(*c));
+        struct se_admission_cache *c = se_calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
         c->store = store;
@@ -169,7 +170,7 @@ int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, c
         int r = nsvars_build(in, ns, links, true, &nv);
         if (r < 0)
                 return r;
-        nv->key = strdup(key);
+        nv->key = se_strdup(key);
         pthread_mutex_lock(&c->lock);
         struct nsvars *other = se_hashmap_get(&c->map, key);
         if (other) { /* another thread built it meanwhile: use that one */

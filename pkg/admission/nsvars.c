@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hash.h>
 #include <svcenv/hashmap.h>
 
@@ -88,7 +89,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                  struct nsvars **ret)
 {
         *ret = NULL;
-        struct nsvars *nv = calloc(1, sizeof(*nv));
+        struct nsvars *nv = se_calloc(1, sizeof(*nv));
         if (!nv)
                 return -ENOMEM;
         atomic_init(&nv->refs, 1);
@@ -100,8 +101,8 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                 return r;
         }
         nv->n = nv->list.n;
-        size_t *off = nv->n ? calloc(nv->n * 4, sizeof(*off)) : NULL;
-        nv->v = nv->n ? calloc(nv->n, sizeof(*nv->v)) : NULL;
+        size_t *off = nv->n ? se_calloc(nv->n * 4, sizeof(*off)) : NULL;
+        nv->v = nv->n ? se_calloc(nv->n, sizeof(*nv->v)) : NULL;
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         if (nv->n && (!off || !nv->v)) {

@@ -75,7 +75,8 @@ static int select_services(const struct se_envvars_input *in, const char *ns, co
                                         dup = dup || v[i] == s;
                                 if (!s || dup || n >= MAX_SELECTED)
                                         continue;
-                                const struct se_service **nv = realloc(v, (n + 1) * sizeof(*v));
+                                const struct se_service **nv =
+                                        se_reallocarray(v, n + 1, sizeof(*v));
                                 if (!nv) {
                                         free(v);
                                         return -ENOMEM;
@@ -162,8 +163,8 @@ static int collect_defined(struct ctx *x, const struct se_container *c)
                 }
                 for (uint32_t k = 0; k < data->n; k++) {
                         char *name = NULL;
-                        if (asprintf(&name, "%s%s", f->prefix ? f->prefix : "",
-                                     data->items[k].key) < 0)
+                        if (se_asprintf(&name, "%s%s", f->prefix ? f->prefix : "",
+                                        data->items[k].key) < 0)
                                 return -ENOMEM;
                         if (se_strv_push_consume(&x->owned, name) < 0)
                                 return -ENOMEM;
@@ -414,7 +415,7 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
                          .first = true,
                          .defined = SE_HASHMAP_INIT,
                          .owned = SE_STRV_INIT };
-        x.add = calloc(svc->n, sizeof(*x.add));
+        x.add = se_calloc(svc->n, sizeof(*x.add));
         if (!x.add)
                 r = -ENOMEM;
         const json_t *spec = json_object_get(object, "spec");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/proxy.h>
 
 #include "proxy_internal.h"
@@ -55,7 +56,7 @@ static int add(struct se_proxy_ct_plan *p, const char *dst, int32_t port, const 
                 size_t cap = p->cap ? p->cap * 2 : 16;
                 if (cap > SE_PROXY_MAX_CT_FLOWS)
                         return -E2BIG;
-                struct se_proxy_ct_flow *f = realloc(p->flows, cap * sizeof(*f));
+                struct se_proxy_ct_flow *f = se_reallocarray(p->flows, cap, sizeof(*f));
                 if (!f)
                         return -ENOMEM;
                 p->flows = f;

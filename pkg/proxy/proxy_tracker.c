@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/arena.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
@@ -119,7 +120,7 @@ static void state_release(struct state *st)
 
 struct se_proxy_tracker *se_proxy_tracker_new(void)
 {
-        struct se_proxy_tracker *tr = calloc(1, sizeof(*tr));
+        struct se_proxy_tracker *tr = se_calloc(1, sizeof(*tr));
         if (tr) {
                 tr->full = true;
                 state_init(&tr->current);
@@ -366,7 +367,7 @@ int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_
                        struct se_strv *ret)
 {
         size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
-        char *key = malloc(klen);
+        char *key = se_malloc(klen);
         if (!key)
                 return -ENOMEM;
         strcpy(key, sp->spn);
