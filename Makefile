@@ -87,6 +87,10 @@ endif
 
 # tests dereference typed views right after asserting them
 $(BUILD)/obj/test/%.o: EXTRA_CFLAGS := -Wno-null-dereference
+# banned.h (strcpy, sprintf, ... as compile errors) in every library and
+# command source, after the libc headers it shadows
+$(BUILD)/obj/pkg/%.o: EXTRA_CFLAGS := -include svcenv/banned.h
+$(BUILD)/obj/cmd/%.o: EXTRA_CFLAGS := -include svcenv/banned.h
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

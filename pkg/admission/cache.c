@@ -72,7 +72,7 @@ static void on_service(void *data, enum se_store_event ev, const struct se_objec
                 char key[MAX_KEY];
                 for (int links = 0; links < 2; links++) {
                         key[0] = links ? '1' : '0';
-                        strcpy(key + 1, o->meta.namespace);
+                        memcpy(key + 1, o->meta.namespace, strlen(o->meta.namespace) + 1);
                         drop(c, key);
                 }
         }
@@ -152,7 +152,7 @@ int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, c
         if (strlen(ns) + 2 > MAX_KEY) /* not a namespace name: not cached */
                 return nsvars_build(in, ns, links, false, ret);
         key[0] = links ? '1' : '0';
-        strcpy(key + 1, ns);
+        memcpy(key + 1, ns, strlen(ns) + 1); /* fits: checked above */
         pthread_mutex_lock(&c->lock);
         struct nsvars *nv = se_hashmap_get(&c->map, key);
         if (nv) {

@@ -64,9 +64,9 @@ static int add(struct se_proxy_ct_plan *p, const char *dst, int32_t port, const 
         }
         struct se_proxy_ct_flow *f = &p->flows[p->n++];
         memset(f, 0, sizeof(*f));
-        strncpy(f->orig_dst, dst ? dst : "", sizeof(f->orig_dst) - 1);
+        snprintf(f->orig_dst, sizeof(f->orig_dst), "%s", dst ? dst : "");
         f->orig_port_dst = port;
-        strncpy(f->dst_nat, nat ? nat : "", sizeof(f->dst_nat) - 1);
+        snprintf(f->dst_nat, sizeof(f->dst_nat), "%s", nat ? nat : "");
         return 0;
 }
 

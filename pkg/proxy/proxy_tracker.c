@@ -366,13 +366,9 @@ int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
 int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                        struct se_strv *ret)
 {
-        size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
-        char *key = se_malloc(klen);
-        if (!key)
+        char *key;
+        if (se_asprintf(&key, "%s/%s", sp->spn, sp->proto) < 0)
                 return -ENOMEM;
-        strcpy(key, sp->spn);
-        strcat(key, "/");
-        strcat(key, sp->proto);
         const struct entry *e = se_hashmap_get(&tr->current.map, key);
         free(key);
         if (!e)
