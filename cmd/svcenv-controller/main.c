@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/controller.h>
 #include <svcenv/httpd.h>
 #include <svcenv/httpd_probes.h>

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/log.h>
 #include <svcenv/parse.h>
 #include <svcenv/strv.h>
@@ -99,7 +100,7 @@ static void node_facts(struct proxyd *d)
         if (obj) {
                 const struct se_node *node = (const struct se_node *)obj;
                 const char *zone = se_kvlist_get(&obj->meta.labels, "topology.kubernetes.io/zone");
-                d->opt.zone = zone ? strdup(zone) : NULL;
+                d->opt.zone = zone ? se_strdup(zone) : NULL;
                 static const char *const types[] = { "InternalIP", "ExternalIP" };
                 for (size_t t = 0; !d->node_ip_flag && t < 2; t++)
                         for (uint32_t i = 0; i < node->n_addresses; i++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/httpd_probes.h>
 #include <svcenv/log.h>
 #include <svcenv/parse.h>
@@ -236,7 +237,7 @@ void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, un
                         have |= d->hc[i]->port == want[k].port;
                 if (have)
                         continue;
-                struct hc_port *hp = calloc(1, sizeof(*hp));
+                struct hc_port *hp = se_calloc(1, sizeof(*hp));
                 if (!hp)
                         continue;
                 hp->port = want[k].port;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/endpoints.h>
 #include <svcenv/log.h>
 #include <svcenv/strv.h>
@@ -329,7 +330,7 @@ static bool node_zone(struct proxyd *d)
                 (zone == NULL) != (d->opt.zone == NULL) || (zone && strcmp(zone, d->opt.zone) != 0);
         if (changed) {
                 free(SE_UNCONST(char, d->opt.zone));
-                d->opt.zone = zone ? strdup(zone) : NULL;
+                d->opt.zone = zone ? se_strdup(zone) : NULL;
         }
         se_store_unlock(d->store);
         return changed;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <svcenv/admission.h>
+#include <svcenv/alloc.h>
 #include <svcenv/httpd.h>
 #include <svcenv/httpd_probes.h>
 #include <svcenv/log.h>
@@ -70,7 +71,7 @@ static void text(struct se_httpd_response *resp, int status, const char *msg)
 {
         resp->status = status;
         resp->content_type = "text/plain; charset=utf-8";
-        resp->body = strdup(msg);
+        resp->body = se_strdup(msg);
         resp->len = resp->body ? strlen(resp->body) : 0;
 }
 

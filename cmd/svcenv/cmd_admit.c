@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include <svcenv/admission.h>
+#include <svcenv/alloc.h>
 #include <svcenv/hash.h>
 #include <svcenv/parse.h>
 #include <svcenv/strbuf.h>
@@ -64,7 +65,7 @@ static int print_patch(const char *body, size_t len)
         if (!end)
                 return cli_fail(EXIT_SYSTEM, "malformed response");
         size_t n = (size_t)(end - p), out_len = 0;
-        char *out = malloc(n / 4 * 3 + 1);
+        char *out = se_malloc(n / 4 * 3 + 1);
         if (!out)
                 return cli_fail(EXIT_SYSTEM, "out of memory");
         if (se_base64_decode(p, n, out, &out_len) < 0) {

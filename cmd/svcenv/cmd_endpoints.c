@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/encode.h>
 #include <svcenv/endpoints.h>
 #include <svcenv/parse.h>
@@ -59,14 +60,14 @@ static const struct se_node *get_node(void *data, const char *name)
 
 static int push(struct run *r, const struct se_object *o, bool own)
 {
-        const struct se_object **v = realloc(r->out, (r->n_out + 1) * sizeof(*v));
+        const struct se_object **v = se_reallocarray(r->out, r->n_out + 1, sizeof(*v));
         if (!v)
                 return -1;
         r->out = v;
         r->out[r->n_out++] = o;
         if (!own)
                 return 0;
-        struct se_object **w = realloc(r->owned, (r->n_owned + 1) * sizeof(*w));
+        struct se_object **w = se_reallocarray(r->owned, r->n_owned + 1, sizeof(*w));
         if (!w) {
                 r->n_out--;
                 return -1;

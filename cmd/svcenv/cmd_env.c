@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/envvars.h>
 #include <svcenv/jsonstr.h>
 #include <svcenv/manifest.h>
@@ -197,7 +198,7 @@ static int run_pod(struct opts *o, const struct se_envvars_input *in, const stru
         const struct se_container *all[2] = { pod->init_containers, pod->containers };
         uint32_t counts[2] = { pod->n_init_containers, pod->n_containers };
         size_t total = (size_t)counts[0] + counts[1], n = 0;
-        struct computed *cs = calloc(total ? total : 1, sizeof(*cs));
+        struct computed *cs = se_calloc(total ? total : 1, sizeof(*cs));
         int rc = cs ? EXIT_OK : cli_fail(EXIT_SYSTEM, "out of memory");
         for (int k = 0; rc == EXIT_OK && k < 2; k++) {
                 for (uint32_t i = 0; rc == EXIT_OK && i < counts[k]; i++) {

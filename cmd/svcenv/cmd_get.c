@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/encode.h>
 #include <svcenv/strbuf.h>
 
@@ -128,7 +129,7 @@ int cmd_get(int argc, char **argv)
         for (int k = 0; k < SE_KIND_COUNT; k++)
                 if (kind < 0 || k == kind)
                         total += se_store_count(store, (enum se_kind)k, NULL);
-        const struct se_object **all = calloc(total ? total : 1, sizeof(*all));
+        const struct se_object **all = se_calloc(total ? total : 1, sizeof(*all));
         long n = 0;
         for (int k = 0; all && k < SE_KIND_COUNT; k++) {
                 if (kind >= 0 && k != kind)

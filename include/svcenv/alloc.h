@@ -2,10 +2,23 @@
  *
  * Wrappers over libc with overflow-checked sizes. A test hook can make the
  * Nth allocation fail so that -ENOMEM paths are exercised. Every function
- * returns NULL on failure and never aborts. */
+ * returns NULL on failure and never aborts. What they return is freed with
+ * free().
+ *
+ * No code in pkg/ or cmd/ calls malloc, calloc, realloc, strdup, strndup or
+ * [v]asprintf itself (test/check-layers looks at the objects' symbols). What
+ * a dependency allocates keeps that dependency's rule, and the failure hook
+ * does not reach it:
+ *  - jansson: json_t trees (json_decref) and json_dumps() text, which is
+ *    malloc'd by jansson and freed with free() (kube_rest.c, cmd_admit.c);
+ *  - libyaml parser and events: yaml_*_delete (yaml_load.c);
+ *  - libcurl handles and lists: curl_easy_cleanup, curl_slist_free_all;
+ *  - OpenSSL objects: their *_free calls (httpd certs.c);
+ *  - libwebsockets contexts: lws_context_destroy. */
 #ifndef SVCENV_ALLOC_H
 #define SVCENV_ALLOC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* malloc; NULL on failure. */
@@ -19,6 +32,12 @@ void *se_reallocarray(void *p, size_t n, size_t size);
 char *se_strdup(const char *s);
 /* New NUL-terminated copy of the first n bytes of s. */
 char *se_strndup(const char *s, size_t n);
+
+/* asprintf through se_malloc: *ret is a new string and the result its
+ * length, or -1 with *ret NULL (out of memory or a format error). */
+int se_asprintf(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list (ap is consumed). */
+int se_vasprintf(char **ret, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* Big buffers filled right away (at least SE_HUGE_MIN bytes): aligned to
  * 2 MiB and advised as transparent huge pages. Smaller sizes: se_malloc.

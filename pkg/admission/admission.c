@@ -32,12 +32,12 @@ void warnings_add(struct warnings *w, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
-        char *s = strdup(buf);
+        char *s = se_strdup(buf);
         if (s)
                 w->v[w->n++] = s;
 }
 
-void warnings_release(struct warnings *w)
+static void warnings_release(struct warnings *w)
 {
         for (size_t i = 0; i < w->n; i++)
                 free(w->v[i]);
@@ -72,7 +72,7 @@ static int invalid(struct se_admission_result *res, const char *fmt, ...)
         va_list ap;
         va_start(ap, fmt);
         char *msg = NULL;
-        int n = vasprintf(&msg, fmt, ap);
+        int n = se_vasprintf(&msg, fmt, ap);
         va_end(ap);
         if (n < 0)
                 return -ENOMEM;
@@ -226,7 +226,8 @@ static int decide(const struct se_envvars_input *in, struct se_admission_cache *
                 res->outcome = SE_ADMIT_PATCHED;
                 res->patch_bytes = po.b64.raw;
                 res->n_vars = st.n_vars;
-                if (w.dropped && asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
+                if (w.dropped &&
+                    se_asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
                         w.n++;
                 r.w = &w;
                 err = finish_response(&out, &r, res);
@@ -253,7 +254,7 @@ static int decide(const struct se_envvars_input *in, struct se_admission_cache *
         } else if (st.guarded) {
                 res->outcome = SE_ADMIT_GUARDED;
         }
-        if (w.dropped && asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
+        if (w.dropped && se_asprintf(&w.v[w.n], "svcenv: %zu more warnings", w.dropped) >= 0)
                 w.n++;
         r.w = &w;
         err = write_response(&r, res);

@@ -18,10 +18,7 @@ struct warnings {
 };
 
 void warnings_add(struct warnings *w, const char *fmt, ...) SE_PRINTF(2, 3);
-void warnings_release(struct warnings *w);
 
-/* Appends {"name":...,"value":...}. */
-void put_var(struct se_strbuf *sb, const char *name, const char *value);
 
 /* One service variable, rendered: its JSON, and that JSON in base64 from
  * byte h on (whole groups only) for h = 0, 1, 2 (b64[h] NULL: not made). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/decode.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/store.h>
@@ -71,7 +72,7 @@ static void on_service(void *data, enum se_store_event ev, const struct se_objec
                 char key[MAX_KEY];
                 for (int links = 0; links < 2; links++) {
                         key[0] = links ? '1' : '0';
-                        strcpy(key + 1, o->meta.namespace);
+                        memcpy(key + 1, o->meta.namespace, strlen(o->meta.namespace) + 1);
                         drop(c, key);
                 }
         }
@@ -80,7 +81,7 @@ static void on_service(void *data, enum se_store_event ev, const struct se_objec
 
 struct se_admission_cache *se_admission_cache_new(struct se_store *store, size_t max_bytes)
 {
-        struct se_admission_cache *c = calloc(1, sizeof(*c));
+        struct se_admission_cache *c = se_calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
         c->store = store;
@@ -151,7 +152,7 @@ int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, c
         if (strlen(ns) + 2 > MAX_KEY) /* not a namespace name: not cached */
                 return nsvars_build(in, ns, links, false, ret);
         key[0] = links ? '1' : '0';
-        strcpy(key + 1, ns);
+        memcpy(key + 1, ns, strlen(ns) + 1); /* fits: checked above */
         pthread_mutex_lock(&c->lock);
         struct nsvars *nv = se_hashmap_get(&c->map, key);
         if (nv) {
@@ -169,7 +170,7 @@ int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, c
         int r = nsvars_build(in, ns, links, true, &nv);
         if (r < 0)
                 return r;
-        nv->key = strdup(key);
+        nv->key = se_strdup(key);
         pthread_mutex_lock(&c->lock);
         struct nsvars *other = se_hashmap_get(&c->map, key);
         if (other) { /* another thread built it meanwhile: use that one */

@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hash.h>
 #include <svcenv/hashmap.h>
 
 #include "admission_internal.h"
 
-void put_var(struct se_strbuf *sb, const char *name, const char *value)
+/* Appends {"name":...,"value":...}. */
+static void put_var(struct se_strbuf *sb, const char *name, const char *value)
 {
         se_strbuf_puts(sb, "{\"name\":");
         se_json_put_string(sb, name);
@@ -87,7 +89,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                  struct nsvars **ret)
 {
         *ret = NULL;
-        struct nsvars *nv = calloc(1, sizeof(*nv));
+        struct nsvars *nv = se_calloc(1, sizeof(*nv));
         if (!nv)
                 return -ENOMEM;
         atomic_init(&nv->refs, 1);
@@ -99,8 +101,8 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
                 return r;
         }
         nv->n = nv->list.n;
-        size_t *off = nv->n ? calloc(nv->n * 4, sizeof(*off)) : NULL;
-        nv->v = nv->n ? calloc(nv->n, sizeof(*nv->v)) : NULL;
+        size_t *off = nv->n ? se_calloc(nv->n * 4, sizeof(*off)) : NULL;
+        nv->v = nv->n ? se_calloc(nv->n, sizeof(*nv->v)) : NULL;
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         if (nv->n && (!off || !nv->v)) {

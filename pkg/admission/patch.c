@@ -70,7 +70,7 @@ static int select_services(const char *ns, const char *list, struct se_hashmap *
                                     (strcmp(name, "kubernetes") != 0 || strcmp(ns, "default") == 0))
                                         break;
                                 char *key = NULL;
-                                if (asprintf(&key, "%s/%s", sns, name) < 0 ||
+                                if (se_asprintf(&key, "%s/%s", sns, name) < 0 ||
                                     se_strv_push_consume(keys, key) < 0 ||
                                     se_hashmap_put(set, key, SE_UNCONST(char, &env_from_key),
                                                    NULL) < 0)
@@ -159,8 +159,8 @@ static int collect_defined(struct ctx *x, const struct se_container *c)
                 }
                 for (uint32_t k = 0; k < data->n; k++) {
                         char *name = NULL;
-                        if (asprintf(&name, "%s%s", f->prefix ? f->prefix : "",
-                                     data->items[k].key) < 0)
+                        if (se_asprintf(&name, "%s%s", f->prefix ? f->prefix : "",
+                                        data->items[k].key) < 0)
                                 return -ENOMEM;
                         if (se_strv_push_consume(&x->owned, name) < 0)
                                 return -ENOMEM;
@@ -418,7 +418,7 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
                          .defined = SE_HASHMAP_INIT,
                          .owned = SE_STRV_INIT,
                          .only = names ? &only : NULL };
-        x.add = calloc(svc->n, sizeof(*x.add));
+        x.add = se_calloc(svc->n, sizeof(*x.add));
         if (!x.add)
                 r = -ENOMEM;
         const json_t *spec = json_object_get(object, "spec");

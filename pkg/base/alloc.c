@@ -1,6 +1,8 @@
 /* The project allocator: libc plus overflow checks and a failure hook. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +66,30 @@ char *se_strndup(const char *s, size_t n)
 char *se_strdup(const char *s)
 {
         return s ? se_strndup(s, strlen(s)) : NULL;
+}
+
+int se_vasprintf(char **ret, const char *fmt, va_list ap)
+{
+        va_list again;
+        va_copy(again, ap);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        char *s = n < 0 ? NULL : se_malloc((size_t)n + 1);
+        if (s && vsnprintf(s, (size_t)n + 1, fmt, again) != n) {
+                free(s);
+                s = NULL;
+        }
+        va_end(again);
+        *ret = s;
+        return s ? n : -1;
+}
+
+int se_asprintf(char **ret, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = se_vasprintf(ret, fmt, ap);
+        va_end(ap);
+        return n;
 }
 
 /* Transparent huge pages: a buffer filled front to back right after it is

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/controller.h>
 #include <svcenv/decode.h>
 #include <svcenv/endpoints_sync.h>
@@ -65,8 +66,8 @@ static void note_pod_change(struct se_controller *ctl, const char *key, uint64_t
 {
         pthread_mutex_lock(&ctl->pending_lock);
         if (!se_hashmap_get(&ctl->pending, key)) {
-                struct pending *p = malloc(sizeof(*p));
-                if (p && (p->key = strdup(key)) != NULL) {
+                struct pending *p = se_malloc(sizeof(*p));
+                if (p && (p->key = se_strdup(key)) != NULL) {
                         p->since_ns = now;
                         if (se_hashmap_put(&ctl->pending, p->key, p, NULL) < 0) {
                                 free(p->key);
@@ -158,8 +159,8 @@ void ctl_slice_written(struct se_controller *ctl, const char *ns, const char *na
                 return;
         pthread_mutex_lock(&ctl->slices_lock);
         struct written *w = se_hashmap_get(&ctl->slices_written, key);
-        if (!w && (w = calloc(1, sizeof(*w))) != NULL) {
-                w->key = strdup(key);
+        if (!w && (w = se_calloc(1, sizeof(*w))) != NULL) {
+                w->key = se_strdup(key);
                 if (!w->key || se_hashmap_put(&ctl->slices_written, w->key, w, NULL) < 0) {
                         free(w->key);
                         free(w);
@@ -282,7 +283,7 @@ static void on_slice(void *data, enum se_store_event ev, const struct se_object 
 struct se_controller *se_controller_new(struct se_kube_client *c,
                                         const struct se_controller_opts *opts)
 {
-        struct se_controller *ctl = calloc(1, sizeof(*ctl));
+        struct se_controller *ctl = se_calloc(1, sizeof(*ctl));
         if (!ctl)
                 return NULL;
         ctl->client = c;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/kube_watch.h>
 
 #include "controller_internal.h"
@@ -73,8 +74,8 @@ void ctl_gauges_set(struct se_controller *ctl, const char *key, long endpoints, 
                         free(g);
                 }
         } else {
-                if (!g && (g = calloc(1, sizeof(*g))) != NULL) {
-                        g->key = strdup(key);
+                if (!g && (g = se_calloc(1, sizeof(*g))) != NULL) {
+                        g->key = se_strdup(key);
                         if (!g->key || se_hashmap_put(&ctl->gauges, g->key, g, NULL) < 0) {
                                 free(g->key);
                                 free(g);

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/decode.h>
 #include <svcenv/encode.h>
 #include <svcenv/strv.h>
@@ -42,7 +43,7 @@ static int ops_push(struct ops *o, enum ctl_res res, enum ctl_op op, json_t *bod
                 return -ENOMEM;
         if (o->n == o->cap) {
                 size_t cap = o->cap ? o->cap * 2 : 8;
-                struct op *v = realloc(o->v, cap * sizeof(*v));
+                struct op *v = se_reallocarray(o->v, cap, sizeof(*v));
                 if (!v) {
                         json_decref(body);
                         return -ENOMEM;
@@ -50,7 +51,7 @@ static int ops_push(struct ops *o, enum ctl_res res, enum ctl_op op, json_t *bod
                 o->v = v;
                 o->cap = cap;
         }
-        char *n = name ? strdup(name) : NULL;
+        char *n = name ? se_strdup(name) : NULL;
         if (name && !n) {
                 json_decref(body);
                 return -ENOMEM;
@@ -123,8 +124,8 @@ static int plan_key(struct se_controller *ctl, const char *ns, const char *name,
         snprintf(key, sizeof(key), "%s/%s", ns, name);
 
         if (svc) {
-                ops->svc_uid = strdup(svc->obj.meta.uid ? svc->obj.meta.uid : "");
-                ops->svc_rv = strdup(
+                ops->svc_uid = se_strdup(svc->obj.meta.uid ? svc->obj.meta.uid : "");
+                ops->svc_rv = se_strdup(
                         svc->obj.meta.resource_version ? svc->obj.meta.resource_version : "");
         }
         if (svc && se_endpoints_service_managed(svc)) {

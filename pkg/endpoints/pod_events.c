@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/endpoints_sync.h>
 
 static bool same_str(const char *a, const char *b)
@@ -55,7 +56,7 @@ static int memberships(const struct se_store *s, const struct se_pod *pod, struc
                     !se_selector_matches(&svc->selector, &pod->obj.meta.labels))
                         continue;
                 char *key = NULL;
-                if (asprintf(&key, "%s/%s", svc->obj.meta.namespace, svc->obj.meta.name) < 0)
+                if (se_asprintf(&key, "%s/%s", svc->obj.meta.namespace, svc->obj.meta.name) < 0)
                         r = -ENOMEM;
                 else
                         r = se_strv_push_consume(out, key);

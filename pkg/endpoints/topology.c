@@ -495,7 +495,9 @@ static int push_update(struct topo_slices *si, struct se_endpoint_slice *s)
         return 0;
 }
 
-int topo_remove_from_slices(struct topo_slices *si)
+/* upstream RemoveHintsFromSlices: no hints on create and update; unchanged
+ * slices with hints are copied to update without them. 0 or -ENOMEM. */
+static int topo_remove_from_slices(struct topo_slices *si)
 {
         for (int pass = 0; pass < 2; pass++) {
                 struct se_endpoint_slice **v = pass ? si->update : si->create;

@@ -89,9 +89,6 @@ int topo_redistribute(struct topo_slices *si, struct ztab *zt);
  * hints removed with a Warning event; records the result in t. 0 or
  * -ENOMEM. */
 int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si);
-/* upstream RemoveHintsFromSlices: no hints on create and update; unchanged
- * slices with hints are copied to update without them. 0 or -ENOMEM. */
-int topo_remove_from_slices(struct topo_slices *si);
 /* Appends an event (message formatted). 0 or -ENOMEM. */
 int topo_event(struct se_slices_event **v, uint32_t *n, bool warning, const char *reason,
                const char *fmt, ...) SE_PRINTF(5, 6);

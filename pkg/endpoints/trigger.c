@@ -102,7 +102,7 @@ int se_trigger_tracker_compute(struct se_trigger_tracker *t, const struct se_ser
                                const struct se_pod *const *pods, size_t n_pods, int64_t *ret_ns)
 {
         char *key = NULL;
-        if (asprintf(&key, "%s/%s", svc->obj.meta.namespace, svc->obj.meta.name) < 0)
+        if (se_asprintf(&key, "%s/%s", svc->obj.meta.namespace, svc->obj.meta.name) < 0)
                 return -ENOMEM;
         pthread_mutex_lock(&t->lock);
         struct service_state *state = se_hashmap_get(&t->states, key);
@@ -160,7 +160,7 @@ int se_trigger_tracker_compute(struct se_trigger_tracker *t, const struct se_ser
 void se_trigger_tracker_forget(struct se_trigger_tracker *t, const char *ns, const char *name)
 {
         char *key = NULL;
-        if (asprintf(&key, "%s/%s", ns, name) < 0)
+        if (se_asprintf(&key, "%s/%s", ns, name) < 0)
                 return;
         pthread_mutex_lock(&t->lock);
         struct service_state *s = se_hashmap_remove(&t->states, key);

@@ -14,6 +14,7 @@
 
 #include <libwebsockets.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/parse.h>
 #include <svcenv/strbuf.h>
 
@@ -105,7 +106,7 @@ static int respond(struct lws *wsi, struct pss *ps, int status, const char *ctyp
 
 static int respond_text(struct lws *wsi, struct pss *ps, int status, const char *text)
 {
-        char *b = strdup(text);
+        char *b = se_strdup(text);
         return respond(wsi, ps, status, "text/plain; charset=utf-8", b, b ? strlen(b) : 0, true);
 }
 
@@ -455,7 +456,7 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
                             "and key");
                 return -EINVAL;
         }
-        struct se_httpd *h = calloc(1, sizeof(*h));
+        struct se_httpd *h = se_calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
         h->cfg = *cfg;

@@ -159,16 +159,16 @@ static int setup_server_name(struct se_kube_client *c, struct se_diag *diag)
         const char *rest = port ? port + port_len : host_end;
         const char *dflt = strncmp(k->server, "https", 5) == 0 ? "443" : "80";
         char *map;
-        if (asprintf(&c->base_url, "%.*s%s%s%.*s%s", (int)(host - k->server), k->server,
-                     k->tls_server_name, port ? ":" : "", (int)port_len, port ? port : "",
-                     rest) < 0) {
+        if (se_asprintf(&c->base_url, "%.*s%s%s%.*s%s", (int)(host - k->server), k->server,
+                        k->tls_server_name, port ? ":" : "", (int)port_len, port ? port : "",
+                        rest) < 0) {
                 c->base_url = NULL;
                 return -ENOMEM;
         }
-        if (asprintf(&map, "%s:%.*s:%.*s:%.*s", k->tls_server_name,
-                     (int)(port ? port_len : strlen(dflt)), port ? port : dflt,
-                     (int)(host_end - host), host, (int)(port ? port_len : strlen(dflt)),
-                     port ? port : dflt) < 0)
+        if (se_asprintf(&map, "%s:%.*s:%.*s:%.*s", k->tls_server_name,
+                        (int)(port ? port_len : strlen(dflt)), port ? port : dflt,
+                        (int)(host_end - host), host, (int)(port ? port_len : strlen(dflt)),
+                        port ? port : dflt) < 0)
                 return -ENOMEM;
         c->connect_to = curl_slist_append(NULL, map);
         free(map);
@@ -442,7 +442,7 @@ static int setup(struct se_kube_client *c, CURL *h, const struct req *rq, struct
 {
         const struct se_kube_config *k = c->cfg;
         char *url;
-        if (asprintf(&url, "%s%s", c->base_url, rq->path) < 0)
+        if (se_asprintf(&url, "%s%s", c->base_url, rq->path) < 0)
                 return -ENOMEM;
         if (c->connect_to)
                 curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
@@ -486,7 +486,7 @@ static int setup(struct se_kube_client *c, CURL *h, const struct req *rq, struct
         int r = refresh_credentials(c, false, diag);
         if (r == 0 && c->token) {
                 char *auth;
-                if (asprintf(&auth, "Authorization: Bearer %s", c->token) < 0)
+                if (se_asprintf(&auth, "Authorization: Bearer %s", c->token) < 0)
                         r = -ENOMEM;
                 else {
                         l = l ? curl_slist_append(l, auth) : NULL;

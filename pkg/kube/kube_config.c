@@ -193,7 +193,7 @@ static int get_path(const json_t *body, const char *field, const struct where *w
         if (r < 0 || !*ret || (*ret)[0] == '/' || !w->dir)
                 return r;
         char *abs;
-        if (asprintf(&abs, "%s/%s", w->dir, *ret) < 0)
+        if (se_asprintf(&abs, "%s/%s", w->dir, *ret) < 0)
                 return -ENOMEM;
         free(*ret);
         *ret = abs;
@@ -307,7 +307,7 @@ static int parse_exec(const json_t *ex, const struct where *uw, struct se_kube_e
          * is looked up in PATH (as kubectl does) */
         if (r == 0 && cmd[0] != '/' && strchr(cmd, '/') && uw->dir) {
                 char *abs;
-                if (asprintf(&abs, "%s/%s", uw->dir, cmd) < 0)
+                if (se_asprintf(&abs, "%s/%s", uw->dir, cmd) < 0)
                         r = -ENOMEM;
                 else {
                         free(cmd);
@@ -338,8 +338,8 @@ static int parse_exec(const json_t *ex, const struct where *uw, struct se_kube_e
                                 r = bad(diag, &w, f, "value: expected a string");
                         else {
                                 char *kv;
-                                if (asprintf(&kv, "%s=%s", json_string_value(n),
-                                             json_is_string(v) ? json_string_value(v) : "") < 0)
+                                if (se_asprintf(&kv, "%s=%s", json_string_value(n),
+                                                json_is_string(v) ? json_string_value(v) : "") < 0)
                                         r = -ENOMEM;
                                 else if (se_strv_push_consume(&env, kv) < 0)
                                         r = -ENOMEM;
@@ -454,7 +454,7 @@ static int read_user(const struct merged *m, const struct entry *e, struct se_ku
         struct where w = { m->names[e->file], path, dir };
         if (!dir)
                 return -ENOMEM;
-        if (asprintf(&c->user_path, "kubeconfig %s: %s", w.file, path) < 0) {
+        if (se_asprintf(&c->user_path, "kubeconfig %s: %s", w.file, path) < 0) {
                 c->user_path = NULL;
                 return -ENOMEM;
         }
@@ -555,7 +555,7 @@ static int resolve(const struct merged *m, const char *context, struct se_kube_c
                 r = -ENOMEM;
         if (r == 0 && !(c->context = se_strdup(ctx_name)))
                 r = -ENOMEM;
-        if (r == 0 && asprintf(&c->origin, "kubeconfig %s", m->names[ce->file]) < 0) {
+        if (r == 0 && se_asprintf(&c->origin, "kubeconfig %s", m->names[ce->file]) < 0) {
                 c->origin = NULL;
                 r = -ENOMEM;
         }
@@ -717,7 +717,7 @@ int se_kube_config_load(const struct se_kube_config_opts *opts, struct se_kube_c
                         }
                 } else if (home && *home) {
                         char *p;
-                        if (asprintf(&p, "%s/.kube/config", home) < 0)
+                        if (se_asprintf(&p, "%s/.kube/config", home) < 0)
                                 return -ENOMEM;
                         if (access(p, F_OK) == 0)
                                 r = se_strv_push_consume(&files, p);
@@ -769,10 +769,10 @@ int se_kube_config_incluster(const char *root, struct se_kube_config **ret, stru
         if (!c)
                 return -ENOMEM;
         bool v6 = strchr(host, ':') != NULL;
-        int r = asprintf(&c->server, "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "",
-                         port) < 0;
-        r |= asprintf(&c->token_file, "%s/token", root) < 0;
-        r |= asprintf(&c->ca_file, "%s/ca.crt", root) < 0;
+        int r = se_asprintf(&c->server, "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "",
+                            port) < 0;
+        r |= se_asprintf(&c->token_file, "%s/token", root) < 0;
+        r |= se_asprintf(&c->ca_file, "%s/ca.crt", root) < 0;
         r |= !(c->origin = se_strdup("in-cluster config"));
         r |= !(c->user_path = se_strdup("in-cluster config"));
         if (r) {
@@ -789,7 +789,7 @@ int se_kube_config_incluster(const char *root, struct se_kube_config **ret, stru
         }
         free(tok);
         char *nspath;
-        if (asprintf(&nspath, "%s/namespace", root) < 0) {
+        if (se_asprintf(&nspath, "%s/namespace", root) < 0) {
                 se_kube_config_free(c);
                 return -ENOMEM;
         }

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/kube_events.h>
 #include <svcenv/timeutil.h>
@@ -85,7 +86,7 @@ static void event_free(struct event *e)
 
 static char *dup_or_empty(const char *s)
 {
-        return strdup(s ? s : "");
+        return se_strdup(s ? s : "");
 }
 
 /* Cuts s to at most max bytes without splitting a UTF-8 sequence. */
@@ -105,18 +106,18 @@ int se_kube_recorder_eventf(struct se_kube_recorder *r, const struct se_kube_obj
 {
         if (!r)
                 return 0;
-        struct event *e = calloc(1, sizeof(*e));
+        struct event *e = se_calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         va_list ap;
         va_start(ap, fmt);
-        int n = vasprintf(&e->message, fmt, ap);
+        int n = se_vasprintf(&e->message, fmt, ap);
         va_end(ap);
         if (n < 0)
                 e->message = NULL;
         e->kind = dup_or_empty(ref->kind);
         e->api_version = dup_or_empty(ref->api_version);
-        e->ns = strdup(ref->namespace && *ref->namespace ? ref->namespace : "default");
+        e->ns = se_strdup(ref->namespace && *ref->namespace ? ref->namespace : "default");
         e->name = dup_or_empty(ref->name);
         e->uid = dup_or_empty(ref->uid);
         e->rv = dup_or_empty(ref->resource_version);
@@ -196,8 +197,9 @@ static void fifo_release(struct fifo_map *f, void (*drop)(void *))
 static char *spam_key(const struct se_kube_recorder *r, const struct event *e)
 {
         char *k;
-        if (asprintf(&k, "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%d", r->component,
-                     e->kind, e->ns, e->name, e->uid, e->api_version, (int)e->type) < 0)
+        if (se_asprintf(&k, "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%d",
+                        r->component, e->kind, e->ns, e->name, e->uid, e->api_version,
+                        (int)e->type) < 0)
                 return NULL;
         return k;
 }
@@ -205,10 +207,11 @@ static char *spam_key(const struct se_kube_recorder *r, const struct event *e)
 static char *event_key(const struct se_kube_recorder *r, const struct event *e)
 {
         char *k;
-        if (asprintf(&k,
-                     "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%d" SEP "%s" SEP "%s",
-                     r->component, e->kind, e->ns, e->name, e->uid, e->api_version, (int)e->type,
-                     e->reason, e->message) < 0)
+        if (se_asprintf(&k,
+                        "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%d" SEP "%s" SEP
+                        "%s",
+                        r->component, e->kind, e->ns, e->name, e->uid, e->api_version, (int)e->type,
+                        e->reason, e->message) < 0)
                 return NULL;
         return k;
 }
@@ -222,7 +225,7 @@ static bool spam_accept(struct se_kube_recorder *r, const struct event *e)
         uint64_t now = se_now_mono_ns();
         struct bucket *b = se_hashmap_get(&r->buckets.map, key);
         if (!b) {
-                b = calloc(1, sizeof(*b));
+                b = se_calloc(1, sizeof(*b));
                 if (!b) {
                         free(key);
                         return true;
@@ -313,7 +316,7 @@ static int write_once(struct se_kube_recorder *r, const struct event *e, struct 
         if (err == 0) {
                 const char *got = json_string_value(
                         json_object_get(json_object_get(out, "metadata"), "name"));
-                *ret_name = strdup(got ? got : name);
+                *ret_name = se_strdup(got ? got : name);
         }
         json_decref(out);
         return err;
@@ -356,7 +359,7 @@ static void record(struct se_kube_recorder *r, struct event *e)
                         if (patched) {
                                 prev->count++;
                         } else if (key && name) {
-                                struct seen *s = calloc(1, sizeof(*s));
+                                struct seen *s = se_calloc(1, sizeof(*s));
                                 if (s) {
                                         s->key = key;
                                         key = NULL;
@@ -427,11 +430,11 @@ static struct se_kube_recorder *destroy(struct se_kube_recorder *r)
 
 struct se_kube_recorder *se_kube_recorder_new(struct se_kube_client *c, const char *component)
 {
-        struct se_kube_recorder *r = calloc(1, sizeof(*r));
+        struct se_kube_recorder *r = se_calloc(1, sizeof(*r));
         if (!r)
                 return NULL;
         r->client = c;
-        r->component = strdup(component ? component : "");
+        r->component = se_strdup(component ? component : "");
         pthread_mutex_init(&r->lock, NULL);
         pthread_cond_init(&r->wake, NULL);
         pthread_cond_init(&r->idle_cond, NULL);

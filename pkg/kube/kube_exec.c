@@ -126,10 +126,10 @@ static char **build_env(const struct se_kube_exec *e, char **info)
         }
         for (char **p = e->env; p && *p; p++)
                 env[k++] = *p;
-        if (asprintf(info,
-                     "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
-                     "\"spec\":{\"interactive\":false}}",
-                     e->api_version) < 0) {
+        if (se_asprintf(info,
+                        "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
+                        "\"spec\":{\"interactive\":false}}",
+                        e->api_version) < 0) {
                 free(env);
                 return NULL;
         }

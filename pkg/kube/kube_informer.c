@@ -66,7 +66,7 @@ struct se_kube_informer *se_kube_informer_new(struct se_kube_client *c, enum se_
 static char *key_of(const struct se_object *o)
 {
         char *k;
-        return asprintf(&k, "%s/%s", o->meta.namespace, o->meta.name) < 0 ? NULL : k;
+        return se_asprintf(&k, "%s/%s", o->meta.namespace, o->meta.name) < 0 ? NULL : k;
 }
 
 /* What one relist put into the store: a reference to each object, sorted

@@ -4,8 +4,8 @@
 
 #include "decode_internal.h"
 
-int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
-                      struct se_object_ref **ret)
+static int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
+                             struct se_object_ref **ret)
 {
         const json_t *ref;
         int r = get_object(d, obj, key, &ref);

@@ -115,8 +115,6 @@ int decode_service_cidr(struct dctx *d, const json_t *json, struct se_service_ci
 int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec);
 int decode_endpoints(struct dctx *d, const json_t *json, struct se_endpoints *ep);
 int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint_slice *es);
-int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
-                      struct se_object_ref **ret);
 
 /* Sorts a kvlist by key; -EINVAL (via dctx_fail at key) on a duplicate key. */
 void kvlist_sort(struct se_kvlist *l);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/encode.h>
 #include <svcenv/hash.h>
 
@@ -456,7 +457,7 @@ static bool encode_secret(json_t *o, const struct se_secret *s)
                         return false;
                 for (uint32_t i = 0; i < s->data.n; i++) {
                         size_t n = strlen(s->data.items[i].value);
-                        char *b64 = malloc((n + 2) / 3 * 4 + 1);
+                        char *b64 = se_malloc((n + 2) / 3 * 4 + 1);
                         if (!b64)
                                 return false;
                         se_base64_encode(s->data.items[i].value, n, b64);

@@ -410,7 +410,7 @@ static int load_folder(struct loader *l, const char *path, int depth)
         se_strv_sort(&names);
         for (size_t i = 0; r == 0 && i < names.n; i++) {
                 char *child = NULL;
-                if (asprintf(&child, "%s/%s", path, names.v[i]) < 0) {
+                if (se_asprintf(&child, "%s/%s", path, names.v[i]) < 0) {
                         r = -ENOMEM;
                         break;
                 }

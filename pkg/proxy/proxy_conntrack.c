@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/proxy.h>
 
 #include "proxy_internal.h"
@@ -65,7 +66,7 @@ static int add(struct se_proxy_ct_plan *p, const char *dst, int32_t port, const 
                 size_t cap = p->cap ? p->cap * 2 : 16;
                 if (cap > SE_PROXY_MAX_CT_FLOWS)
                         return -E2BIG;
-                struct se_proxy_ct_flow *f = realloc(p->flows, cap * sizeof(*f));
+                struct se_proxy_ct_flow *f = se_reallocarray(p->flows, cap, sizeof(*f));
                 if (!f)
                         return -ENOMEM;
                 p->flows = f;
@@ -73,9 +74,9 @@ static int add(struct se_proxy_ct_plan *p, const char *dst, int32_t port, const 
         }
         struct se_proxy_ct_flow *f = &p->flows[p->n++];
         memset(f, 0, sizeof(*f));
-        strncpy(f->orig_dst, dst ? dst : "", sizeof(f->orig_dst) - 1);
+        snprintf(f->orig_dst, sizeof(f->orig_dst), "%s", dst ? dst : "");
         f->orig_port_dst = port;
-        strncpy(f->dst_nat, nat ? nat : "", sizeof(f->dst_nat) - 1);
+        snprintf(f->dst_nat, sizeof(f->dst_nat), "%s", nat ? nat : "");
         return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/proxy.h>
 
 #include "proxy_internal.h"
@@ -188,7 +189,7 @@ static int hash_endpoints(struct ipt *w, const struct se_proxy_svcport *sp,
                           const struct proxy_categories *cat)
 {
         if (sp->n_eps > w->ep_hash_cap) {
-                char(*p)[17] = reallocarray(w->ep_hash, sp->n_eps, sizeof(*p));
+                char(*p)[17] = se_reallocarray(w->ep_hash, sp->n_eps, sizeof(*p));
                 if (!p)
                         return -ENOMEM;
                 w->ep_hash = p;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hash.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
@@ -406,11 +407,11 @@ static int ep_names_reserve(struct nft *w, const struct se_proxy_svcport *sp)
 {
         if (sp->n_eps > w->ep_cap) {
                 size_t cap = sp->n_eps < 16 ? 16 : sp->n_eps;
-                struct nft_name *names = realloc(w->ep_names, cap * sizeof(*names));
+                struct nft_name *names = se_reallocarray(w->ep_names, cap, sizeof(*names));
                 if (!names)
                         return -ENOMEM;
                 w->ep_names = names;
-                bool *done = realloc(w->ep_done, cap);
+                bool *done = se_reallocarray(w->ep_done, cap, 1);
                 if (!done)
                         return -ENOMEM;
                 w->ep_done = done;

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
 
@@ -85,7 +86,7 @@ static int dump(enum se_ip_family family, int msg, const char *chain, each_fn ea
         if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 r = -errno;
         static const size_t bufsize = 1u << 16;
-        struct nlmsghdr *buf = r ? NULL : malloc(bufsize);
+        struct nlmsghdr *buf = r ? NULL : se_malloc(bufsize);
         if (!r && !buf)
                 r = -ENOMEM;
         for (bool done = false; !r && !done;) {
@@ -146,7 +147,7 @@ static int push(struct names *nm, const char *kind, const char *name)
         if (++nm->n > SE_PROXY_MAX_SAVED_CHAINS)
                 return -E2BIG;
         size_t len = strlen(kind) + strlen(name) + 2;
-        char *s = malloc(len);
+        char *s = se_malloc(len);
         if (!s)
                 return -ENOMEM;
         snprintf(s, len, "%s %s", kind, name);

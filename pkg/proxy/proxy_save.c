@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strv.h>
 
@@ -37,7 +38,7 @@ int se_proxy_parse_save_chains(const char *text, size_t len, struct se_strv *ret
                         if (name <= 28 && service_chain(p + 1, name)) {
                                 if (++found > SE_PROXY_MAX_SAVED_CHAINS)
                                         return -E2BIG;
-                                char *c = strndup(p + 1, name);
+                                char *c = se_strndup(p + 1, name);
                                 if (!c || se_strv_push_consume(ret, c) < 0)
                                         return -ENOMEM;
                         }

@@ -619,14 +619,14 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
         _cleanup_free_ const struct se_object **svcs = NULL;
         struct pick *picks = NULL;
         size_t n_picks = 0;
-        struct se_proxy_table *t = calloc(1, sizeof(*t));
+        struct se_proxy_table *t = se_calloc(1, sizeof(*t));
         int r = -ENOMEM;
         if (!t)
                 return -ENOMEM;
         t->family = family;
         /* in any order: the ports are sorted by spn at the end */
         long n = se_store_list_unordered(store, SE_KIND_SERVICE, NULL, &svcs);
-        if (n < 0 || (n > 0 && !(picks = calloc((size_t)n, sizeof(*picks)))))
+        if (n < 0 || (n > 0 && !(picks = se_calloc((size_t)n, sizeof(*picks)))))
                 goto fail;
         /* first the services taken and their slices, to size the arena */
         size_t cap = 0, bytes = 0;

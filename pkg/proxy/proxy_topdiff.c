@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hashmap.h>
 
 #include "proxy_internal.h"
@@ -50,7 +51,7 @@ static int edit(const struct se_strv *old, const struct se_strv *now, struct se_
                 r = se_hashmap_put(&count, now->v[i], (void *)(c + 1), NULL);
         }
         /* old rules not wanted any more go; the rest is kept (in old order) */
-        const char **kept = old->n ? calloc(old->n, sizeof(*kept)) : NULL;
+        const char **kept = old->n ? se_calloc(old->n, sizeof(*kept)) : NULL;
         size_t nk = 0;
         if (old->n && !kept)
                 r = -ENOMEM;
@@ -111,7 +112,7 @@ int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *
                                 top_index(names, n_names, p + 3, strcspn(p + 3, " \n")) :
                                 -1;
                 if (i >= 0) {
-                        char *line = strndup(p, len);
+                        char *line = se_strndup(p, len);
                         r = line ? se_strv_push_consume(&pend->rules[i], line) : -ENOMEM;
                 }
                 p += len + 1;
@@ -193,7 +194,7 @@ static int split_elems(const char *text, size_t len, struct se_strv *out)
                 while (e < end && !(*e == ',' && e + 1 < end && e[1] == '\n'))
                         e++;
                 if (e > p) {
-                        char *s = strndup(p, (size_t)(e - p));
+                        char *s = se_strndup(p, (size_t)(e - p));
                         if (!s || se_strv_push_consume(out, s) < 0)
                                 return -ENOMEM;
                 }

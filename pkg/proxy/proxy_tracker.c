@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/arena.h>
 #include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
@@ -119,7 +120,7 @@ static void state_release(struct state *st)
 
 struct se_proxy_tracker *se_proxy_tracker_new(void)
 {
-        struct se_proxy_tracker *tr = calloc(1, sizeof(*tr));
+        struct se_proxy_tracker *tr = se_calloc(1, sizeof(*tr));
         if (tr) {
                 tr->full = true;
                 state_init(&tr->current);
@@ -365,13 +366,9 @@ int proxy_tracker_keep(struct se_proxy_tracker *tr, const char *key)
 int proxy_tracker_prev(const struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                        struct se_strv *ret)
 {
-        size_t klen = strlen(sp->spn) + strlen(sp->proto) + 2;
-        char *key = malloc(klen);
-        if (!key)
+        char *key;
+        if (se_asprintf(&key, "%s/%s", sp->spn, sp->proto) < 0)
                 return -ENOMEM;
-        strcpy(key, sp->spn);
-        strcat(key, "/");
-        strcat(key, sp->proto);
         const struct entry *e = se_hashmap_get(&tr->current.map, key);
         free(key);
         if (!e)

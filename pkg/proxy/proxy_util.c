@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/hash.h>
 #include <svcenv/proxy.h>
 #include <svcenv/strbuf.h>
@@ -186,7 +187,7 @@ int proxy_categorize(const struct se_proxy_svcport *sp, const struct se_proxy_op
         size_t n = sp->n_eps ? sp->n_eps : 1;
         c->n_cluster = c->n_local = c->n_reachable = 0;
         c->has_any = false;
-        c->cluster = n <= PROXY_CAT_INLINE ? c->small : calloc(3 * n, sizeof(*c->cluster));
+        c->cluster = n <= PROXY_CAT_INLINE ? c->small : se_calloc(3 * n, sizeof(*c->cluster));
         if (!c->cluster) {
                 c->local = c->reachable = NULL;
                 return -ENOMEM;

@@ -87,6 +87,22 @@ static void test_strbuf__allocation_failure(void **state)
         se_strbuf_release(&sb);
 }
 
+/* se_asprintf formats into a new string through the project allocator, so
+ * the failure hook reaches it (it fails cleanly, *ret NULL). */
+static void test_alloc__asprintf(void **state)
+{
+        (void)state;
+        char *s = (char *)1;
+        assert_int_equal(se_asprintf(&s, "%s/%d", "ns", 42), 5);
+        assert_string_equal(s, "ns/42");
+        free(s);
+        se_alloc_fail_at(1);
+        s = (char *)1;
+        assert_int_equal(se_asprintf(&s, "%s", "x"), -1);
+        assert_null(s);
+        se_alloc_fail_at(0);
+}
+
 static void test_strbuf__numbers_and_inline_append(void **state)
 {
         (void)state;
@@ -595,6 +611,7 @@ int main(void)
                 cmocka_unit_test(test_strbuf__cap_is_sticky),
                 cmocka_unit_test(test_strbuf__long_printf),
                 cmocka_unit_test(test_strbuf__allocation_failure),
+                cmocka_unit_test(test_alloc__asprintf),
                 cmocka_unit_test(test_strbuf__numbers_and_inline_append),
                 cmocka_unit_test(test_strbuf__growing_big_keeps_contents),
                 cmocka_unit_test(test_strv__push_sort_split),
