@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/log.h>
 #include <svcenv/parse.h>
 
@@ -108,7 +109,7 @@ static bool holds_ip(const struct se_pod *p)
 int dnsd_podindex_build(const struct se_store *st, struct dnsd_podindex **ret)
 {
         *ret = NULL;
-        struct dnsd_podindex *x = calloc(1, sizeof(*x));
+        struct dnsd_podindex *x = se_calloc(1, sizeof(*x));
         if (!x)
                 return -ENOMEM;
         atomic_init(&x->refs, 1);
@@ -120,13 +121,13 @@ int dnsd_podindex_build(const struct se_store *st, struct dnsd_podindex **ret)
         size_t want = 16;
         while (r == 0 && want < (size_t)np * 4 + 16) /* two IPs a pod, half full */
                 want <<= 1;
-        if (r == 0 && (!(x->slots = calloc(want, sizeof(*x->slots))) ||
-                       !(x->names = calloc((size_t)(nn > 0 ? nn : 1), sizeof(char *)))))
+        if (r == 0 && (!(x->slots = se_calloc(want, sizeof(*x->slots))) ||
+                       !(x->names = se_calloc((size_t)(nn > 0 ? nn : 1), sizeof(char *)))))
                 r = -ENOMEM;
         x->mask = want - 1;
         /* namespace strings copied once, shared by their pods */
         for (long i = 0; r == 0 && i < nn; i++)
-                if (!(x->names[x->n_names++] = strdup(nss[i]->meta.name)))
+                if (!(x->names[x->n_names++] = se_strdup(nss[i]->meta.name)))
                         r = -ENOMEM;
         for (long i = 0; r == 0 && i < np; i++) {
                 const struct se_pod *p = se_pod_of(pods[i]);

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/log.h>
 #include <svcenv/timeutil.h>
 
@@ -127,7 +128,7 @@ static ssize_t ask_tcp(const struct se_dns_upstream *u, const uint8_t *q, size_t
         if (fd < 0)
                 return -errno;
         ssize_t r;
-        uint8_t *framed = malloc(qlen + 2);
+        uint8_t *framed = se_malloc(qlen + 2);
         if (!framed) {
                 close(fd);
                 return -ENOMEM;
@@ -160,7 +161,7 @@ out:
 static void forward_one(struct dnsd *d, struct fwd_job *job, uint8_t *buf, size_t cap)
 {
         atomic_fetch_add(&d->m.forward_requests, 1);
-        uint8_t *q = malloc(job->qlen);
+        uint8_t *q = se_malloc(job->qlen);
         if (!q)
                 goto fail;
         memcpy(q, job->query, job->qlen);
@@ -199,7 +200,7 @@ static void forward_one(struct dnsd *d, struct fwd_job *job, uint8_t *buf, size_
         size_t len = (size_t)n;
         if (job->udp_max && len > job->udp_max)
                 len = se_dns_truncate(buf, len, job->udp_max);
-        if ((job->resp = malloc(len))) {
+        if ((job->resp = se_malloc(len))) {
                 memcpy(job->resp, buf, len);
                 job->rlen = len;
         }
@@ -207,7 +208,7 @@ static void forward_one(struct dnsd *d, struct fwd_job *job, uint8_t *buf, size_
 fail:
         atomic_fetch_add(&d->m.forward_failures, 1);
         job->rlen = se_dns_error_reply(job->query, job->qlen, RCODE_SERVFAIL, buf, cap);
-        if (job->rlen && (job->resp = malloc(job->rlen)))
+        if (job->rlen && (job->resp = se_malloc(job->rlen)))
                 memcpy(job->resp, buf, job->rlen);
         else
                 job->rlen = 0;
@@ -216,7 +217,7 @@ fail:
 static void *forwarder(void *data)
 {
         struct dnsd *d = data;
-        uint8_t *buf = malloc(SE_DNS_MAX_MSG);
+        uint8_t *buf = se_malloc(SE_DNS_MAX_MSG);
         pthread_mutex_lock(&d->fwd_lock);
         for (;;) {
                 while (!d->fwd_head && !d->fwd_stop)

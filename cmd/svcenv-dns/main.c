@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/decode.h>
 #include <svcenv/dns.h>
 #include <svcenv/dns_serve.h>
@@ -186,7 +187,7 @@ static int read_resolv_conf(struct dnsd *d, const char *path)
                             strerror(errno));
                 return 0;
         }
-        char *buf = malloc(SE_DNS_MAX_RESOLV_CONF + 1);
+        char *buf = se_malloc(SE_DNS_MAX_RESOLV_CONF + 1);
         size_t n = buf ? fread(buf, 1, SE_DNS_MAX_RESOLV_CONF + 1, f) : 0;
         fclose(f);
         if (!buf)
@@ -230,7 +231,7 @@ static void handler(void *data, const struct se_httpd_request *req, struct se_ht
                 resp->status = 404;
                 text = "404 page not found";
         }
-        resp->body = strdup(text);
+        resp->body = se_strdup(text);
         resp->len = resp->body ? strlen(resp->body) : 0;
 }
 

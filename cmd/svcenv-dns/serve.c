@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/log.h>
 #include <svcenv/timeutil.h>
 
@@ -125,7 +126,7 @@ static bool conn_flush(struct dnsd_worker *w, struct dnsd_conn *c)
 static bool conn_send(struct dnsd_worker *w, struct dnsd_conn *c, const uint8_t *msg, size_t len)
 {
         size_t have = c->out_len - c->out_off;
-        uint8_t *buf = malloc(have + 2 + len);
+        uint8_t *buf = se_malloc(have + 2 + len);
         if (!buf) {
                 conn_close(w, c);
                 return false;
@@ -182,7 +183,7 @@ static struct fwd_job *new_job(struct dnsd_worker *w, int proto,
                                struct dnsd_conn *conn, size_t udp_max, uint64_t t0, int fam,
                                int type, const uint8_t *q, size_t qlen)
 {
-        struct fwd_job *job = malloc(sizeof(*job) + qlen);
+        struct fwd_job *job = se_malloc(sizeof(*job) + qlen);
         if (!job)
                 return NULL;
         memset(job, 0, sizeof(*job));
@@ -260,7 +261,7 @@ static int autopath(struct dnsd_worker *w, int proto, const struct sockaddr_stor
                 }
                 struct fwd_job *job =
                         new_job(w, proto, peer, plen, conn, 0, t0, fam, type, cq, (size_t)cl);
-                if (job && (job->ap_query = malloc(qlen))) {
+                if (job && (job->ap_query = se_malloc(qlen))) {
                         memcpy(job->ap_query, q, qlen);
                         job->ap_qlen = qlen;
                         job->ap_udp_max = udp_max;
@@ -327,7 +328,7 @@ static int chase(struct dnsd_worker *w, int proto, const struct sockaddr_storage
                 return AP_ANSWERED;
         }
         struct fwd_job *job = new_job(w, proto, peer, plen, conn, 0, t0, fam, type, cq, (size_t)cl);
-        if (job && (job->chase = malloc(*olen))) {
+        if (job && (job->chase = se_malloc(*olen))) {
                 memcpy(job->chase, out, *olen);
                 job->chase_len = *olen;
                 job->ap_udp_max = udp_max;
@@ -441,7 +442,7 @@ static void autopath_done(struct dnsd_worker *w, struct fwd_job *job)
                                   &n) != SE_DNS_REPLY)
                         n = 0;
         }
-        uint8_t *copy = n ? malloc(n) : NULL;
+        uint8_t *copy = n ? se_malloc(n) : NULL;
         free(job->resp);
         job->resp = copy;
         job->rlen = copy ? n : 0;
@@ -460,7 +461,7 @@ static void chase_done(struct fwd_job *job)
                            0;
         const uint8_t *src = n ? buf : job->chase;
         size_t len = n ? n : job->chase_len;
-        uint8_t *copy = malloc(len);
+        uint8_t *copy = se_malloc(len);
         free(job->resp);
         job->resp = copy;
         job->rlen = copy ? len : 0;
@@ -549,7 +550,7 @@ static void on_accept(struct dnsd_worker *w)
                         return;
                 struct dnsd_conn *c = NULL;
                 if (w->n_conns >= cap || atomic_load(&d->stopping) ||
-                    !(c = calloc(1, sizeof(*c)))) {
+                    !(c = se_calloc(1, sizeof(*c)))) {
                         atomic_fetch_add(&d->m.tcp_refused, 1);
                         close(fd);
                         continue;
@@ -691,7 +692,7 @@ int dnsd_workers_start(struct dnsd *d)
                 struct dnsd_worker *w = &d->workers[i];
                 w->d = d;
                 w->idx = i;
-                if (!w->s && !(w->s = malloc(sizeof(*w->s))))
+                if (!w->s && !(w->s = se_malloc(sizeof(*w->s))))
                         return -ENOMEM;
                 w->ep = w->udp = w->tcp = w->wake = -1;
                 pthread_mutex_init(&w->done_lock, NULL);

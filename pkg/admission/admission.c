@@ -20,7 +20,7 @@ const char *se_admission_outcome_name(enum se_admission_outcome o)
         return (unsigned)o < SE_ADMIT_OUTCOME_COUNT ? names[o] : "unknown";
 }
 
-void warnings_add(struct warnings *w, const char *fmt, ...)
+void admission_warnings_add(struct warnings *w, const char *fmt, ...)
 {
         /* the last slot is kept for "N more warnings" */
         if (w->n >= SE_ADMISSION_MAX_WARNINGS - 1) {
@@ -214,10 +214,10 @@ static int decide(const struct se_envvars_input *in, struct se_admission_cache *
         struct patch_stats st = { 0 };
         char msg[512] = "";
         se_strbuf_putc(&po.stage, '[');
-        int err = build_patch(in, cache, opt, object, ns, &po, &w, &st, msg, sizeof(msg));
+        int err = admission_build_patch(in, cache, opt, object, ns, &po, &w, &st, msg, sizeof(msg));
         se_strbuf_putc(&po.stage, ']');
-        b64w_add(&po.b64, po.stage.buf, po.stage.len);
-        b64w_finish(&po.b64);
+        admission_b64w_add(&po.b64, po.stage.buf, po.stage.len);
+        admission_b64w_finish(&po.b64);
         int failed =
                 se_strbuf_failed(&po.stage) ? se_strbuf_failed(&po.stage) : se_strbuf_failed(&out);
         se_strbuf_release(&po.stage);
@@ -250,7 +250,7 @@ static int decide(const struct se_envvars_input *in, struct se_admission_cache *
                         r.deny_message = full;
                         return write_response(&r, res);
                 }
-                warnings_add(&w, "svcenv: service variables not injected: %s", msg);
+                admission_warnings_add(&w, "svcenv: service variables not injected: %s", msg);
         } else if (st.guarded) {
                 res->outcome = SE_ADMIT_GUARDED;
         }
@@ -303,7 +303,7 @@ int se_admission_review_store(const struct se_store *store, const struct se_admi
 int se_admission_review_cached(struct se_admission_cache *c, const struct se_admission_options *opt,
                                const char *body, size_t len, struct se_admission_result *res)
 {
-        struct se_envvars_input in = { .store = cache_store(c) };
+        struct se_envvars_input in = { .store = admission_cache_store(c) };
         se_store_rdlock(in.store);
         int r = review(&in, c, opt, body, len, res);
         se_store_unlock(in.store);

@@ -17,8 +17,7 @@ struct warnings {
         size_t dropped;
 };
 
-void warnings_add(struct warnings *w, const char *fmt, ...) SE_PRINTF(2, 3);
-
+void admission_warnings_add(struct warnings *w, const char *fmt, ...) SE_PRINTF(2, 3);
 
 /* One service variable, rendered: its JSON, and that JSON in base64 from
  * byte h on (whole groups only) for h = 0, 1, 2 (b64[h] NULL: not made). */
@@ -58,20 +57,20 @@ enum { RUN_WHOLE, RUN_OPS };
 /* Appends the operations that give container idx of field every variable of
  * nv (whole: one op with the array, else one per variable), the ops joined
  * by commas; the same text patch_container writes. */
-void render_run(struct se_strbuf *sb, const struct nsvars *nv, const char *field, size_t idx,
-                bool whole);
+void admission_render_run(struct se_strbuf *sb, const struct nsvars *nv, const char *field,
+                          size_t idx, bool whole);
 
 /* se_envvars_services() rendered; with_b64 also makes the base64 forms.
  * 0 or -ENOMEM. */
-int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, bool with_b64,
-                 struct nsvars **ret);
+int admission_nsvars_build(const struct se_envvars_input *in, const char *ns, bool links,
+                           bool with_b64, struct nsvars **ret);
 /* NULL-safe; returns NULL. */
-struct nsvars *nsvars_unref(struct nsvars *nv);
+struct nsvars *admission_nsvars_unref(struct nsvars *nv);
 /* The cached entry (built and inserted when missing). Caller holds the
- * store's read lock; *ret is a reference to drop with nsvars_unref. */
-int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, const char *ns,
-              bool links, struct nsvars **ret);
-const struct se_store *cache_store(const struct se_admission_cache *c);
+ * store's read lock; *ret is a reference to drop with admission_nsvars_unref. */
+int admission_cache_get(struct se_admission_cache *c, const struct se_envvars_input *in,
+                        const char *ns, bool links, struct nsvars **ret);
+const struct se_store *admission_cache_store(const struct se_admission_cache *c);
 
 /* A base64 stream into out (the JSON patch goes straight to the response,
  * never whole in memory). raw counts the bytes before encoding. */
@@ -81,11 +80,11 @@ struct b64w {
         unsigned npend;
         size_t raw;
 };
-void b64w_add(struct b64w *w, const void *data, size_t n);
+void admission_b64w_add(struct b64w *w, const void *data, size_t n);
 /* Adds v->json, copying the cached base64 where it lines up. */
-void b64w_add_var(struct b64w *w, const struct rvar *v);
+void admission_b64w_add_var(struct b64w *w, const struct rvar *v);
 /* Writes the last partial group with padding. */
-void b64w_finish(struct b64w *w);
+void admission_b64w_finish(struct b64w *w);
 
 /* Where the patch builder writes: small pieces gather in stage and go to
  * the base64 stream before each variable and at the end. */
@@ -105,9 +104,9 @@ struct patch_stats {
  * containers), appended to patch without the enclosing brackets; `first`
  * tracks whether a comma is needed. 0, -ENOMEM or the decode failure
  * (-EINVAL with msg filled). */
-int build_patch(const struct se_envvars_input *in, struct se_admission_cache *cache,
-                const struct se_admission_options *opt, const json_t *object, const char *ns,
-                struct patch_out *po, struct warnings *w, struct patch_stats *st, char *msg,
-                size_t msg_size);
+int admission_build_patch(const struct se_envvars_input *in, struct se_admission_cache *cache,
+                          const struct se_admission_options *opt, const json_t *object,
+                          const char *ns, struct patch_out *po, struct warnings *w,
+                          struct patch_stats *st, char *msg, size_t msg_size);
 
 #endif

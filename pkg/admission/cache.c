@@ -35,7 +35,7 @@ static void drop(struct se_admission_cache *c, const char *key)
         if (nv) {
                 c->bytes -= nv->bytes;
                 atomic_fetch_add(&c->invalidations, 1);
-                nsvars_unref(nv);
+                admission_nsvars_unref(nv);
         }
 }
 
@@ -45,7 +45,7 @@ static void drop_all(struct se_admission_cache *c)
         void *v;
         for (size_t i = 0; se_hashmap_next(&c->map, &i, &k, &v);) {
                 atomic_fetch_add(&c->invalidations, 1);
-                nsvars_unref(v);
+                admission_nsvars_unref(v);
         }
         se_hashmap_release(&c->map);
         c->bytes = 0;
@@ -120,7 +120,7 @@ void se_admission_cache_stats(struct se_admission_cache *c, struct se_admission_
         ret->invalidations = atomic_load(&c->invalidations);
 }
 
-const struct se_store *cache_store(const struct se_admission_cache *c)
+const struct se_store *admission_cache_store(const struct se_admission_cache *c)
 {
         return c->store;
 }
@@ -145,12 +145,12 @@ static void evict(struct se_admission_cache *c, const struct nsvars *keep)
         }
 }
 
-int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, const char *ns,
-              bool links, struct nsvars **ret)
+int admission_cache_get(struct se_admission_cache *c, const struct se_envvars_input *in,
+                        const char *ns, bool links, struct nsvars **ret)
 {
         char key[MAX_KEY];
         if (strlen(ns) + 2 > MAX_KEY) /* not a namespace name: not cached */
-                return nsvars_build(in, ns, links, false, ret);
+                return admission_nsvars_build(in, ns, links, false, ret);
         key[0] = links ? '1' : '0';
         memcpy(key + 1, ns, strlen(ns) + 1); /* fits: checked above */
         pthread_mutex_lock(&c->lock);
@@ -167,7 +167,7 @@ int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, c
         }
         atomic_fetch_add(&c->misses, 1);
         /* built outside the cache lock (the store's read lock is held) */
-        int r = nsvars_build(in, ns, links, true, &nv);
+        int r = admission_nsvars_build(in, ns, links, true, &nv);
         if (r < 0)
                 return r;
         nv->key = se_strdup(key);
@@ -177,7 +177,7 @@ int cache_get(struct se_admission_cache *c, const struct se_envvars_input *in, c
                 atomic_fetch_add(&other->refs, 1);
                 other->used = ++c->clock;
                 pthread_mutex_unlock(&c->lock);
-                nsvars_unref(nv);
+                admission_nsvars_unref(nv);
                 *ret = other;
                 return 0;
         }

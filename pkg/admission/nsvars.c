@@ -34,7 +34,7 @@ static size_t b64_len(size_t n)
         return (n + 2) / 3 * 4;
 }
 
-struct nsvars *nsvars_unref(struct nsvars *nv)
+struct nsvars *admission_nsvars_unref(struct nsvars *nv)
 {
         if (!nv || atomic_fetch_sub(&nv->refs, 1) != 1)
                 return NULL;
@@ -54,7 +54,7 @@ static int make_run(struct nsvars *nv, int mode)
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
-        render_run(&sb, nv, "containers", 0, mode == RUN_WHOLE);
+        admission_render_run(&sb, nv, "containers", 0, mode == RUN_WHOLE);
         size_t json_len = sb.len, off[3];
         se_strbuf_putc(&sb, '\0');
         for (unsigned h = 0; h < 3; h++) {
@@ -85,8 +85,8 @@ static int make_run(struct nsvars *nv, int mode)
         return 0;
 }
 
-int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, bool with_b64,
-                 struct nsvars **ret)
+int admission_nsvars_build(const struct se_envvars_input *in, const char *ns, bool links,
+                           bool with_b64, struct nsvars **ret)
 {
         *ret = NULL;
         struct nsvars *nv = se_calloc(1, sizeof(*nv));
@@ -107,7 +107,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
         se_strbuf_init(&sb, 0);
         if (nv->n && (!off || !nv->v)) {
                 free(off);
-                nsvars_unref(nv);
+                admission_nsvars_unref(nv);
                 return -ENOMEM;
         }
         int index_err = 0;
@@ -145,14 +145,14 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
         if (r < 0) {
                 se_strbuf_release(&sb);
                 free(off);
-                nsvars_unref(nv);
+                admission_nsvars_unref(nv);
                 return r;
         }
         sb.buf[sb.len] = '\0';
         nv->blob = se_strbuf_detach(&sb, &nv->bytes);
         if (!nv->blob) {
                 free(off);
-                nsvars_unref(nv);
+                admission_nsvars_unref(nv);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < nv->n; i++) {
@@ -168,7 +168,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
         for (int m = 0; with_b64 && nv->n && m < 2; m++) {
                 r = make_run(nv, m);
                 if (r < 0) {
-                        nsvars_unref(nv);
+                        admission_nsvars_unref(nv);
                         return r;
                 }
         }
@@ -178,7 +178,7 @@ int nsvars_build(const struct se_envvars_input *in, const char *ns, bool links, 
 
 /* --- base64 output stream --- */
 
-void b64w_add(struct b64w *w, const void *data, size_t n)
+void admission_b64w_add(struct b64w *w, const void *data, size_t n)
 {
         const unsigned char *p = data;
         w->raw += n;
@@ -202,21 +202,21 @@ void b64w_add(struct b64w *w, const void *data, size_t n)
                 w->pend[w->npend++] = p[i];
 }
 
-void b64w_add_var(struct b64w *w, const struct rvar *v)
+void admission_b64w_add_var(struct b64w *w, const struct rvar *v)
 {
         unsigned h = (3 - w->npend) % 3; /* bytes that complete the pending group */
         if (!v->b64[h] || v->json_len < h) {
-                b64w_add(w, v->json, v->json_len);
+                admission_b64w_add(w, v->json, v->json_len);
                 return;
         }
-        b64w_add(w, v->json, h);
+        admission_b64w_add(w, v->json, h);
         size_t whole = (v->json_len - h) / 3 * 3;
         se_strbuf_add(w->out, v->b64[h], v->b64_len[h]);
         w->raw += whole;
-        b64w_add(w, v->json + h + whole, v->json_len - h - whole);
+        admission_b64w_add(w, v->json + h + whole, v->json_len - h - whole);
 }
 
-void b64w_finish(struct b64w *w)
+void admission_b64w_finish(struct b64w *w)
 {
         if (w->npend && se_strbuf_grow(w->out, 5) == 0) {
                 se_base64_encode(w->pend, w->npend, w->out->buf + w->out->len);

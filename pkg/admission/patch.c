@@ -150,11 +150,12 @@ static int collect_defined(struct ctx *x, const struct se_container *c)
                         data = cm ? &cm->data : sec ? &sec->data : NULL;
                 }
                 if (!data) {
-                        warnings_add(x->w,
-                                     "svcenv: container %s: envFrom %s %s is not known to the "
-                                     "webhook; the container is left to the kubelet",
-                                     c->name, f->secret ? "secret" : "configMap",
-                                     f->name ? f->name : "");
+                        admission_warnings_add(
+                                x->w,
+                                "svcenv: container %s: envFrom %s %s is not known to the "
+                                "webhook; the container is left to the kubelet",
+                                c->name, f->secret ? "secret" : "configMap",
+                                f->name ? f->name : "");
                         return 1;
                 }
                 for (uint32_t k = 0; k < data->n; k++) {
@@ -182,9 +183,9 @@ static size_t exec_size(const char *name, const char *value)
 /* Service variable i: what is staged goes first, then the variable. */
 static void out_var(struct ctx *x, size_t i)
 {
-        b64w_add(&x->po->b64, x->patch->buf, x->patch->len);
+        admission_b64w_add(&x->po->b64, x->patch->buf, x->patch->len);
         se_strbuf_reset(x->patch);
-        b64w_add_var(&x->po->b64, &x->svc->v[i]);
+        admission_b64w_add_var(&x->po->b64, &x->svc->v[i]);
 }
 
 /* Variable i is defined by the container (d: its env entry or an envFrom
@@ -247,18 +248,20 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                         own_bytes += exec_size(c->env[i].name, c->env[i].value);
         size_t max = x->opt->max_env_bytes ? x->opt->max_env_bytes : SE_ADMISSION_DEFAULT_ENV_BYTES;
         if (add_bytes + own_bytes > max) {
-                warnings_add(x->w,
-                             "svcenv: container %s: env of %zu bytes (%zu service variables) "
-                             "passes the %zu-byte limit; none injected",
-                             c->name, add_bytes + own_bytes, n_add, max);
+                admission_warnings_add(
+                        x->w,
+                        "svcenv: container %s: env of %zu bytes (%zu service variables) "
+                        "passes the %zu-byte limit; none injected",
+                        c->name, add_bytes + own_bytes, n_add, max);
                 x->st->guarded = true;
                 return 0;
         }
         if (clashes)
-                warnings_add(x->w,
-                             "svcenv: container %s: %zu service variables already set by the pod "
-                             "were left unchanged",
-                             c->name, clashes);
+                admission_warnings_add(
+                        x->w,
+                        "svcenv: container %s: %zu service variables already set by the pod "
+                        "were left unchanged",
+                        c->name, clashes);
 
         const json_t *jenv = json_object_get(jc, "env");
         bool whole = !json_is_array(jenv) || json_array_size(jenv) == 0;
@@ -266,9 +269,9 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
         if (n_add == x->svc->n && idx == 0 && strcmp(field, "containers") == 0 && run->json) {
                 /* the usual pod: its first container gets everything */
                 op_begin(x);
-                b64w_add(&x->po->b64, x->patch->buf, x->patch->len);
+                admission_b64w_add(&x->po->b64, x->patch->buf, x->patch->len);
                 se_strbuf_reset(x->patch);
-                b64w_add_var(&x->po->b64, run);
+                admission_b64w_add_var(&x->po->b64, run);
         } else if (whole) {
                 op_begin(x);
                 put_path(x->patch, field, idx);
@@ -302,8 +305,8 @@ static int patch_container(struct ctx *x, const char *field, size_t idx,
                                             se_strbuf_failed(x->po->b64.out);
 }
 
-void render_run(struct se_strbuf *sb, const struct nsvars *nv, const char *field, size_t idx,
-                bool whole)
+void admission_render_run(struct se_strbuf *sb, const struct nsvars *nv, const char *field,
+                          size_t idx, bool whole)
 {
         if (whole) {
                 put_path(sb, field, idx);
@@ -366,10 +369,10 @@ static void mark_injected(struct ctx *x, const json_t *object)
         }
 }
 
-int build_patch(const struct se_envvars_input *in, struct se_admission_cache *cache,
-                const struct se_admission_options *opt, const json_t *object, const char *ns,
-                struct patch_out *po, struct warnings *w, struct patch_stats *st, char *msg,
-                size_t msg_size)
+int admission_build_patch(const struct se_envvars_input *in, struct se_admission_cache *cache,
+                          const struct se_admission_options *opt, const json_t *object,
+                          const char *ns, struct patch_out *po, struct warnings *w,
+                          struct patch_stats *st, char *msg, size_t msg_size)
 {
         struct se_object *obj = NULL;
         struct se_decode_error err = { 0 };
@@ -396,12 +399,12 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
         struct nsvars *svc = NULL;
         bool links = se_pod_service_links(pod);
         if (r == 0)
-                r = cache ? cache_get(cache, in, ns, links, &svc) :
-                            nsvars_build(in, ns, links, false, &svc);
+                r = cache ? admission_cache_get(cache, in, ns, links, &svc) :
+                            admission_nsvars_build(in, ns, links, false, &svc);
         if (r < 0 || svc->n == 0) {
                 se_hashmap_release(&only);
                 se_strv_release(&only_keys);
-                nsvars_unref(svc);
+                admission_nsvars_unref(svc);
                 se_object_unref(obj);
                 return r;
         }
@@ -436,7 +439,7 @@ int build_patch(const struct se_envvars_input *in, struct se_admission_cache *ca
         se_strv_release(&x.owned);
         se_hashmap_release(&only);
         se_strv_release(&only_keys);
-        nsvars_unref(svc);
+        admission_nsvars_unref(svc);
         se_object_unref(obj);
         if (r == 0)
                 r = se_strbuf_failed(&po->stage);

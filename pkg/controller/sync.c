@@ -264,11 +264,11 @@ static void record_failure(struct se_controller *ctl, const char *ns, struct ops
         const char *service = ops->service;
         char *msg;
         int n = op->op == CTL_OP_CREATE ?
-                        asprintf(&msg, "failed to create EndpointSlice for Service %s/%s: %s", ns,
-                                 service, err) :
-                        asprintf(&msg, "failed to %s %s EndpointSlice for Service %s/%s: %s",
-                                 op->op == CTL_OP_UPDATE ? "update" : "delete", svc, ns, service,
-                                 err);
+                        se_asprintf(&msg, "failed to create EndpointSlice for Service %s/%s: %s",
+                                    ns, service, err) :
+                        se_asprintf(&msg, "failed to %s %s EndpointSlice for Service %s/%s: %s",
+                                    op->op == CTL_OP_UPDATE ? "update" : "delete", svc, ns, service,
+                                    err);
         if (n < 0 || se_strv_push_consume(&ops->slice_errors, msg) < 0)
                 ctl_log(ctl, SE_CTL_LOG_ERROR, 0, "out of memory recording a failed write");
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/alloc.h>
 #include <svcenv/dns.h>
 #include <svcenv/dns_serve.h>
 #include <svcenv/hashmap.h>
@@ -45,7 +46,7 @@ struct se_dns_cache {
 
 struct se_dns_cache *se_dns_cache_new(const struct se_dns_cache_opts *opts)
 {
-        struct se_dns_cache *c = calloc(1, sizeof(*c));
+        struct se_dns_cache *c = se_calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
         if (opts)
@@ -68,7 +69,7 @@ struct se_dns_cache *se_dns_cache_new(const struct se_dns_cache_opts *opts)
                 s->nbuckets = 16;
                 while (s->nbuckets < c->shard_entries)
                         s->nbuckets <<= 1;
-                s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+                s->buckets = se_calloc(s->nbuckets, sizeof(*s->buckets));
                 if (!s->buckets)
                         return se_dns_cache_free(c);
         }
@@ -156,8 +157,8 @@ int se_dns_cache_put(struct se_dns_cache *c, const uint8_t *msg, size_t len, uin
         if (len > c->shard_bytes)
                 return -EINVAL;
 
-        struct entry *e = malloc(sizeof(*e) + len);
-        if (!e || !(e->name = strdup(name))) {
+        struct entry *e = se_malloc(sizeof(*e) + len);
+        if (!e || !(e->name = se_strdup(name))) {
                 free(e);
                 return -ENOMEM;
         }

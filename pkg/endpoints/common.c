@@ -9,19 +9,19 @@
 
 #include "endpoints_internal.h"
 
-int nstrcmp(const char *a, const char *b)
+int endpoints_nstrcmp(const char *a, const char *b)
 {
         if (!a || !b)
                 return (a != NULL) - (b != NULL);
         return strcmp(a, b);
 }
 
-bool nstreq(const char *a, const char *b)
+bool endpoints_nstreq(const char *a, const char *b)
 {
-        return nstrcmp(a, b) == 0;
+        return endpoints_nstrcmp(a, b) == 0;
 }
 
-bool estreq(const char *a, const char *b)
+bool endpoints_estreq(const char *a, const char *b)
 {
         return strcmp(a ? a : "", b ? b : "") == 0;
 }
@@ -51,10 +51,11 @@ static int find_named(const struct se_container *c, uint32_t n, bool sidecars_on
                       const char *name, enum se_protocol proto)
 {
         for (uint32_t i = 0; i < n; i++) {
-                if (sidecars_only && !nstreq(c[i].restart_policy, "Always"))
+                if (sidecars_only && !endpoints_nstreq(c[i].restart_policy, "Always"))
                         continue;
                 for (uint32_t k = 0; k < c[i].n_ports; k++)
-                        if (nstreq(c[i].ports[k].name, name) && c[i].ports[k].protocol == proto)
+                        if (endpoints_nstreq(c[i].ports[k].name, name) &&
+                            c[i].ports[k].protocol == proto)
                                 return c[i].ports[k].container_port;
         }
         return -ENOENT;
@@ -76,7 +77,7 @@ int se_endpoints_service_family(const struct se_service *svc)
 {
         if (svc->ip_families.n)
                 return strcmp(svc->ip_families.v[0], "IPv6") == 0 ? 6 : 4;
-        if (service_ip_set(svc) && se_ip_family_of(svc->cluster_ip) == SE_IPV6)
+        if (endpoints_service_ip_set(svc) && se_ip_family_of(svc->cluster_ip) == SE_IPV6)
                 return 6;
         return 4;
 }
@@ -86,19 +87,19 @@ void se_endpoints_format_time(int64_t t_ns, char *buf, size_t size)
         se_time_format_rfc3339(t_ns, 9, buf, size);
 }
 
-bool pod_selected(const struct se_service *svc, const struct se_pod *pod)
+bool endpoints_pod_selected(const struct se_service *svc, const struct se_pod *pod)
 {
-        return nstreq(pod->obj.meta.namespace, svc->obj.meta.namespace) &&
+        return endpoints_nstreq(pod->obj.meta.namespace, svc->obj.meta.namespace) &&
                se_selector_matches(&svc->selector, &pod->obj.meta.labels);
 }
 
-bool service_ip_set(const struct se_service *svc)
+bool endpoints_service_ip_set(const struct se_service *svc)
 {
         return svc->cluster_ip && *svc->cluster_ip && strcmp(svc->cluster_ip, "None") != 0;
 }
 
-uint32_t pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
-                           uint32_t max)
+uint32_t endpoints_pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
+                                     uint32_t max)
 {
         /* status.podIPs only, as upstream (the API server and our decoder
          * mirror podIP into it) */
@@ -112,10 +113,11 @@ uint32_t pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_T
         return n;
 }
 
-const char *pod_hostname_for(const struct se_pod *pod, const struct se_service *svc)
+const char *endpoints_pod_hostname_for(const struct se_pod *pod, const struct se_service *svc)
 {
-        if (pod->hostname && *pod->hostname && nstreq(pod->subdomain, svc->obj.meta.name) &&
-            nstreq(pod->obj.meta.namespace, svc->obj.meta.namespace))
+        if (pod->hostname && *pod->hostname &&
+            endpoints_nstreq(pod->subdomain, svc->obj.meta.name) &&
+            endpoints_nstreq(pod->obj.meta.namespace, svc->obj.meta.namespace))
                 return pod->hostname;
         return NULL;
 }
@@ -135,7 +137,7 @@ static uint32_t kv_lower_bound(const struct se_kvlist *l, const char *key)
         return lo;
 }
 
-int kv_set(struct se_arena *a, struct se_kvlist *l, const char *key, const char *value)
+int endpoints_kv_set(struct se_arena *a, struct se_kvlist *l, const char *key, const char *value)
 {
         uint32_t i = kv_lower_bound(l, key);
         const char *v = se_arena_strdup(a, value);
@@ -160,7 +162,7 @@ int kv_set(struct se_arena *a, struct se_kvlist *l, const char *key, const char 
         return 0;
 }
 
-void kv_del(struct se_kvlist *l, const char *key)
+void endpoints_kv_del(struct se_kvlist *l, const char *key)
 {
         uint32_t i = kv_lower_bound(l, key);
         if (i >= l->n || strcmp(l->items[i].key, key) != 0)
@@ -171,7 +173,7 @@ void kv_del(struct se_kvlist *l, const char *key)
                 l->items = NULL;
 }
 
-int kv_copy(struct se_arena *a, struct se_kvlist *dst, const struct se_kvlist *src)
+int endpoints_kv_copy(struct se_arena *a, struct se_kvlist *dst, const struct se_kvlist *src)
 {
         *dst = (struct se_kvlist){ NULL, 0 };
         if (!src->n)
@@ -190,18 +192,18 @@ int kv_copy(struct se_arena *a, struct se_kvlist *dst, const struct se_kvlist *s
         return 0;
 }
 
-bool kv_equal(const struct se_kvlist *x, const struct se_kvlist *y)
+bool endpoints_kv_equal(const struct se_kvlist *x, const struct se_kvlist *y)
 {
         if (x->n != y->n)
                 return false;
         for (uint32_t i = 0; i < x->n; i++)
                 if (strcmp(x->items[i].key, y->items[i].key) != 0 ||
-                    !estreq(x->items[i].value, y->items[i].value))
+                    !endpoints_estreq(x->items[i].value, y->items[i].value))
                         return false;
         return true;
 }
 
-int meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src)
+int endpoints_meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src)
 {
 #define DUP(f)                         \
  do {                                  \
@@ -216,8 +218,8 @@ int meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src
         DUP(resource_version);
         DUP(deletion_timestamp);
         int r;
-        if ((r = kv_copy(a, &dst->labels, &src->labels)) < 0 ||
-            (r = kv_copy(a, &dst->annotations, &src->annotations)) < 0)
+        if ((r = endpoints_kv_copy(a, &dst->labels, &src->labels)) < 0 ||
+            (r = endpoints_kv_copy(a, &dst->annotations, &src->annotations)) < 0)
                 return r;
         const struct se_meta_more *sm = src->more;
         if (!sm ||
@@ -254,7 +256,8 @@ int meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src
 #undef DUP
 }
 
-struct se_object_ref *objref_copy(struct se_arena *a, const struct se_object_ref *r, bool *ok)
+struct se_object_ref *endpoints_objref_copy(struct se_arena *a, const struct se_object_ref *r,
+                                            bool *ok)
 {
         if (!r)
                 return NULL;
@@ -274,21 +277,21 @@ struct se_object_ref *objref_copy(struct se_arena *a, const struct se_object_ref
         return c;
 }
 
-bool objref_equal(const struct se_object_ref *x, const struct se_object_ref *y)
+bool endpoints_objref_equal(const struct se_object_ref *x, const struct se_object_ref *y)
 {
         if (!x || !y)
                 return x == y;
-        return estreq(x->kind, y->kind) && estreq(x->namespace, y->namespace) &&
-               estreq(x->name, y->name) && estreq(x->uid, y->uid);
+        return endpoints_estreq(x->kind, y->kind) && endpoints_estreq(x->namespace, y->namespace) &&
+               endpoints_estreq(x->name, y->name) && endpoints_estreq(x->uid, y->uid);
 }
 
-enum se_opt_bool slice_ep_ready(const struct se_endpoint_slice *s, uint32_t k)
+enum se_opt_bool endpoints_slice_ep_ready(const struct se_endpoint_slice *s, uint32_t k)
 {
         return s->slim ? s->digests[k].ready : s->endpoints[k].ready;
 }
 
-void slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_strs *zones,
-                    struct se_strs *nodes)
+void endpoints_slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_strs *zones,
+                              struct se_strs *nodes)
 {
         if (!s->slim) {
                 *zones = s->endpoints[k].hint_zones;
@@ -300,8 +303,8 @@ void slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_str
         *nodes = h ? s->hints[h - 1].nodes : (struct se_strs){ NULL, 0 };
 }
 
-void slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
-                     struct se_slice_endpoint_digest *ret)
+void endpoints_slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
+                               struct se_slice_endpoint_digest *ret)
 {
         if (s->slim)
                 *ret = s->digests[k];
@@ -309,18 +312,18 @@ void slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
                 se_slice_endpoint_digest(&s->endpoints[k], ret);
 }
 
-const char *opt_endpoints_managed_by(const struct se_endpoints_opts *o)
+const char *endpoints_opt_endpoints_managed_by(const struct se_endpoints_opts *o)
 {
         return o && o->endpoints_managed_by ? o->endpoints_managed_by :
                                               SE_ENDPOINTS_DEFAULT_MANAGED_BY;
 }
 
-const char *opt_slices_managed_by(const struct se_endpoints_opts *o)
+const char *endpoints_opt_slices_managed_by(const struct se_endpoints_opts *o)
 {
         return o && o->slices_managed_by ? o->slices_managed_by : SE_SLICES_DEFAULT_MANAGED_BY;
 }
 
-uint32_t opt_max_per_slice(const struct se_endpoints_opts *o)
+uint32_t endpoints_opt_max_per_slice(const struct se_endpoints_opts *o)
 {
         uint32_t m = o ? o->max_endpoints_per_slice : 0;
         if (!m)

@@ -37,7 +37,7 @@ static int cmp_addr(const void *pa, const void *pb)
         if (c)
                 return c;
         /* upstream: an address without targetRef sorts first; ours always have one */
-        c = nstrcmp(a->pod->obj.meta.uid, b->pod->obj.meta.uid);
+        c = endpoints_nstrcmp(a->pod->obj.meta.uid, b->pod->obj.meta.uid);
         if (c)
                 return c;
         return (a->row > b->row) - (a->row < b->row);
@@ -45,7 +45,8 @@ static int cmp_addr(const void *pa, const void *pb)
 
 static bool same_addr(const struct addr *a, const struct addr *b)
 {
-        return strcmp(a->ip, b->ip) == 0 && nstreq(a->pod->obj.meta.uid, b->pod->obj.meta.uid);
+        return strcmp(a->ip, b->ip) == 0 &&
+               endpoints_nstreq(a->pod->obj.meta.uid, b->pod->obj.meta.uid);
 }
 
 static int cmp_port_ptr(const void *a, const void *b)
@@ -105,15 +106,15 @@ static int cmp_pkey_ptr(const void *pa, const void *pb)
 static int build_labels(struct se_arena *a, struct se_kvlist *out, const struct se_service *svc,
                         const char *managed_by)
 {
-        int r = kv_copy(a, out, &svc->obj.meta.labels);
+        int r = endpoints_kv_copy(a, out, &svc->obj.meta.labels);
         if (r < 0)
                 return r;
-        if (!service_ip_set(svc))
-                r = kv_set(a, out, SE_HEADLESS_LABEL, "");
+        if (!endpoints_service_ip_set(svc))
+                r = endpoints_kv_set(a, out, SE_HEADLESS_LABEL, "");
         else
-                kv_del(out, SE_HEADLESS_LABEL);
+                endpoints_kv_del(out, SE_HEADLESS_LABEL);
         if (r == 0)
-                r = kv_set(a, out, SE_ENDPOINTS_MANAGED_BY_LABEL, managed_by);
+                r = endpoints_kv_set(a, out, SE_ENDPOINTS_MANAGED_BY_LABEL, managed_by);
         return r;
 }
 
@@ -168,14 +169,14 @@ static int collect(struct build *b, const struct se_endpoints_input *in)
                 return -ENOMEM;
         for (size_t i = 0; i < in->n_pods; i++) {
                 const struct se_pod *pod = in->pods[i];
-                if (!pod_selected(svc, pod) ||
+                if (!endpoints_pod_selected(svc, pod) ||
                     !se_endpoints_pod_included(pod, svc->publish_not_ready_addresses))
                         continue;
                 struct addr *a = &b->addrs[b->n_addrs];
-                if (!pod_ips_of_family(pod, family, &a->ip, 1))
+                if (!endpoints_pod_ips_of_family(pod, family, &a->ip, 1))
                         continue;
                 a->pod = pod;
-                a->hostname = pod_hostname_for(pod, svc);
+                a->hostname = endpoints_pod_hostname_for(pod, svc);
                 a->ready = svc->publish_not_ready_addresses || se_pod_is_ready(pod);
                 a->row = (uint32_t)b->n_addrs;
                 bool any = P == 0;
@@ -304,7 +305,7 @@ static int make_subsets(struct build *b, const struct se_service *svc, struct se
         ep->subsets = subs;
         ep->n_subsets = groups;
         /* upstream's order decides which addresses survive truncation */
-        return ep_sort_subsets(subs, groups);
+        return endpoints_sort_subsets(subs, groups);
 }
 
 int se_endpoints_build(const struct se_endpoints_input *in, const struct se_endpoints_opts *opts,
@@ -323,9 +324,10 @@ int se_endpoints_build(const struct se_endpoints_input *in, const struct se_endp
         o->meta.name = se_arena_strdup(&o->arena, svc->obj.meta.name);
         o->meta.namespace = se_arena_strdup(&o->arena, svc->obj.meta.namespace);
         if (!o->meta.name || !o->meta.namespace ||
-            build_labels(&o->arena, &o->meta.labels, svc, opt_endpoints_managed_by(opts)) < 0)
+            build_labels(&o->arena, &o->meta.labels, svc,
+                         endpoints_opt_endpoints_managed_by(opts)) < 0)
                 r = -ENOMEM;
-        if (r == 0 && (svc->n_ports || !service_ip_set(svc)))
+        if (r == 0 && (svc->n_ports || !endpoints_service_ip_set(svc)))
                 r = collect(&b, in);
         if (r == 0 && b.n_addrs)
                 r = make_subsets(&b, svc, ep);
@@ -342,8 +344,9 @@ int se_endpoints_build(const struct se_endpoints_input *in, const struct se_endp
 
 static bool addr_equal(const struct se_endpoint_address *a, const struct se_endpoint_address *b)
 {
-        return nstreq(a->ip, b->ip) && estreq(a->hostname, b->hostname) &&
-               estreq(a->node_name, b->node_name) && objref_equal(a->target_ref, b->target_ref);
+        return endpoints_nstreq(a->ip, b->ip) && endpoints_estreq(a->hostname, b->hostname) &&
+               endpoints_estreq(a->node_name, b->node_name) &&
+               endpoints_objref_equal(a->target_ref, b->target_ref);
 }
 
 static bool addrs_equal(const struct se_endpoint_address *a, uint32_t na,
@@ -436,7 +439,7 @@ static bool subsets_equal(const struct se_endpoints *want, const struct se_endpo
                      addrs_equal(w->not_ready, w->n_not_ready, h->not_ready, h->n_not_ready);
                 for (uint32_t k = 0; eq && k < w->n_ports; k++)
                         eq = se_endpoint_port_cmp(wv.ss[i].ports[k], hv.ss[i].ports[k]) == 0 &&
-                             estreq(wv.ss[i].ports[k]->name, hv.ss[i].ports[k]->name);
+                             endpoints_estreq(wv.ss[i].ports[k]->name, hv.ss[i].ports[k]->name);
         }
         sorted_view_release(&wv);
         sorted_view_release(&hv);
@@ -447,7 +450,7 @@ static bool subsets_equal(const struct se_endpoints *want, const struct se_endpo
 static bool labels_correct(const struct se_kvlist *have, const struct se_service *svc,
                            const char *managed_by)
 {
-        if (!nstreq(se_kvlist_get(have, SE_ENDPOINTS_MANAGED_BY_LABEL), managed_by))
+        if (!endpoints_nstreq(se_kvlist_get(have, SE_ENDPOINTS_MANAGED_BY_LABEL), managed_by))
                 return false;
         uint32_t skipped = 0;
         for (uint32_t i = 0; i < have->n; i++) {
@@ -458,7 +461,7 @@ static bool labels_correct(const struct se_kvlist *have, const struct se_service
                         continue;
                 }
                 const char *sv = se_kvlist_get(&svc->obj.meta.labels, k);
-                if (!sv || !estreq(sv, have->items[i].value))
+                if (!sv || !endpoints_estreq(sv, have->items[i].value))
                         return false;
         }
         return have->n == svc->obj.meta.labels.n + skipped;
@@ -468,14 +471,15 @@ bool se_endpoints_equal(const struct se_endpoints *desired, const struct se_endp
                         const struct se_service *svc, const struct se_endpoints_opts *opts)
 {
         return subsets_equal(desired, existing) &&
-               labels_correct(&existing->obj.meta.labels, svc, opt_endpoints_managed_by(opts)) &&
+               labels_correct(&existing->obj.meta.labels, svc,
+                              endpoints_opt_endpoints_managed_by(opts)) &&
                se_endpoints_n_addresses(existing) <= SE_ENDPOINTS_MAX_CAPACITY &&
                !se_kvlist_get(&existing->obj.meta.annotations, SE_OVER_CAPACITY_ANNOTATION);
 }
 
 /* ---- truncation (upstream truncateEndpoints) ---- */
 
-bool ep_truncate(struct se_endpoints *ep)
+bool endpoints_truncate(struct se_endpoints *ep)
 {
         size_t ready = 0, not_ready = 0;
         for (uint32_t i = 0; i < ep->n_subsets; i++) {
@@ -553,7 +557,7 @@ int se_endpoints_plan(const struct se_endpoints_input *in, const struct se_endpo
                 /* a modified copy of the stored object: its other metadata stays */
                 struct se_kvlist labels = m->labels;
                 const char *name = m->name, *ns = m->namespace;
-                if (meta_copy(&o->arena, m, &existing->obj.meta) < 0)
+                if (endpoints_meta_copy(&o->arena, m, &existing->obj.meta) < 0)
                         r = -ENOMEM;
                 m->labels = labels;
                 m->name = name;
@@ -562,14 +566,15 @@ int se_endpoints_plan(const struct se_endpoints_input *in, const struct se_endpo
         if (r == 0 && in->trigger_time_ns) {
                 char t[48];
                 se_endpoints_format_time(in->trigger_time_ns, t, sizeof(t));
-                r = kv_set(&o->arena, &m->annotations, SE_TRIGGER_TIME_ANNOTATION, t);
+                r = endpoints_kv_set(&o->arena, &m->annotations, SE_TRIGGER_TIME_ANNOTATION, t);
         } else {
-                kv_del(&m->annotations, SE_TRIGGER_TIME_ANNOTATION);
+                endpoints_kv_del(&m->annotations, SE_TRIGGER_TIME_ANNOTATION);
         }
-        if (r == 0 && ep_truncate(ep))
-                r = kv_set(&o->arena, &m->annotations, SE_OVER_CAPACITY_ANNOTATION, "truncated");
+        if (r == 0 && endpoints_truncate(ep))
+                r = endpoints_kv_set(&o->arena, &m->annotations, SE_OVER_CAPACITY_ANNOTATION,
+                                     "truncated");
         else
-                kv_del(&m->annotations, SE_OVER_CAPACITY_ANNOTATION);
+                endpoints_kv_del(&m->annotations, SE_OVER_CAPACITY_ANNOTATION);
         if (r < 0) {
                 se_object_unref(o);
                 return r;

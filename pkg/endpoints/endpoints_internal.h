@@ -11,64 +11,65 @@
 #define IP_TEXT_MAX 46
 
 /* NULL-safe string compare and equality (NULL sorts first). */
-int nstrcmp(const char *a, const char *b);
-bool nstreq(const char *a, const char *b);
+int endpoints_nstrcmp(const char *a, const char *b);
+bool endpoints_nstreq(const char *a, const char *b);
 /* "" and NULL are the same. */
-bool estreq(const char *a, const char *b);
+bool endpoints_estreq(const char *a, const char *b);
 
 /* True when the pod is one the Service selects (namespace + selector). */
-bool pod_selected(const struct se_service *svc, const struct se_pod *pod);
+bool endpoints_pod_selected(const struct se_service *svc, const struct se_pod *pod);
 /* True when clusterIP is set (not "" / "None"). */
-bool service_ip_set(const struct se_service *svc);
+bool endpoints_service_ip_set(const struct se_service *svc);
 /* The pod's IPs of the family (status.podIPs, in order), in canonical
  * text, at most max of them; returns how many. */
-uint32_t pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
-                           uint32_t max);
+uint32_t endpoints_pod_ips_of_family(const struct se_pod *pod, int family, char out[][IP_TEXT_MAX],
+                                     uint32_t max);
 /* Hostname to publish for the pod, NULL when none (ShouldSetHostname). */
-const char *pod_hostname_for(const struct se_pod *pod, const struct se_service *svc);
+const char *endpoints_pod_hostname_for(const struct se_pod *pod, const struct se_service *svc);
 
 /* Sorted-kvlist editing in an arena: set (insert or replace) and delete.
  * Lists stay sorted by key. set returns 0 or -ENOMEM. */
-int kv_set(struct se_arena *a, struct se_kvlist *l, const char *key, const char *value);
-void kv_del(struct se_kvlist *l, const char *key);
+int endpoints_kv_set(struct se_arena *a, struct se_kvlist *l, const char *key, const char *value);
+void endpoints_kv_del(struct se_kvlist *l, const char *key);
 /* Deep copy of src into a's strings. 0 or -ENOMEM. */
-int kv_copy(struct se_arena *a, struct se_kvlist *dst, const struct se_kvlist *src);
-bool kv_equal(const struct se_kvlist *x, const struct se_kvlist *y);
+int endpoints_kv_copy(struct se_arena *a, struct se_kvlist *dst, const struct se_kvlist *src);
+bool endpoints_kv_equal(const struct se_kvlist *x, const struct se_kvlist *y);
 /* Deep copy of metadata into the arena. 0 or -ENOMEM. */
-int meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src);
+int endpoints_meta_copy(struct se_arena *a, struct se_meta *dst, const struct se_meta *src);
 /* Copy of an object reference (NULL gives NULL); *ok false on -ENOMEM. */
-struct se_object_ref *objref_copy(struct se_arena *a, const struct se_object_ref *r, bool *ok);
+struct se_object_ref *endpoints_objref_copy(struct se_arena *a, const struct se_object_ref *r,
+                                            bool *ok);
 /* targetRefs equal, resourceVersion ignored (NULL only equals NULL). */
-bool objref_equal(const struct se_object_ref *x, const struct se_object_ref *y);
+bool endpoints_objref_equal(const struct se_object_ref *x, const struct se_object_ref *y);
 
 /* The Ready condition and the hints of endpoint k of an existing slice,
  * full or slim (SE_DECODE_SLIM_SLICES); the hints are borrowed. */
-enum se_opt_bool slice_ep_ready(const struct se_endpoint_slice *s, uint32_t k);
-void slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_strs *zones,
-                    struct se_strs *nodes);
+enum se_opt_bool endpoints_slice_ep_ready(const struct se_endpoint_slice *s, uint32_t k);
+void endpoints_slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, struct se_strs *zones,
+                              struct se_strs *nodes);
 /* Its digest (stored when slim, computed when full). */
-void slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
-                     struct se_slice_endpoint_digest *ret);
+void endpoints_slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
+                               struct se_slice_endpoint_digest *ret);
 
 /* Upstream's canonical Endpoints order (order.c): the FNV-1a 128 digest
  * of Go's spew dump of a port or a subset (its ports and addresses as they
  * stand), big-endian. */
 #define EP_ORDER_KEY_LEN 16
-void ep_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
-void ep_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDER_KEY_LEN]);
+void endpoints_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
+void endpoints_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDER_KEY_LEN]);
 /* The same for an EndpointSlice port (discovery/v1's struct). */
 void ep_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
 /* Sorts each subset's ports, then the subsets, by those digests (the
  * addresses must already be in order). 0 or -ENOMEM. */
-int ep_sort_subsets(struct se_endpoint_subset *subs, uint32_t n);
+int endpoints_sort_subsets(struct se_endpoint_subset *subs, uint32_t n);
 
 /* Upstream's truncateEndpoints: above 1000 addresses, keeps ready ones
  * first and gives each subset, in the order they stand, its proportional
  * share (rounded up, capped by what is left). True when it cut. */
-bool ep_truncate(struct se_endpoints *ep);
+bool endpoints_truncate(struct se_endpoints *ep);
 
-const char *opt_endpoints_managed_by(const struct se_endpoints_opts *o);
-const char *opt_slices_managed_by(const struct se_endpoints_opts *o);
-uint32_t opt_max_per_slice(const struct se_endpoints_opts *o);
+const char *endpoints_opt_endpoints_managed_by(const struct se_endpoints_opts *o);
+const char *endpoints_opt_slices_managed_by(const struct se_endpoints_opts *o);
+uint32_t endpoints_opt_max_per_slice(const struct se_endpoints_opts *o);
 
 #endif

@@ -88,7 +88,7 @@ static void put_addresses(struct se_fnv128a *h, const struct se_endpoint_address
         put(h, "]");
 }
 
-void ep_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KEY_LEN])
+void endpoints_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KEY_LEN])
 {
         struct se_fnv128a h;
         se_fnv128a_init(&h);
@@ -97,7 +97,7 @@ void ep_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KE
         se_fnv128a_sum(&h, out);
 }
 
-void ep_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDER_KEY_LEN])
+void endpoints_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDER_KEY_LEN])
 {
         struct se_fnv128a h;
         se_fnv128a_init(&h);
@@ -166,7 +166,7 @@ static int apply_order(void *v, size_t size, const struct keyed *k, uint32_t n)
         return 0;
 }
 
-int ep_sort_subsets(struct se_endpoint_subset *subs, uint32_t n)
+int endpoints_sort_subsets(struct se_endpoint_subset *subs, uint32_t n)
 {
         uint32_t max = n;
         for (uint32_t i = 0; i < n; i++)
@@ -179,7 +179,7 @@ int ep_sort_subsets(struct se_endpoint_subset *subs, uint32_t n)
         for (uint32_t i = 0; r == 0 && i < n; i++) {
                 struct se_endpoint_subset *s = &subs[i];
                 for (uint32_t j = 0; j < s->n_ports; j++) {
-                        ep_port_order_key(&s->ports[j], k[j].key);
+                        endpoints_port_order_key(&s->ports[j], k[j].key);
                         k[j].index = j;
                 }
                 qsort(k, s->n_ports, sizeof(*k), cmp_keyed);
@@ -187,7 +187,7 @@ int ep_sort_subsets(struct se_endpoint_subset *subs, uint32_t n)
                         r = apply_order(s->ports, sizeof(*s->ports), k, s->n_ports);
         }
         for (uint32_t i = 0; r == 0 && i < n; i++) {
-                ep_subset_order_key(&subs[i], k[i].key);
+                endpoints_subset_order_key(&subs[i], k[i].key);
                 k[i].index = i;
         }
         if (r == 0) {

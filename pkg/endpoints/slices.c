@@ -58,7 +58,7 @@ struct work {
 
 /* Which hints the slices carry: upstream's trafficdist heuristics, or the
  * topology cache's allocation (HINTS_AUTO: endpoints keep what they have
- * until topo_add_hints() runs). */
+ * until endpoints_topo_add_hints() runs). */
 enum hints { HINTS_NONE, HINTS_ZONE, HINTS_ZONE_NODE, HINTS_AUTO };
 
 struct ctx {
@@ -87,7 +87,7 @@ struct ctx {
 
 static int cmp_slice_port(const struct se_slice_port *a, const struct se_slice_port *b)
 {
-        int c = nstrcmp(a->name, b->name);
+        int c = endpoints_nstrcmp(a->name, b->name);
         if (c)
                 return c;
         if (a->has_port != b->has_port)
@@ -98,7 +98,7 @@ static int cmp_slice_port(const struct se_slice_port *a, const struct se_slice_p
                 return a->has_protocol - b->has_protocol;
         if (a->protocol != b->protocol)
                 return a->protocol < b->protocol ? -1 : 1;
-        return nstrcmp(a->app_protocol, b->app_protocol);
+        return endpoints_nstrcmp(a->app_protocol, b->app_protocol);
 }
 
 /* upstream's order of a slice's ports (order.c); equal digests only for
@@ -152,8 +152,8 @@ static bool owned_by(const struct se_endpoint_slice *s, const struct se_service 
 {
         for (uint32_t i = 0; i < se_meta_n_owner_refs(&s->obj.meta); i++) {
                 const struct se_owner_ref *o = se_meta_owner_ref(&s->obj.meta, i);
-                if (estreq(o->uid, svc->obj.meta.uid) && nstreq(o->kind, "Service") &&
-                    nstreq(o->api_version, "v1"))
+                if (endpoints_estreq(o->uid, svc->obj.meta.uid) &&
+                    endpoints_nstreq(o->kind, "Service") && endpoints_nstreq(o->api_version, "v1"))
                         return true;
         }
         return false;
@@ -177,7 +177,7 @@ static bool labels_changed(const struct se_kvlist *have, const struct se_kvlist 
                 if (i == have->n || k == svc->n)
                         return i != have->n || k != svc->n;
                 if (strcmp(have->items[i].key, svc->items[k].key) != 0 ||
-                    !estreq(have->items[i].value, svc->items[k].value))
+                    !endpoints_estreq(have->items[i].value, svc->items[k].value))
                         return true;
                 i++;
                 k++;
@@ -192,13 +192,13 @@ static int slice_labels(struct se_arena *a, struct se_kvlist *out, const struct 
         int r = 0;
         for (uint32_t i = 0; r == 0 && i < l->n; i++)
                 if (!reserved_label(l->items[i].key))
-                        r = kv_set(a, out, l->items[i].key, l->items[i].value);
-        if (r == 0 && !service_ip_set(svc))
-                r = kv_set(a, out, SE_HEADLESS_LABEL, "");
+                        r = endpoints_kv_set(a, out, l->items[i].key, l->items[i].value);
+        if (r == 0 && !endpoints_service_ip_set(svc))
+                r = endpoints_kv_set(a, out, SE_HEADLESS_LABEL, "");
         if (r == 0)
-                r = kv_set(a, out, SE_SLICE_SERVICE_NAME_LABEL, svc->obj.meta.name);
+                r = endpoints_kv_set(a, out, SE_SLICE_SERVICE_NAME_LABEL, svc->obj.meta.name);
         if (r == 0)
-                r = kv_set(a, out, SE_SLICE_MANAGED_BY_LABEL, managed_by);
+                r = endpoints_kv_set(a, out, SE_SLICE_MANAGED_BY_LABEL, managed_by);
         return r;
 }
 
@@ -216,8 +216,8 @@ static int cmp_dep(const void *pa, const void *pb)
         int c = strcmp(a->ips[0], b->ips[0]);
         if (c)
                 return c;
-        c = nstrcmp(a->ref.uid, b->ref.uid);
-        return c ? c : nstrcmp(a->ref.name, b->ref.name);
+        c = endpoints_nstrcmp(a->ref.uid, b->ref.uid);
+        return c ? c : endpoints_nstrcmp(a->ref.name, b->ref.name);
 }
 
 static struct group *group_for(struct ctx *c, const int32_t *nums)
@@ -282,9 +282,9 @@ static int note_missing_node(struct ctx *c, const struct se_pod *pod)
         if (p->node_errors.n >= SE_SLICES_MAX_NODE_ERRORS)
                 return 0;
         char *msg;
-        if (asprintf(&msg, "skipping Pod %s for Service %s/%s: Node %s Not Found",
-                     pod->obj.meta.name, c->svc->obj.meta.namespace, c->svc->obj.meta.name,
-                     pod->node_name ? pod->node_name : "") < 0)
+        if (se_asprintf(&msg, "skipping Pod %s for Service %s/%s: Node %s Not Found",
+                        pod->obj.meta.name, c->svc->obj.meta.namespace, c->svc->obj.meta.name,
+                        pod->node_name ? pod->node_name : "") < 0)
                 return -ENOMEM;
         return se_strv_push_consume(&p->node_errors, msg);
 }
@@ -320,7 +320,7 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
                         }
                 }
                 struct dep *d = &c->deps[c->n_deps];
-                uint32_t n = pod_ips_of_family(pod, family, d->ips, MAX_ADDRS);
+                uint32_t n = endpoints_pod_ips_of_family(pod, family, d->ips, MAX_ADDRS);
                 for (uint32_t k = 0; k < n; k++)
                         d->ipv[k] = d->ips[k];
                 if (!n)
@@ -335,7 +335,7 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
                         .ready = ready ? SE_TRUE : SE_FALSE,
                         .serving = serving ? SE_TRUE : SE_FALSE,
                         .terminating = terminating ? SE_TRUE : SE_FALSE,
-                        .hostname = pod_hostname_for(pod, svc),
+                        .hostname = endpoints_pod_hostname_for(pod, svc),
                         .target_ref = &d->ref,
                         .node_name = pod->node_name && *pod->node_name ? pod->node_name : NULL,
                 };
@@ -420,7 +420,7 @@ static int cmp_work_fullest(const void *pa, const void *pb)
         uint32_t la = work_len(a), lb = work_len(b);
         if (la != lb)
                 return la > lb ? -1 : 1;
-        return nstrcmp(a->src->obj.meta.name, b->src->obj.meta.name);
+        return endpoints_nstrcmp(a->src->obj.meta.name, b->src->obj.meta.name);
 }
 
 /* upstream reconcileByPortMapping for one group; existing holds the
@@ -439,7 +439,7 @@ static int reconcile_group(struct ctx *c, struct group *g,
                 for (uint32_t k = 0; k < s->n_endpoints; k++) {
                         struct se_slice_endpoint_digest dg;
                         char key[17];
-                        slice_ep_digest(s, k, &dg);
+                        endpoints_slice_ep_digest(s, k, &dg);
                         id_key(dg.identity, key);
                         struct dep *d = se_hashmap_get(&g->by_id, key);
                         if (!d || d->taken)
@@ -535,16 +535,16 @@ static enum hints hints_mode(const struct se_service *svc, bool have_cache)
         if (se_topology_hints_enabled(&svc->obj.meta.annotations))
                 return have_cache ? HINTS_AUTO : HINTS_NONE;
         const char *td = svc->traffic_distribution;
-        if (nstreq(td, "PreferClose") || nstreq(td, "PreferSameZone"))
+        if (endpoints_nstreq(td, "PreferClose") || endpoints_nstreq(td, "PreferSameZone"))
                 return HINTS_ZONE;
-        if (nstreq(td, "PreferSameNode"))
+        if (endpoints_nstreq(td, "PreferSameNode"))
                 return HINTS_ZONE_NODE;
         return HINTS_NONE;
 }
 
 static bool one_hint(const struct se_strs *h, const char *want)
 {
-        return h->n == 1 && nstreq(h->v[0], want);
+        return h->n == 1 && endpoints_nstreq(h->v[0], want);
 }
 
 /* upstream heuristic needsUpdate on an unchanged slice: a ready
@@ -556,7 +556,7 @@ static bool hints_need_update(enum hints mode, const struct work *w)
         for (uint32_t i = 0; i < w->n_kept; i++) {
                 const struct se_slice_endpoint *e = w->eps[i];
                 struct se_strs zones, nodes;
-                slice_ep_hints(w->src, i, &zones, &nodes);
+                endpoints_slice_ep_hints(w->src, i, &zones, &nodes);
                 if (mode == HINTS_NONE) {
                         if (zones.n || nodes.n)
                                 return true;
@@ -619,8 +619,8 @@ static int copy_strs(struct se_arena *a, struct se_strs *dst, const struct se_st
 
 static int cmp_slice_name(const void *a, const void *b)
 {
-        return nstrcmp((*(const struct se_endpoint_slice *const *)a)->obj.meta.name,
-                       (*(const struct se_endpoint_slice *const *)b)->obj.meta.name);
+        return endpoints_nstrcmp((*(const struct se_endpoint_slice *const *)a)->obj.meta.name,
+                                 (*(const struct se_endpoint_slice *const *)b)->obj.meta.name);
 }
 
 /* ---- objects ---- */
@@ -644,7 +644,7 @@ static int copy_endpoint(struct se_arena *a, struct se_slice_endpoint *dst,
         dst->hostname = se_arena_strdup(a, src->hostname);
         dst->node_name = se_arena_strdup(a, src->node_name);
         dst->zone = se_arena_strdup(a, src->zone);
-        dst->target_ref = objref_copy(a, src->target_ref, &ok);
+        dst->target_ref = endpoints_objref_copy(a, src->target_ref, &ok);
         if (!ok || (src->hostname && !dst->hostname) || (src->node_name && !dst->node_name) ||
             (src->zone && !dst->zone))
                 return -ENOMEM;
@@ -738,12 +738,12 @@ static int set_trigger(struct ctx *c, struct se_endpoint_slice *s)
 {
         struct se_meta *m = &s->obj.meta;
         if (!c->in->trigger_time_ns) {
-                kv_del(&m->annotations, SE_TRIGGER_TIME_ANNOTATION);
+                endpoints_kv_del(&m->annotations, SE_TRIGGER_TIME_ANNOTATION);
                 return 0;
         }
         char t[48];
         se_endpoints_format_time(c->in->trigger_time_ns, t, sizeof(t));
-        return kv_set(&s->obj.arena, &m->annotations, SE_TRIGGER_TIME_ANNOTATION, t);
+        return endpoints_kv_set(&s->obj.arena, &m->annotations, SE_TRIGGER_TIME_ANNOTATION, t);
 }
 
 /* The object a create/update work item writes, with its hints set. */
@@ -760,15 +760,15 @@ static int materialize(struct ctx *c, const struct work *w, const char *family,
                 r = set_fresh_meta(c, s, w->name, family);
                 if (r == 0)
                         r = slice_labels(a, &o->meta.labels, c->svc,
-                                         opt_slices_managed_by(c->opts));
+                                         endpoints_opt_slices_managed_by(c->opts));
                 if (r == 0)
                         r = copy_ports(a, s, w->ports, w->n_ports);
         } else {
-                r = meta_copy(a, &o->meta, &w->src->obj.meta);
+                r = endpoints_meta_copy(a, &o->meta, &w->src->obj.meta);
                 s->address_type = se_arena_strdup(a, w->src->address_type);
                 if (r == 0 && w->new_labels)
                         r = slice_labels(a, &o->meta.labels, c->svc,
-                                         opt_slices_managed_by(c->opts));
+                                         endpoints_opt_slices_managed_by(c->opts));
                 if (r == 0 && (w->src->has_ports || w->src->n_ports))
                         r = copy_ports(a, s, w->src->ports, w->src->n_ports);
         }
@@ -782,7 +782,7 @@ static int materialize(struct ctx *c, const struct work *w, const char *family,
                         r = copy_endpoint(a, e, w->eps[i]);
                         if (r == 0 && i < w->n_kept) {
                                 struct se_strs zones, nodes;
-                                slice_ep_hints(w->src, i, &zones, &nodes);
+                                endpoints_slice_ep_hints(w->src, i, &zones, &nodes);
                                 if ((r = copy_strs(a, &e->hint_zones, &zones)) == 0)
                                         r = copy_strs(a, &e->hint_nodes, &nodes);
                         }
@@ -897,7 +897,7 @@ static int auto_hints(struct ctx *c, const char *type, uint32_t c0, uint32_t u0,
                 if (si.n_unchanged)
                         memcpy(SE_UNCONST(void, si.unchanged), p->unchanged + k0,
                                si.n_unchanged * sizeof(*si.unchanged));
-                r = topo_add_hints(c->in->topology, &si);
+                r = endpoints_topo_add_hints(c->in->topology, &si);
         }
         /* the plan takes back every object, copies included */
         uint32_t n_old = p->n_update - u0;
@@ -935,8 +935,9 @@ static int plan_type(struct ctx *c, int family, bool first_type,
         /* not in Auto mode: hints the cache gave before are forgotten */
         if (topo && c->hints != HINTS_AUTO) {
                 if (se_topology_cache_has_hints(topo, c->key))
-                        r = topo_event(&p->events, &p->n_events, true, TOPO_REASON_DISABLED,
-                                       "%s, addressType: %s", TOPO_HINTS_DISABLED, type);
+                        r = endpoints_topo_event(&p->events, &p->n_events, true,
+                                                 TOPO_REASON_DISABLED, "%s, addressType: %s",
+                                                 TOPO_HINTS_DISABLED, type);
                 se_topology_cache_remove_hints(topo, c->key, type);
         }
         if (r == 0)
@@ -1004,13 +1005,13 @@ static int plan_type(struct ctx *c, int family, bool first_type,
         /* a Service with no endpoints keeps exactly one placeholder slice */
         if (n_mine == n_dels && n_create == 0) {
                 r = slice_labels(&lab->arena, &lab->meta.labels, svc,
-                                 opt_slices_managed_by(c->opts));
+                                 endpoints_opt_slices_managed_by(c->opts));
                 if (r < 0)
                         goto out;
                 const struct se_endpoint_slice *d = n_dels == 1 ? dels[0] : NULL;
-                if (d && nstreq(d->obj.meta.namespace, svc->obj.meta.namespace) &&
-                    kv_equal(&d->obj.meta.labels, &lab->meta.labels) &&
-                    nstreq(d->address_type, type) && !d->n_endpoints && !d->n_ports) {
+                if (d && endpoints_nstreq(d->obj.meta.namespace, svc->obj.meta.namespace) &&
+                    endpoints_kv_equal(&d->obj.meta.labels, &lab->meta.labels) &&
+                    endpoints_nstreq(d->address_type, type) && !d->n_endpoints && !d->n_ports) {
                         n_dels = 0;
                         if ((r = push_ref(&p->unchanged, &p->n_unchanged, d)) < 0)
                                 goto out;
@@ -1039,7 +1040,7 @@ static int plan_type(struct ctx *c, int family, bool first_type,
                                 last = &c->works[k];
                                 break;
                         }
-                if (owned_by(dels[i], svc) && nstreq(dels[i]->address_type, type)) {
+                if (owned_by(dels[i], svc) && endpoints_nstreq(dels[i]->address_type, type)) {
                         last->state = W_UPDATE;
                         last->name = dels[i]->obj.meta.name;
                         n_create--;
@@ -1128,7 +1129,7 @@ char *se_errors_join(const struct se_strv *errs, size_t max)
         }
         char *out = NULL;
         if (r == 0 && seen.n && !se_strbuf_failed(&all) &&
-            asprintf(&out, "%s%s%s", seen.n > 1 ? "[" : "", all.buf, seen.n > 1 ? "]" : "") < 0)
+            se_asprintf(&out, "%s%s%s", seen.n > 1 ? "[" : "", all.buf, seen.n > 1 ? "]" : "") < 0)
                 out = NULL;
         se_strbuf_release(&all);
         se_strv_release(&seen);
@@ -1139,9 +1140,9 @@ static bool slice_is_ours(const struct se_endpoint_slice *s, const char *ns, con
                           const char *managed_by)
 {
         const struct se_meta *m = &s->obj.meta;
-        return !m->deletion_timestamp && nstreq(m->namespace, ns) &&
-               nstreq(se_kvlist_get(&m->labels, SE_SLICE_SERVICE_NAME_LABEL), name) &&
-               nstreq(se_kvlist_get(&m->labels, SE_SLICE_MANAGED_BY_LABEL), managed_by);
+        return !m->deletion_timestamp && endpoints_nstreq(m->namespace, ns) &&
+               endpoints_nstreq(se_kvlist_get(&m->labels, SE_SLICE_SERVICE_NAME_LABEL), name) &&
+               endpoints_nstreq(se_kvlist_get(&m->labels, SE_SLICE_MANAGED_BY_LABEL), managed_by);
 }
 
 int se_slices_plan(const struct se_endpoints_input *in,
@@ -1150,7 +1151,7 @@ int se_slices_plan(const struct se_endpoints_input *in,
 {
         *ret = (struct se_slices_plan){ 0 };
         const struct se_service *svc = in->svc;
-        const char *managed_by = opt_slices_managed_by(opts);
+        const char *managed_by = endpoints_opt_slices_managed_by(opts);
         const char *ns = svc ? svc->obj.meta.namespace : in->namespace;
         const char *name = svc ? svc->obj.meta.name : in->name;
         const struct se_endpoint_slice **mine =
@@ -1179,7 +1180,7 @@ int se_slices_plan(const struct se_endpoints_input *in,
                          .in = in,
                          .opts = opts,
                          .svc = svc,
-                         .max = opt_max_per_slice(opts),
+                         .max = endpoints_opt_max_per_slice(opts),
                          .plan = ret,
                          .names = SE_STRV_INIT };
         for (size_t i = 0; i < n_existing; i++)
@@ -1193,8 +1194,9 @@ int se_slices_plan(const struct se_endpoints_input *in,
                 r = -ENOMEM;
         for (size_t i = 0; r == 0 && i < in->n_pods; i++) {
                 const struct se_pod *pod = in->pods[i];
-                c.included[i] = pod_selected(svc, pod) && se_endpoints_pod_included(pod, true);
-                if (!c.included[i] || (P == 0 && !service_ip_set(svc)))
+                c.included[i] =
+                        endpoints_pod_selected(svc, pod) && se_endpoints_pod_included(pod, true);
+                if (!c.included[i] || (P == 0 && !endpoints_service_ip_set(svc)))
                         continue;
                 for (uint32_t j = 0; j < P; j++) {
                         int port = se_endpoints_find_port(pod, &svc->ports[j]);
@@ -1215,7 +1217,8 @@ int se_slices_plan(const struct se_endpoints_input *in,
         for (uint32_t i = 0; r == 0 && i < n_mine; i++) {
                 bool ok = false;
                 for (uint32_t f = 0; f < n_fam; f++)
-                        ok |= nstreq(mine[i]->address_type, families[f] == 6 ? "IPv6" : "IPv4");
+                        ok |= endpoints_nstreq(mine[i]->address_type,
+                                               families[f] == 6 ? "IPv6" : "IPv4");
                 if (!ok)
                         stale[n_stale++] = mine[i];
         }
@@ -1226,7 +1229,7 @@ int se_slices_plan(const struct se_endpoints_input *in,
                 const char *type = families[f] == 6 ? "IPv6" : "IPv4";
                 uint32_t n = 0;
                 for (uint32_t i = 0; i < n_mine; i++)
-                        if (nstreq(mine[i]->address_type, type))
+                        if (endpoints_nstreq(mine[i]->address_type, type))
                                 of_type[n++] = mine[i];
                 r = plan_type(&c, families[f], f == 0, of_type, n);
         }

@@ -212,8 +212,8 @@ int se_topology_cache_set_nodes(struct se_topology_cache *t, const struct se_nod
         return 0;
 }
 
-int topo_set_ratios(struct se_topology_cache *t, const char *const *zones, const double *ratios,
-                    size_t n)
+int endpoints_topo_set_ratios(struct se_topology_cache *t, const char *const *zones,
+                              const double *ratios, size_t n)
 {
         struct ratio *r = n ? se_calloc(n, sizeof(*r)) : NULL;
         if (n && !r)
@@ -343,8 +343,8 @@ void se_topology_cache_remove_hints(struct se_topology_cache *t, const char *key
         pthread_mutex_unlock(&t->lock);
 }
 
-bool topo_recorded(struct se_topology_cache *t, const char *key, const char *type, char *buf,
-                   size_t size)
+bool endpoints_topo_recorded(struct se_topology_cache *t, const char *key, const char *type,
+                             char *buf, size_t size)
 {
         bool found = false;
         size_t len = 0;
@@ -362,8 +362,8 @@ bool topo_recorded(struct se_topology_cache *t, const char *key, const char *typ
         return found;
 }
 
-int topo_event(struct se_slices_event **v, uint32_t *n, bool warning, const char *reason,
-               const char *fmt, ...)
+int endpoints_topo_event(struct se_slices_event **v, uint32_t *n, bool warning, const char *reason,
+                         const char *fmt, ...)
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
@@ -403,7 +403,7 @@ static struct zrow *zt_find(struct ztab *t, const char *zone)
         return NULL;
 }
 
-struct zrow *topo_zone_get(struct ztab *t, const char *zone)
+struct zrow *endpoints_topo_zone_get(struct ztab *t, const char *zone)
 {
         struct zrow *r = zt_find(t, zone);
         if (r)
@@ -431,12 +431,12 @@ static bool ready(const struct se_slice_endpoint *e)
 }
 
 /* (unchanged slices may be slim: their endpoints are read through
- * slice_ep_ready and slice_ep_hints) */
+ * endpoints_slice_ep_ready and endpoints_slice_ep_hints) */
 static long ready_count(const struct se_endpoint_slice *s)
 {
         long n = 0;
         for (uint32_t i = 0; i < s->n_endpoints; i++)
-                n += slice_ep_ready(s, i) == SE_TRUE;
+                n += endpoints_slice_ep_ready(s, i) == SE_TRUE;
         return n;
 }
 
@@ -448,21 +448,22 @@ static int get_allocations(struct se_topology_cache *t, struct topo_slices *si, 
         *ok = false;
         const char *sfx = si->type;
         if (!t->ratios)
-                return topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
-                                  "%s, addressType: %s", TOPO_INSUFFICIENT_NODE_INFO, sfx);
+                return endpoints_topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
+                                            "%s, addressType: %s", TOPO_INSUFFICIENT_NODE_INFO,
+                                            sfx);
         long nz = (long)t->n_ratios;
         if (nz < 2)
-                return topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
-                                  "%s, addressType: %s", TOPO_ONE_ZONE_ONLY, sfx);
+                return endpoints_topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
+                                            "%s, addressType: %s", TOPO_ONE_ZONE_ONLY, sfx);
         if (nz > n_eps)
-                return topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
-                                  "%s (%ld endpoints, %ld zones), addressType: %s",
-                                  TOPO_INSUFFICIENT_ENDPOINTS, n_eps, nz, sfx);
+                return endpoints_topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
+                                            "%s (%ld endpoints, %ld zones), addressType: %s",
+                                            TOPO_INSUFFICIENT_ENDPOINTS, n_eps, nz, sfx);
         long remaining = n_eps, min_total = 0;
         for (size_t k = 0; k < t->n_ratios; k++) {
                 double desired = t->ratios[k].ratio * (double)n_eps;
                 long minimum = (long)ceil(desired * overload_factor());
-                struct zrow *r = topo_zone_get(zt, t->ratios[k].zone);
+                struct zrow *r = endpoints_topo_zone_get(zt, t->ratios[k].zone);
                 if (!r)
                         return -ENOMEM;
                 r->alloc = true;
@@ -471,9 +472,10 @@ static int get_allocations(struct se_topology_cache *t, struct topo_slices *si, 
                 min_total += minimum;
                 remaining -= minimum;
                 if (remaining < 0)
-                        return topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
-                                          "%s (%ld endpoints, %ld zones), addressType: %s",
-                                          TOPO_MIN_EXCEEDS_THRESHOLD, n_eps, nz, sfx);
+                        return endpoints_topo_event(
+                                si->events, si->n_events, true, TOPO_REASON_DISABLED,
+                                "%s (%ld endpoints, %ld zones), addressType: %s",
+                                TOPO_MIN_EXCEEDS_THRESHOLD, n_eps, nz, sfx);
         }
         for (size_t i = 0; i < zt->n; i++)
                 if (zt->v[i].alloc)
@@ -513,7 +515,7 @@ static int topo_remove_from_slices(struct topo_slices *si)
                 bool any = false;
                 for (uint32_t k = 0; k < s->n_endpoints && !any; k++) {
                         struct se_strs zones, nodes;
-                        slice_ep_hints(s, k, &zones, &nodes);
+                        endpoints_slice_ep_hints(s, k, &zones, &nodes);
                         any = zones.n || nodes.n;
                 }
                 if (!any) {
@@ -537,15 +539,15 @@ static int topo_remove_from_slices(struct topo_slices *si)
 /* upstream getHintsByZone: false when the slice's hints no longer fit (a
  * ready endpoint without zone hints, a hint for a zone without allocation,
  * or more than a zone's maximum); else the counts are in scratch. */
-bool topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt)
+bool endpoints_topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt)
 {
         for (size_t i = 0; i < zt->n; i++)
                 zt->v[i].scratch = 0;
         for (uint32_t k = 0; k < s->n_endpoints; k++) {
                 struct se_strs zones, nodes;
-                if (slice_ep_ready(s, k) != SE_TRUE)
+                if (endpoints_slice_ep_ready(s, k) != SE_TRUE)
                         continue;
-                slice_ep_hints(s, k, &zones, &nodes);
+                endpoints_slice_ep_hints(s, k, &zones, &nodes);
                 if (!zones.n)
                         return false;
                 for (uint32_t h = 0; h < zones.n; h++) {
@@ -570,7 +572,7 @@ static int count_unchanged(struct topo_slices *si, struct ztab *zt)
         uint32_t j = 0;
         for (uint32_t i = 0; i < si->n_unchanged; i++) {
                 const struct se_endpoint_slice *s = si->unchanged[i];
-                if (!topo_hints_fit(s, zt)) {
+                if (!endpoints_topo_hints_fit(s, zt)) {
                         struct se_endpoint_slice *c;
                         int r = si->copy(si->copy_data, s, &c);
                         if (r < 0 || (r = push_update(si, c)) < 0)
@@ -620,7 +622,7 @@ static struct zrow *most(struct ztab *zt, bool giving, double *ret)
 }
 
 /* upstream getGivingAndReceivingZones */
-void topo_giving_receiving(struct ztab *zt)
+void endpoints_topo_giving_receiving(struct ztab *zt)
 {
         for (size_t i = 0; i < zt->n; i++) {
                 struct zrow *r = &zt->v[i];
@@ -648,7 +650,7 @@ void topo_giving_receiving(struct ztab *zt)
 }
 
 /* upstream redistributeHints over create then update */
-int topo_redistribute(struct topo_slices *si, struct ztab *zt)
+int endpoints_topo_redistribute(struct topo_slices *si, struct ztab *zt)
 {
         for (int pass = 0; pass < 2; pass++) {
                 struct se_endpoint_slice **v = pass ? si->update : si->create;
@@ -743,7 +745,7 @@ static int disable_locked(struct se_topology_cache *t, struct topo_slices *si)
         return topo_remove_from_slices(si);
 }
 
-int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
+int endpoints_topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
 {
         long n_eps = 0;
         for (uint32_t i = 0; i < si->n_create; i++)
@@ -774,14 +776,15 @@ int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
                                 if (!ready(e))
                                         continue; /* upstream leaves their hints as they are */
                                 if (!e->zone || !*e->zone) {
-                                        r = topo_event(si->events, si->n_events, true,
-                                                       TOPO_REASON_DISABLED, "%s, addressType: %s",
-                                                       TOPO_NO_ZONE_SPECIFIED, si->type);
+                                        r = endpoints_topo_event(si->events, si->n_events, true,
+                                                                 TOPO_REASON_DISABLED,
+                                                                 "%s, addressType: %s",
+                                                                 TOPO_NO_ZONE_SPECIFIED, si->type);
                                         if (r == 0)
                                                 r = disable_locked(t, si);
                                         goto out;
                                 }
-                                struct zrow *row = topo_zone_get(&zt, e->zone);
+                                struct zrow *row = endpoints_topo_zone_get(&zt, e->zone);
                                 if (!row || (r = set_zone_hint(v[i], e, e->zone)) < 0) {
                                         r = -ENOMEM;
                                         goto out;
@@ -791,8 +794,8 @@ int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
                         }
         }
         /* steps 2 and 3: zones above their share give endpoints to those below */
-        topo_giving_receiving(&zt);
-        if ((r = topo_redistribute(si, &zt)) < 0)
+        endpoints_topo_giving_receiving(&zt);
+        if ((r = endpoints_topo_redistribute(si, &zt)) < 0)
                 goto out;
         bool any = false;
         for (size_t i = 0; i < zt.n; i++) {
@@ -804,8 +807,8 @@ int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
                 any |= row->has_hints;
         }
         if (!any) {
-                r = topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
-                               "%s, addressType: %s", TOPO_NO_ALLOCATED_HINTS, si->type);
+                r = endpoints_topo_event(si->events, si->n_events, true, TOPO_REASON_DISABLED,
+                                         "%s, addressType: %s", TOPO_NO_ALLOCATED_HINTS, si->type);
                 if (r == 0)
                         r = disable_locked(t, si);
                 goto out;
@@ -814,8 +817,8 @@ int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si)
         bool was = s && s->populated;
         r = record_locked(t, si, &zt);
         if (r == 0 && !was)
-                r = topo_event(si->events, si->n_events, false, TOPO_REASON_ENABLED,
-                               "%s, addressType: %s", TOPO_HINTS_ENABLED, si->type);
+                r = endpoints_topo_event(si->events, si->n_events, false, TOPO_REASON_ENABLED,
+                                         "%s, addressType: %s", TOPO_HINTS_ENABLED, si->type);
 out:
         pthread_mutex_unlock(&t->lock);
         free(zt.v);

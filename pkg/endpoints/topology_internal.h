@@ -70,35 +70,35 @@ struct ztab {
 
 /* The row of zone (borrowed string), added when missing (rows stay sorted,
  * so earlier row pointers move); NULL on -ENOMEM. */
-struct zrow *topo_zone_get(struct ztab *t, const char *zone);
+struct zrow *endpoints_topo_zone_get(struct ztab *t, const char *zone);
 /* upstream getHintsByZone: false when the slice's hints no longer fit (a
  * ready endpoint without zone hints, a hint for a zone without allocation,
  * or more than a zone's maximum); else each row's scratch holds the
  * slice's count. */
-bool topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt);
+bool endpoints_topo_hints_fit(const struct se_endpoint_slice *s, struct ztab *zt);
 /* upstream getGivingAndReceivingZones: from alloc/desired and hints, sets
  * give and recv. */
-void topo_giving_receiving(struct ztab *zt);
+void endpoints_topo_giving_receiving(struct ztab *zt);
 /* upstream redistributeHints over si's create then update slices: moves
  * hints from giving to receiving zones (rows' give/recv/redist). 0 or
  * -ENOMEM. */
-int topo_redistribute(struct topo_slices *si, struct ztab *zt);
+int endpoints_topo_redistribute(struct topo_slices *si, struct ztab *zt);
 
 /* upstream AddHints: CPU-proportional zone hints on create and update (and
  * on unchanged slices whose hints no longer fit, moved to update), or all
  * hints removed with a Warning event; records the result in t. 0 or
  * -ENOMEM. */
-int topo_add_hints(struct se_topology_cache *t, struct topo_slices *si);
+int endpoints_topo_add_hints(struct se_topology_cache *t, struct topo_slices *si);
 /* Appends an event (message formatted). 0 or -ENOMEM. */
-int topo_event(struct se_slices_event **v, uint32_t *n, bool warning, const char *reason,
-               const char *fmt, ...) SE_PRINTF(5, 6);
+int endpoints_topo_event(struct se_slices_event **v, uint32_t *n, bool warning, const char *reason,
+                         const char *fmt, ...) SE_PRINTF(5, 6);
 /* For tests: sets the zone shares directly (n == 0: none, as after
  * insufficient node information). 0 or -ENOMEM. */
-int topo_set_ratios(struct se_topology_cache *t, const char *const *zones, const double *ratios,
-                    size_t n);
+int endpoints_topo_set_ratios(struct se_topology_cache *t, const char *const *zones,
+                              const double *ratios, size_t n);
 /* For tests: the hints recorded for key and type as zone=count pairs
  * "a=1,b=2" (sorted) into buf; false when none are recorded. */
-bool topo_recorded(struct se_topology_cache *t, const char *key, const char *type, char *buf,
-                   size_t size);
+bool endpoints_topo_recorded(struct se_topology_cache *t, const char *key, const char *type,
+                             char *buf, size_t size);
 
 #endif

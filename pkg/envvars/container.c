@@ -72,22 +72,22 @@ static int set_var(struct cctx *x, const char *name, const char *value, enum se_
         struct se_env_entry *e;
         if (idx) {
                 e = &l->items[idx - 1];
-                int r = env_list_add_loser(l, e, e);
+                int r = envvars_list_add_loser(l, e, e);
                 if (r < 0)
                         return r;
         } else {
-                if (!(e = env_list_push(l)))
+                if (!(e = envvars_list_push(l)))
                         return -ENOMEM;
-                if (!(e->name = env_list_strdup(l, name)) ||
+                if (!(e->name = envvars_list_strdup(l, name)) ||
                     se_hashmap_put(&x->map, e->name, (void *)(uintptr_t)l->n, NULL) < 0) {
                         l->n--;
                         return -ENOMEM;
                 }
         }
-        e->value = env_list_strdup(l, value);
+        e->value = envvars_list_strdup(l, value);
         e->origin = origin;
-        e->object = env_list_strdup(l, object);
-        e->key = env_list_strdup(l, key);
+        e->object = envvars_list_strdup(l, object);
+        e->key = envvars_list_strdup(l, key);
         e->port = -1;
         e->index = index;
         if (!e->value || (object && !e->object) || (key && !e->key))
@@ -553,7 +553,7 @@ int se_envvars_build(const struct se_envvars_input *in, const struct se_pod *pod
                         idx = (uintptr_t)se_hashmap_get(&own, s->name);
                 if (idx) {
                         /* env and envFrom beat service variables, even when empty */
-                        r = env_list_add_loser(out, &out->items[idx - 1], s);
+                        r = envvars_list_add_loser(out, &out->items[idx - 1], s);
                         continue;
                 }
                 /* strings stay in svc's arena, which out adopts below */

@@ -6,12 +6,12 @@
 #include <svcenv/hashmap.h>
 
 /* New zeroed entry at the end (port = -1); NULL on -ENOMEM. */
-struct se_env_entry *env_list_push(struct se_env_list *l);
+struct se_env_entry *envvars_list_push(struct se_env_list *l);
 /* Copy of s in the list's arena; NULL when s is NULL or on -ENOMEM. */
-const char *env_list_strdup(struct se_env_list *l, const char *s);
+const char *envvars_list_strdup(struct se_env_list *l, const char *s);
 /* Records loser (copied) in winner->lost. 0 or -ENOMEM. */
-int env_list_add_loser(struct se_env_list *l, struct se_env_entry *winner,
-                       const struct se_env_entry *loser);
+int envvars_list_add_loser(struct se_env_list *l, struct se_env_entry *winner,
+                           const struct se_env_entry *loser);
 
 /* se_envvars_services() (the public one wraps it). */
 int envvars_services(const struct se_envvars_input *in, const char *ns, bool links,

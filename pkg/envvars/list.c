@@ -27,7 +27,7 @@ const struct se_env_entry *se_env_list_find(const struct se_env_list *l, const c
         return NULL;
 }
 
-struct se_env_entry *env_list_push(struct se_env_list *l)
+struct se_env_entry *envvars_list_push(struct se_env_list *l)
 {
         if (l->n == l->alloc) {
                 size_t na = l->alloc ? l->alloc * 2 : 32;
@@ -42,21 +42,21 @@ struct se_env_entry *env_list_push(struct se_env_list *l)
         return e;
 }
 
-const char *env_list_strdup(struct se_env_list *l, const char *s)
+const char *envvars_list_strdup(struct se_env_list *l, const char *s)
 {
         return s ? se_arena_strdup(&l->arena, s) : NULL;
 }
 
-int env_list_add_loser(struct se_env_list *l, struct se_env_entry *winner,
-                       const struct se_env_entry *loser)
+int envvars_list_add_loser(struct se_env_list *l, struct se_env_entry *winner,
+                           const struct se_env_entry *loser)
 {
         struct se_env_loser *x = se_arena_alloc(&l->arena, sizeof(*x));
         if (!x)
                 return -ENOMEM;
-        x->value = env_list_strdup(l, loser->value);
+        x->value = envvars_list_strdup(l, loser->value);
         x->origin = loser->origin;
-        x->object = env_list_strdup(l, loser->object);
-        x->key = env_list_strdup(l, loser->key);
+        x->object = envvars_list_strdup(l, loser->object);
+        x->key = envvars_list_strdup(l, loser->key);
         x->port = loser->port;
         if (!x->value || (loser->object && !x->object) || (loser->key && !x->key))
                 return -ENOMEM;

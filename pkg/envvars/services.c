@@ -80,17 +80,17 @@ static int add(struct gen *g, const char *value, int32_t port, const char *port_
                                                       .object = g->object,
                                                       .key = port_name,
                                                       .port = port };
-                        return env_list_add_loser(l, &l->items[idx - 1], &loser);
+                        return envvars_list_add_loser(l, &l->items[idx - 1], &loser);
                 }
         }
-        struct se_env_entry *e = env_list_push(l);
+        struct se_env_entry *e = envvars_list_push(l);
         if (!e)
                 return -ENOMEM;
-        e->name = env_list_strdup(l, g->name.buf);
-        e->value = env_list_strdup(l, value);
+        e->name = envvars_list_strdup(l, g->name.buf);
+        e->value = envvars_list_strdup(l, value);
         e->origin = SE_ENV_FROM_SERVICE;
         e->object = g->object;
-        e->key = port_name && *port_name ? env_list_strdup(l, port_name) : NULL;
+        e->key = port_name && *port_name ? envvars_list_strdup(l, port_name) : NULL;
         e->port = port;
         if (!e->name || !e->value || (port_name && *port_name && !e->key)) {
                 l->n--;
@@ -116,7 +116,7 @@ static int generate(struct gen *g, const struct se_service *svc)
         se_strbuf_puts(&g->val, svc->obj.meta.namespace ? svc->obj.meta.namespace : "");
         se_strbuf_putc(&g->val, '/');
         se_strbuf_puts(&g->val, svc->obj.meta.name ? svc->obj.meta.name : "");
-        g->object = se_strbuf_failed(&g->val) ? NULL : env_list_strdup(g->out, g->val.buf);
+        g->object = se_strbuf_failed(&g->val) ? NULL : envvars_list_strdup(g->out, g->val.buf);
         if (!g->object)
                 return -ENOMEM;
         const char *svc_name = svc->obj.meta.name ? svc->obj.meta.name : "";

@@ -110,7 +110,8 @@ static int check_locked(struct certs *c, bool force, struct se_diag *diag)
         return r;
 }
 
-int certs_init(struct certs *c, const char *cert_file, const char *key_file, struct se_diag *diag)
+int httpd_certs_init(struct certs *c, const char *cert_file, const char *key_file,
+                     struct se_diag *diag)
 {
         memset(c, 0, sizeof(*c));
         pthread_mutex_init(&c->lock, NULL);
@@ -119,7 +120,7 @@ int certs_init(struct certs *c, const char *cert_file, const char *key_file, str
         return check_locked(c, true, diag);
 }
 
-void certs_release(struct certs *c)
+void httpd_certs_release(struct certs *c)
 {
         X509_free(c->cert);
         EVP_PKEY_free(c->key);
@@ -130,7 +131,7 @@ void certs_release(struct certs *c)
         pthread_mutex_destroy(&c->lock);
 }
 
-int certs_check(struct certs *c, bool force, struct se_diag *diag)
+int httpd_certs_check(struct certs *c, bool force, struct se_diag *diag)
 {
         pthread_mutex_lock(&c->lock);
         int r = check_locked(c, force, diag);
@@ -150,7 +151,7 @@ static int cert_cb(SSL *ssl, void *arg)
         return ok ? 1 : 0;
 }
 
-int certs_setup_ctx(struct certs *c, SSL_CTX *ctx)
+int httpd_certs_setup_ctx(struct certs *c, SSL_CTX *ctx)
 {
         if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
             SSL_CTX_set_cipher_list(ctx, HTTPD_TLS12_CIPHERS) != 1)

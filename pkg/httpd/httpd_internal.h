@@ -25,10 +25,11 @@ struct certs {
 };
 
 /* Loads the pair (errors in diag). */
-int certs_init(struct certs *c, const char *cert_file, const char *key_file, struct se_diag *diag);
-void certs_release(struct certs *c);
+int httpd_certs_init(struct certs *c, const char *cert_file, const char *key_file,
+                     struct se_diag *diag);
+void httpd_certs_release(struct certs *c);
 /* Looks at the files (at most once a second unless force). */
-int certs_check(struct certs *c, bool force, struct se_diag *diag);
+int httpd_certs_check(struct certs *c, bool force, struct se_diag *diag);
 /* TLS 1.2 suites: forward-secret key exchange and AEAD only (no CBC, no
  * SHA-1 MAC), the ECDHE+AEAD part of Go's defaults that an API server's
  * client offers first. TLS 1.3's suites are all AEAD already. */
@@ -39,6 +40,6 @@ int certs_check(struct certs *c, bool force, struct se_diag *diag);
 
 /* TLS >= 1.2, the suites above and the per-handshake certificate callback
  * on ctx. */
-int certs_setup_ctx(struct certs *c, SSL_CTX *ctx);
+int httpd_certs_setup_ctx(struct certs *c, SSL_CTX *ctx);
 
 #endif

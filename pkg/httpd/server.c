@@ -268,7 +268,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
                 int ok = SSL_CTX_use_certificate(ctx, h->certs.cert) == 1 &&
                          SSL_CTX_use_PrivateKey(ctx, h->certs.key) == 1;
                 pthread_mutex_unlock(&h->certs.lock);
-                return ok && certs_setup_ctx(&h->certs, ctx) == 0 ? 0 : 1;
+                return ok && httpd_certs_setup_ctx(&h->certs, ctx) == 0 ? 0 : 1;
         }
         case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
                 /* no WebSocket or h2c here: an upgraded connection would
@@ -337,7 +337,7 @@ static int make_context(struct se_httpd *h, struct loop *l, int port, struct se_
         info.timeout_secs = request_timeout_s(h);
         info.keepalive_timeout = KEEPALIVE_S;
         info.alpn = "http/1.1";
-        info.ssl_cipher_list = HTTPD_TLS12_CIPHERS; /* certs_setup_ctx sets it again */
+        info.ssl_cipher_list = HTTPD_TLS12_CIPHERS; /* httpd_certs_setup_ctx sets it again */
         info.options = LWS_SERVER_OPTION_ALLOW_LISTEN_SHARE |
                        LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND | LWS_SERVER_OPTION_DISABLE_IPV6;
         if (!h->cfg.address || strchr(h->cfg.address, ':'))
@@ -463,9 +463,9 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
         h->tls = cfg->cert_file != NULL;
         lws_set_log_level(LLL_ERR, log_emit);
         if (h->tls) {
-                int r = certs_init(&h->certs, cfg->cert_file, cfg->key_file, diag);
+                int r = httpd_certs_init(&h->certs, cfg->cert_file, cfg->key_file, diag);
                 if (r < 0) {
-                        certs_release(&h->certs);
+                        httpd_certs_release(&h->certs);
                         free(h);
                         return r;
                 }
@@ -475,7 +475,7 @@ int se_httpd_start(const struct se_httpd_config *cfg, struct se_httpd **ret, str
         if (n > SE_HTTPD_MAX_THREADS) {
                 se_diag_set(diag, NULL, 0, 0, "at most %d threads", SE_HTTPD_MAX_THREADS);
                 if (h->tls)
-                        certs_release(&h->certs);
+                        httpd_certs_release(&h->certs);
                 free(h);
                 return -EINVAL;
         }
@@ -531,7 +531,7 @@ int se_httpd_port(const struct se_httpd *h)
 
 int se_httpd_reload_certs(struct se_httpd *h, struct se_diag *diag)
 {
-        return h->tls ? certs_check(&h->certs, true, diag) : 0;
+        return h->tls ? httpd_certs_check(&h->certs, true, diag) : 0;
 }
 
 void se_httpd_stats(const struct se_httpd *h, struct se_httpd_stats *ret)
@@ -569,7 +569,7 @@ struct se_httpd *se_httpd_stop(struct se_httpd *h)
                 if (h->wake[i] >= 0)
                         close(h->wake[i]);
         if (h->tls)
-                certs_release(&h->certs);
+                httpd_certs_release(&h->certs);
         free(h);
         return NULL;
 }

@@ -10,23 +10,23 @@ static int decode_kind(struct dctx *d, const json_t *json, struct se_object *obj
 {
         switch (obj->kind) {
         case SE_KIND_SERVICE:
-                return decode_service(d, json, (struct se_service *)obj);
+                return model_decode_service(d, json, (struct se_service *)obj);
         case SE_KIND_POD:
-                return decode_pod(d, json, (struct se_pod *)obj);
+                return model_decode_pod(d, json, (struct se_pod *)obj);
         case SE_KIND_NODE:
-                return decode_node(d, json, (struct se_node *)obj);
+                return model_decode_node(d, json, (struct se_node *)obj);
         case SE_KIND_NAMESPACE:
-                return decode_namespace(d, json, (struct se_namespace *)obj);
+                return model_decode_namespace(d, json, (struct se_namespace *)obj);
         case SE_KIND_ENDPOINTS:
-                return decode_endpoints(d, json, (struct se_endpoints *)obj);
+                return model_decode_endpoints(d, json, (struct se_endpoints *)obj);
         case SE_KIND_ENDPOINT_SLICE:
-                return decode_endpoint_slice(d, json, (struct se_endpoint_slice *)obj);
+                return model_decode_endpoint_slice(d, json, (struct se_endpoint_slice *)obj);
         case SE_KIND_CONFIGMAP:
-                return decode_configmap(d, json, (struct se_configmap *)obj);
+                return model_decode_configmap(d, json, (struct se_configmap *)obj);
         case SE_KIND_SECRET:
-                return decode_secret(d, json, (struct se_secret *)obj);
+                return model_decode_secret(d, json, (struct se_secret *)obj);
         case SE_KIND_SERVICE_CIDR:
-                return decode_service_cidr(d, json, (struct se_service_cidr *)obj);
+                return model_decode_service_cidr(d, json, (struct se_service_cidr *)obj);
         default:
                 return -EINVAL;
         }
@@ -61,7 +61,7 @@ static int decode_sized(const json_t *json, enum se_kind kind, const char *defau
         if (!obj)
                 return -ENOMEM;
         d.arena = &obj->arena;
-        int r = decode_meta(&d, json, kind, default_ns, &obj->meta);
+        int r = model_decode_meta(&d, json, kind, default_ns, &obj->meta);
         if (r == 0)
                 r = decode_kind(&d, json, obj);
         if (r < 0) {
@@ -80,7 +80,8 @@ int se_decode_object_flags(const json_t *json, enum se_kind kind, const char *de
                 err->path[0] = err->message[0] = '\0';
         if (!json_is_object(json)) {
                 struct dctx d = { .err = err };
-                return dctx_fail(&d, NULL, "expected an object, got %s", json_type_name(json));
+                return model_dctx_fail(&d, NULL, "expected an object, got %s",
+                                       model_json_type_name(json));
         }
         /* Decode twice: the first build measures the object, the second
          * lays it out in a single exact allocation. Objects live long in the
@@ -108,22 +109,24 @@ int se_decode_object(const json_t *json, const char *default_ns, struct se_objec
                 err->path[0] = err->message[0] = '\0';
         struct dctx d = { .err = err };
         if (!json_is_object(json))
-                return dctx_fail(&d, NULL, "expected an object, got %s", json_type_name(json));
+                return model_dctx_fail(&d, NULL, "expected an object, got %s",
+                                       model_json_type_name(json));
         const json_t *kind_j = json_object_get(json, "kind");
         const json_t *api_j = json_object_get(json, "apiVersion");
         if (!json_is_string(kind_j) || !*json_string_value(kind_j))
-                return dctx_fail(&d, "kind", "Required value: every object needs a kind");
+                return model_dctx_fail(&d, "kind", "Required value: every object needs a kind");
         if (!json_is_string(api_j) || !*json_string_value(api_j))
-                return dctx_fail(&d, "apiVersion",
-                                 "Required value: every object needs an apiVersion");
+                return model_dctx_fail(&d, "apiVersion",
+                                       "Required value: every object needs an apiVersion");
         const char *kind_name = json_string_value(kind_j);
         const char *api = json_string_value(api_j);
         for (int k = 0; k < SE_KIND_COUNT; k++) {
                 if (strcmp(kind_name, se_kind_name(k)) != 0)
                         continue;
                 if (strcmp(api, se_kind_api_version(k)) != 0)
-                        return dctx_fail(&d, "apiVersion", "%s is served as \"%s\", not \"%s\"",
-                                         kind_name, se_kind_api_version(k), api);
+                        return model_dctx_fail(&d, "apiVersion",
+                                               "%s is served as \"%s\", not \"%s\"", kind_name,
+                                               se_kind_api_version(k), api);
                 return se_decode_object_as(json, k, default_ns, ret, err);
         }
         return 1;

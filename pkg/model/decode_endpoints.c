@@ -8,20 +8,20 @@ static int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
                              struct se_object_ref **ret)
 {
         const json_t *ref;
-        int r = get_object(d, obj, key, &ref);
+        int r = model_get_object(d, obj, key, &ref);
         if (r < 0 || !ref)
                 return r;
         struct se_object_ref *o = se_arena_alloc(d->arena, sizeof(*o));
         if (!o)
                 return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
-        if ((r = get_string(d, ref, "kind", &o->kind)) < 0 ||
-            (r = get_string(d, ref, "namespace", &o->namespace)) < 0 ||
-            (r = get_string(d, ref, "name", &o->name)) < 0 ||
-            (r = get_string(d, ref, "uid", &o->uid)) < 0 ||
-            (r = get_string(d, ref, "resourceVersion", &o->resource_version)) < 0)
+        size_t old = model_dctx_push_key(d, key);
+        if ((r = model_get_string(d, ref, "kind", &o->kind)) < 0 ||
+            (r = model_get_string(d, ref, "namespace", &o->namespace)) < 0 ||
+            (r = model_get_string(d, ref, "name", &o->name)) < 0 ||
+            (r = model_get_string(d, ref, "uid", &o->uid)) < 0 ||
+            (r = model_get_string(d, ref, "resourceVersion", &o->resource_version)) < 0)
                 return r;
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         *ret = o;
         return 0;
 }
@@ -31,12 +31,12 @@ static int decode_address(struct dctx *d, const json_t *e, void *out, const void
         struct se_endpoint_address *a = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, e, "ip", &a->ip)) < 0 ||
-            (r = get_string(d, e, "hostname", &a->hostname)) < 0 ||
-            (r = get_string(d, e, "nodeName", &a->node_name)) < 0 ||
+        if ((r = model_get_string(d, e, "ip", &a->ip)) < 0 ||
+            (r = model_get_string(d, e, "hostname", &a->hostname)) < 0 ||
+            (r = model_get_string(d, e, "nodeName", &a->node_name)) < 0 ||
             (r = decode_object_ref(d, e, "targetRef", &a->target_ref)) < 0)
                 return r;
-        return check_ip(d, "ip", a->ip ? a->ip : "");
+        return model_check_ip(d, "ip", a->ip ? a->ip : "");
 }
 
 static int decode_ep_port(struct dctx *d, const json_t *e, void *out, const void *ctx)
@@ -44,12 +44,12 @@ static int decode_ep_port(struct dctx *d, const json_t *e, void *out, const void
         struct se_endpoint_port *p = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, e, "name", &p->name)) < 0 ||
-            (r = get_int32(d, e, "port", &p->port, NULL)) < 0 ||
-            (r = get_protocol(d, e, "protocol", &p->protocol, NULL)) < 0 ||
-            (r = get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
+        if ((r = model_get_string(d, e, "name", &p->name)) < 0 ||
+            (r = model_get_int32(d, e, "port", &p->port, NULL)) < 0 ||
+            (r = model_get_protocol(d, e, "protocol", &p->protocol, NULL)) < 0 ||
+            (r = model_get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
                 return r;
-        return check_port(d, "port", p->port, false);
+        return model_check_port(d, "port", p->port, false);
 }
 
 static int decode_subset(struct dctx *d, const json_t *e, void *out, const void *ctx)
@@ -91,7 +91,7 @@ static int decode_endpoints_slim(struct dctx *d, const json_t *json, struct se_e
         return r;
 }
 
-int decode_endpoints(struct dctx *d, const json_t *json, struct se_endpoints *ep)
+int model_decode_endpoints(struct dctx *d, const json_t *json, struct se_endpoints *ep)
 {
         if (d->flags & SE_DECODE_SLIM_ENDPOINTS)
                 return decode_endpoints_slim(d, json, ep);
@@ -104,9 +104,9 @@ static int decode_hint(struct dctx *d, const json_t *e, void *out, const void *c
         const char **name = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, e, "name", name)) < 0)
+        if ((r = model_get_string(d, e, "name", name)) < 0)
                 return r;
-        return *name ? 0 : dctx_fail(d, "name", "Required value");
+        return *name ? 0 : model_dctx_fail(d, "name", "Required value");
 }
 
 static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, const void *ctx)
@@ -115,45 +115,45 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
         const char *addr_type = ctx;
         const json_t *cond, *hints;
         int r;
-        if ((r = get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
-            (r = get_string(d, e, "hostname", &se->hostname)) < 0 ||
+        if ((r = model_get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
+            (r = model_get_string(d, e, "hostname", &se->hostname)) < 0 ||
             (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0 ||
-            (r = get_string(d, e, "nodeName", &se->node_name)) < 0 ||
-            (r = get_string(d, e, "zone", &se->zone)) < 0 ||
-            (r = get_object(d, e, "conditions", &cond)) < 0 ||
-            (r = get_object(d, e, "hints", &hints)) < 0)
+            (r = model_get_string(d, e, "nodeName", &se->node_name)) < 0 ||
+            (r = model_get_string(d, e, "zone", &se->zone)) < 0 ||
+            (r = model_get_object(d, e, "conditions", &cond)) < 0 ||
+            (r = model_get_object(d, e, "hints", &hints)) < 0)
                 return r;
         if (se->addresses.n < 1 || se->addresses.n > 100)
-                return dctx_fail(d, "addresses",
-                                 se->addresses.n ?
-                                         "Too many: must have at most 100 items" :
-                                         "Required value: must contain at least 1 address");
+                return model_dctx_fail(d, "addresses",
+                                       se->addresses.n ?
+                                               "Too many: must have at most 100 items" :
+                                               "Required value: must contain at least 1 address");
         if (strcmp(addr_type, "FQDN") != 0) {
-                size_t old = dctx_push_key(d, "addresses");
+                size_t old = model_dctx_push_key(d, "addresses");
                 for (uint32_t i = 0; i < se->addresses.n; i++) {
-                        size_t o2 = dctx_push_index(d, i);
-                        if ((r = check_ip(d, NULL, se->addresses.v[i])) < 0)
+                        size_t o2 = model_dctx_push_index(d, i);
+                        if ((r = model_check_ip(d, NULL, se->addresses.v[i])) < 0)
                                 return r;
-                        dctx_pop(d, o2);
+                        model_dctx_pop(d, o2);
                 }
-                dctx_pop(d, old);
+                model_dctx_pop(d, old);
         }
         if (cond) {
-                size_t old = dctx_push_key(d, "conditions");
-                if ((r = get_bool(d, cond, "ready", &se->ready)) < 0 ||
-                    (r = get_bool(d, cond, "serving", &se->serving)) < 0 ||
-                    (r = get_bool(d, cond, "terminating", &se->terminating)) < 0)
+                size_t old = model_dctx_push_key(d, "conditions");
+                if ((r = model_get_bool(d, cond, "ready", &se->ready)) < 0 ||
+                    (r = model_get_bool(d, cond, "serving", &se->serving)) < 0 ||
+                    (r = model_get_bool(d, cond, "terminating", &se->terminating)) < 0)
                         return r;
-                dctx_pop(d, old);
+                model_dctx_pop(d, old);
         }
         if (hints) {
-                size_t old = dctx_push_key(d, "hints");
+                size_t old = model_dctx_push_key(d, "hints");
                 if ((r = GET_LIST(d, hints, "forZones", decode_hint, NULL, se->hint_zones.v,
                                   se->hint_zones.n)) < 0 ||
                     (r = GET_LIST(d, hints, "forNodes", decode_hint, NULL, se->hint_nodes.v,
                                   se->hint_nodes.n)) < 0)
                         return r;
-                dctx_pop(d, old);
+                model_dctx_pop(d, old);
         }
         return 0;
 }
@@ -163,12 +163,12 @@ static int decode_slice_port(struct dctx *d, const json_t *e, void *out, const v
         struct se_slice_port *p = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, e, "name", &p->name)) < 0 ||
-            (r = get_int32(d, e, "port", &p->port, &p->has_port)) < 0 ||
-            (r = get_protocol(d, e, "protocol", &p->protocol, &p->has_protocol)) < 0 ||
-            (r = get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
+        if ((r = model_get_string(d, e, "name", &p->name)) < 0 ||
+            (r = model_get_int32(d, e, "port", &p->port, &p->has_port)) < 0 ||
+            (r = model_get_protocol(d, e, "protocol", &p->protocol, &p->has_protocol)) < 0 ||
+            (r = model_get_string(d, e, "appProtocol", &p->app_protocol)) < 0)
                 return r;
-        return p->has_port ? check_port(d, "port", p->port, false) : 0;
+        return p->has_port ? model_check_port(d, "port", p->port, false) : 0;
 }
 
 static int copy_hint_strs(struct dctx *d, struct se_strs *dst, const struct se_strs *src)
@@ -176,11 +176,11 @@ static int copy_hint_strs(struct dctx *d, struct se_strs *dst, const struct se_s
         *dst = (struct se_strs){ NULL, 0 };
         if (!src->n)
                 return 0;
-        dst->v = dctx_array(d, src->n, sizeof(*dst->v));
+        dst->v = model_dctx_array(d, src->n, sizeof(*dst->v));
         if (!dst->v)
                 return -ENOMEM;
         for (uint32_t i = 0; i < src->n; i++)
-                if (!(dst->v[i] = dctx_strdup(d, src->v[i])))
+                if (!(dst->v[i] = model_dctx_strdup(d, src->v[i])))
                         return -ENOMEM;
         dst->n = src->n;
         return 0;
@@ -206,9 +206,9 @@ static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_e
                 n_hints += eps[i].hint_zones.n || eps[i].hint_nodes.n;
         struct se_slice_endpoint_digest *dg = NULL;
         struct se_slice_endpoint_hints *h = NULL;
-        if (r == 0 && n && !(dg = dctx_array(d, n, sizeof(*dg))))
+        if (r == 0 && n && !(dg = model_dctx_array(d, n, sizeof(*dg))))
                 r = -ENOMEM;
-        if (r == 0 && n_hints && !(h = dctx_array(d, n_hints, sizeof(*h))))
+        if (r == 0 && n_hints && !(h = model_dctx_array(d, n_hints, sizeof(*h))))
                 r = -ENOMEM;
         n_hints = 0;
         for (uint32_t i = 0; r == 0 && i < n; i++) {
@@ -231,20 +231,21 @@ static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_e
         return 0;
 }
 
-int decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint_slice *es)
+int model_decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_endpoint_slice *es)
 {
         static const char *const types[] = { "IPv4", "IPv6", "FQDN", NULL };
         int r;
-        if ((r = get_string(d, json, "addressType", &es->address_type)) < 0)
+        if ((r = model_get_string(d, json, "addressType", &es->address_type)) < 0)
                 return r;
         if (!es->address_type)
-                return dctx_fail(d, "addressType", "Required value");
-        if ((r = check_one_of(d, "addressType", es->address_type, types)) < 0)
+                return model_dctx_fail(d, "addressType", "Required value");
+        if ((r = model_check_one_of(d, "addressType", es->address_type, types)) < 0)
                 return r;
         const json_t *eps = json_object_get(json, "endpoints");
         if (json_is_array(eps) && json_array_size(eps) > 1000)
-                return dctx_fail(d, "endpoints", "Too many: %zu: must have at most 1000 items",
-                                 json_array_size(eps));
+                return model_dctx_fail(d, "endpoints",
+                                       "Too many: %zu: must have at most 1000 items",
+                                       json_array_size(eps));
         if (d->flags & SE_DECODE_SLIM_SLICES)
                 r = decode_slim_endpoints(d, json, es);
         else

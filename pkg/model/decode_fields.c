@@ -9,7 +9,7 @@
 
 #include "decode_internal.h"
 
-size_t dctx_push_key(struct dctx *d, const char *key)
+size_t model_dctx_push_key(struct dctx *d, const char *key)
 {
         size_t old = d->plen;
         int n = snprintf(d->path + d->plen, sizeof(d->path) - d->plen, "%s%s", d->plen ? "." : "",
@@ -20,7 +20,7 @@ size_t dctx_push_key(struct dctx *d, const char *key)
         return old;
 }
 
-size_t dctx_push_index(struct dctx *d, size_t i)
+size_t model_dctx_push_index(struct dctx *d, size_t i)
 {
         size_t old = d->plen;
         int n = snprintf(d->path + d->plen, sizeof(d->path) - d->plen, "[%zu]", i);
@@ -30,19 +30,19 @@ size_t dctx_push_index(struct dctx *d, size_t i)
         return old;
 }
 
-void dctx_pop(struct dctx *d, size_t old)
+void model_dctx_pop(struct dctx *d, size_t old)
 {
         d->plen = old;
         d->path[old] = '\0';
 }
 
-int dctx_fail(struct dctx *d, const char *key, const char *fmt, ...)
+int model_dctx_fail(struct dctx *d, const char *key, const char *fmt, ...)
 {
         if (d->err) {
                 /* a path longer than the buffer is cut: it is only for people */
                 struct dctx tmp = *d;
                 if (key && *key)
-                        dctx_push_key(&tmp, key);
+                        model_dctx_push_key(&tmp, key);
                 memcpy(d->err->path, tmp.path, tmp.plen + 1);
                 va_list ap;
                 va_start(ap, fmt);
@@ -52,7 +52,7 @@ int dctx_fail(struct dctx *d, const char *key, const char *fmt, ...)
         return -EINVAL;
 }
 
-const char *json_type_name(const json_t *j)
+const char *model_json_type_name(const json_t *j)
 {
         if (!j)
                 return "nothing";
@@ -75,7 +75,7 @@ const char *json_type_name(const json_t *j)
         }
 }
 
-void *dctx_array(struct dctx *d, size_t n, size_t size)
+void *model_dctx_array(struct dctx *d, size_t n, size_t size)
 {
         if (n == 0)
                 return NULL;
@@ -136,7 +136,7 @@ static const char *intern(struct dctx *d, const char *s, size_t n, bool shared)
         if (k)
                 return k;
         if (shared && (d->flags & SE_DECODE_INTERN) &&
-            (k = d->pool_add ? intern_pool_add(s, n) : intern_pool_find(s, n)))
+            (k = d->pool_add ? model_intern_pool_add(s, n) : model_intern_pool_find(s, n)))
                 return k;
         uint32_t h = 2166136261u; /* FNV-1a */
         for (size_t i = 0; i < n; i++)
@@ -150,7 +150,7 @@ static const char *intern(struct dctx *d, const char *s, size_t n, bool shared)
         return copy;
 }
 
-const char *dctx_strdup(struct dctx *d, const char *s)
+const char *model_dctx_strdup(struct dctx *d, const char *s)
 {
         return s ? intern(d, s, strlen(s), false) : NULL;
 }
@@ -191,12 +191,13 @@ static int string_at(struct dctx *d, const json_t *obj, const char *key, bool sh
         if (!v)
                 return 0;
         if (!json_is_string(v))
-                return dctx_fail(d, key, "expected a string, got %s", json_type_name(v));
+                return model_dctx_fail(d, key, "expected a string, got %s",
+                                       model_json_type_name(v));
         if (json_string_length(v) > SE_MAX_STRING_LEN)
-                return dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
+                return model_dctx_fail(d, key, "string longer than %u bytes", SE_MAX_STRING_LEN);
         if (strlen(json_string_value(v)) != json_string_length(v)) {
                 if (!(d->flags & SE_DECODE_NUL_AS_C080))
-                        return dctx_fail(d, key, "string contains a NUL byte");
+                        return model_dctx_fail(d, key, "string contains a NUL byte");
                 *ret = nul_as_c080(d, json_string_value(v), json_string_length(v));
                 return *ret ? 0 : -ENOMEM;
         }
@@ -204,78 +205,82 @@ static int string_at(struct dctx *d, const json_t *obj, const char *key, bool sh
         return *ret ? 0 : -ENOMEM;
 }
 
-int get_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
+int model_get_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
 {
         return string_at(d, obj, key, false, ret);
 }
 
-int get_shared_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
+int model_get_shared_string(struct dctx *d, const json_t *obj, const char *key, const char **ret)
 {
         return string_at(d, obj, key, true, ret);
 }
 
-int get_int64(struct dctx *d, const json_t *obj, const char *key, int64_t *ret)
+int model_get_int64(struct dctx *d, const json_t *obj, const char *key, int64_t *ret)
 {
         const json_t *v = field(obj, key);
         if (!v)
                 return 0;
         if (!json_is_integer(v))
-                return dctx_fail(d, key, "expected an integer, got %s", json_type_name(v));
+                return model_dctx_fail(d, key, "expected an integer, got %s",
+                                       model_json_type_name(v));
         *ret = json_integer_value(v);
         return 0;
 }
 
-int get_int32(struct dctx *d, const json_t *obj, const char *key, int32_t *ret, bool *present)
+int model_get_int32(struct dctx *d, const json_t *obj, const char *key, int32_t *ret, bool *present)
 {
         const json_t *v = field(obj, key);
         if (!v)
                 return 0;
         if (!json_is_integer(v))
-                return dctx_fail(d, key, "expected an integer, got %s", json_type_name(v));
+                return model_dctx_fail(d, key, "expected an integer, got %s",
+                                       model_json_type_name(v));
         json_int_t n = json_integer_value(v);
         if (n < INT32_MIN || n > INT32_MAX)
-                return dctx_fail(d, key, "%lld does not fit in 32 bits", (long long)n);
+                return model_dctx_fail(d, key, "%lld does not fit in 32 bits", (long long)n);
         *ret = (int32_t)n;
         if (present)
                 *present = true;
         return 0;
 }
 
-int get_bool(struct dctx *d, const json_t *obj, const char *key, enum se_opt_bool *ret)
+int model_get_bool(struct dctx *d, const json_t *obj, const char *key, enum se_opt_bool *ret)
 {
         const json_t *v = field(obj, key);
         if (!v)
                 return 0;
         if (!json_is_boolean(v))
-                return dctx_fail(d, key, "expected a boolean, got %s", json_type_name(v));
+                return model_dctx_fail(d, key, "expected a boolean, got %s",
+                                       model_json_type_name(v));
         *ret = json_is_true(v) ? SE_TRUE : SE_FALSE;
         return 0;
 }
 
-int get_object(struct dctx *d, const json_t *obj, const char *key, const json_t **ret)
+int model_get_object(struct dctx *d, const json_t *obj, const char *key, const json_t **ret)
 {
         const json_t *v = field(obj, key);
         *ret = NULL;
         if (!v)
                 return 0;
         if (!json_is_object(v))
-                return dctx_fail(d, key, "expected an object, got %s", json_type_name(v));
+                return model_dctx_fail(d, key, "expected an object, got %s",
+                                       model_json_type_name(v));
         if (json_object_size(v) > SE_MAX_ARRAY_ITEMS)
-                return dctx_fail(d, key, "more than %u entries", SE_MAX_ARRAY_ITEMS);
+                return model_dctx_fail(d, key, "more than %u entries", SE_MAX_ARRAY_ITEMS);
         *ret = v;
         return 0;
 }
 
-int get_array(struct dctx *d, const json_t *obj, const char *key, const json_t **ret)
+int model_get_array(struct dctx *d, const json_t *obj, const char *key, const json_t **ret)
 {
         const json_t *v = field(obj, key);
         *ret = NULL;
         if (!v)
                 return 0;
         if (!json_is_array(v))
-                return dctx_fail(d, key, "expected a list, got %s", json_type_name(v));
+                return model_dctx_fail(d, key, "expected a list, got %s", model_json_type_name(v));
         if (json_array_size(v) > SE_MAX_ARRAY_ITEMS)
-                return dctx_fail(d, key, "more than %u items", SE_MAX_ARRAY_ITEMS);
+                return model_dctx_fail(d, key, "more than %u items", SE_MAX_ARRAY_ITEMS);
         *ret = v;
         return 0;
 }
@@ -285,7 +290,7 @@ static int cmp_kv(const void *a, const void *b)
         return strcmp(((const struct se_kv *)a)->key, ((const struct se_kv *)b)->key);
 }
 
-void kvlist_sort(struct se_kvlist *l)
+void model_kvlist_sort(struct se_kvlist *l)
 {
         if (l->n > 1)
                 qsort(l->items, l->n, sizeof(*l->items), cmp_kv);
@@ -295,14 +300,14 @@ static int strmap_at(struct dctx *d, const json_t *obj, const char *key, bool sh
                      struct se_kvlist *ret)
 {
         const json_t *m;
-        int r = get_object(d, obj, key, &m);
+        int r = model_get_object(d, obj, key, &m);
         if (r < 0 || !m)
                 return r;
         size_t n = json_object_size(m);
-        struct se_kv *items = dctx_array(d, n, sizeof(*items));
+        struct se_kv *items = model_dctx_array(d, n, sizeof(*items));
         if (n && !items)
                 return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
+        size_t old = model_dctx_push_key(d, key);
         size_t i = 0;
         const char *k;
         const json_t *v;
@@ -319,54 +324,56 @@ static int strmap_at(struct dctx *d, const json_t *obj, const char *key, bool sh
                         return -ENOMEM;
                 i++;
         }
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         ret->items = items;
         ret->n = (uint32_t)i;
-        kvlist_sort(ret);
+        model_kvlist_sort(ret);
         return 0;
 }
 
-int get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
+int model_get_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
 {
         return strmap_at(d, obj, key, false, ret);
 }
 
-int get_shared_strmap(struct dctx *d, const json_t *obj, const char *key, struct se_kvlist *ret)
+int model_get_shared_strmap(struct dctx *d, const json_t *obj, const char *key,
+                            struct se_kvlist *ret)
 {
         return strmap_at(d, obj, key, true, ret);
 }
 
-int get_strarray(struct dctx *d, const json_t *obj, const char *key, struct se_strs *ret)
+int model_get_strarray(struct dctx *d, const json_t *obj, const char *key, struct se_strs *ret)
 {
         const json_t *a;
-        int r = get_array(d, obj, key, &a);
+        int r = model_get_array(d, obj, key, &a);
         if (r < 0 || !a)
                 return r;
         size_t n = json_array_size(a);
-        const char **v = dctx_array(d, n + 1, sizeof(*v));
+        const char **v = model_dctx_array(d, n + 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
-        size_t old = dctx_push_key(d, key);
+        size_t old = model_dctx_push_key(d, key);
         for (size_t i = 0; i < n; i++) {
                 const json_t *e = json_array_get(a, i);
                 if (!json_is_string(e)) {
-                        size_t o2 = dctx_push_index(d, i);
-                        r = dctx_fail(d, NULL, "expected a string, got %s", json_type_name(e));
-                        dctx_pop(d, o2);
+                        size_t o2 = model_dctx_push_index(d, i);
+                        r = model_dctx_fail(d, NULL, "expected a string, got %s",
+                                            model_json_type_name(e));
+                        model_dctx_pop(d, o2);
                         return r;
                 }
                 v[i] = se_arena_strndup(d->arena, json_string_value(e), json_string_length(e));
                 if (!v[i])
                         return -ENOMEM;
         }
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         ret->v = v;
         ret->n = (uint32_t)n;
         return 0;
 }
 
-int get_int_or_string(struct dctx *d, const json_t *obj, const char *key,
-                      struct se_int_or_string *ret)
+int model_get_int_or_string(struct dctx *d, const json_t *obj, const char *key,
+                            struct se_int_or_string *ret)
 {
         const json_t *v = field(obj, key);
         if (!v)
@@ -374,24 +381,26 @@ int get_int_or_string(struct dctx *d, const json_t *obj, const char *key,
         if (json_is_integer(v)) {
                 json_int_t n = json_integer_value(v);
                 if (n < INT32_MIN || n > INT32_MAX)
-                        return dctx_fail(d, key, "%lld does not fit in 32 bits", (long long)n);
+                        return model_dctx_fail(d, key, "%lld does not fit in 32 bits",
+                                               (long long)n);
                 ret->is_string = false;
                 ret->num = (int32_t)n;
                 return 0;
         }
         if (json_is_string(v)) {
                 ret->is_string = true;
-                ret->str = dctx_strdup(d, json_string_value(v));
+                ret->str = model_dctx_strdup(d, json_string_value(v));
                 return ret->str ? 0 : -ENOMEM;
         }
-        return dctx_fail(d, key, "expected an integer or a string, got %s", json_type_name(v));
+        return model_dctx_fail(d, key, "expected an integer or a string, got %s",
+                               model_json_type_name(v));
 }
 
-int get_protocol(struct dctx *d, const json_t *obj, const char *key, enum se_protocol *ret,
-                 bool *present)
+int model_get_protocol(struct dctx *d, const json_t *obj, const char *key, enum se_protocol *ret,
+                       bool *present)
 {
         const char *s = NULL;
-        int r = get_string(d, obj, key, &s);
+        int r = model_get_string(d, obj, key, &s);
         if (r < 0 || !s)
                 return r;
         if (strcmp(s, "TCP") == 0)
@@ -401,7 +410,7 @@ int get_protocol(struct dctx *d, const json_t *obj, const char *key, enum se_pro
         else if (strcmp(s, "SCTP") == 0)
                 *ret = SE_PROTO_SCTP;
         else
-                return dctx_fail(
+                return model_dctx_fail(
                         d, key,
                         "unsupported value \"%s\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
                         s);
@@ -410,22 +419,23 @@ int get_protocol(struct dctx *d, const json_t *obj, const char *key, enum se_pro
         return 0;
 }
 
-int check_port(struct dctx *d, const char *key, int32_t port, bool allow_zero)
+int model_check_port(struct dctx *d, const char *key, int32_t port, bool allow_zero)
 {
         if ((port == 0 && allow_zero) || (port >= 1 && port <= 65535))
                 return 0;
-        return dctx_fail(d, key, "invalid port %d: must be between 1 and 65535, inclusive", port);
+        return model_dctx_fail(d, key, "invalid port %d: must be between 1 and 65535, inclusive",
+                               port);
 }
 
-int check_ip(struct dctx *d, const char *key, const char *ip)
+int model_check_ip(struct dctx *d, const char *key, const char *ip)
 {
         struct se_ip parsed;
         if (se_parse_ip(ip, &parsed) == 0)
                 return 0;
-        return dctx_fail(d, key, "\"%s\" is not a valid IP address", ip);
+        return model_dctx_fail(d, key, "\"%s\" is not a valid IP address", ip);
 }
 
-int check_dns_label(struct dctx *d, const char *key, const char *s)
+int model_check_dns_label(struct dctx *d, const char *key, const char *s)
 {
         size_t n = strlen(s);
         bool ok = n >= 1 && n <= 63 && s[0] != '-' && s[n - 1] != '-';
@@ -433,13 +443,14 @@ int check_dns_label(struct dctx *d, const char *key, const char *s)
                 ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-';
         if (ok)
                 return 0;
-        return dctx_fail(d, key,
-                         "\"%s\" is not a valid DNS label: lower case letters, digits and '-', "
-                         "at most 63, starting and ending with a letter or digit",
-                         s);
+        return model_dctx_fail(
+                d, key,
+                "\"%s\" is not a valid DNS label: lower case letters, digits and '-', "
+                "at most 63, starting and ending with a letter or digit",
+                s);
 }
 
-int check_iana_svc_name(struct dctx *d, const char *key, const char *s)
+int model_check_iana_svc_name(struct dctx *d, const char *key, const char *s)
 {
         size_t n = strlen(s);
         bool letter = false,
@@ -451,13 +462,14 @@ int check_iana_svc_name(struct dctx *d, const char *key, const char *s)
         }
         if (ok && letter)
                 return 0;
-        return dctx_fail(d, key,
-                         "\"%s\" is not a valid port name: at most 15 lower case letters, digits "
-                         "and '-', with at least one letter",
-                         s);
+        return model_dctx_fail(
+                d, key,
+                "\"%s\" is not a valid port name: at most 15 lower case letters, digits "
+                "and '-', with at least one letter",
+                s);
 }
 
-int check_one_of(struct dctx *d, const char *key, const char *s, const char *const *allowed)
+int model_check_one_of(struct dctx *d, const char *key, const char *s, const char *const *allowed)
 {
         char list[200] = "";
         size_t o = 0;
@@ -468,42 +480,44 @@ int check_one_of(struct dctx *d, const char *key, const char *s, const char *con
                 if (n > 0 && (size_t)n < sizeof(list) - o)
                         o += (size_t)n;
         }
-        return dctx_fail(d, key, "unsupported value \"%s\": supported values: %s", s, list);
+        return model_dctx_fail(d, key, "unsupported value \"%s\": supported values: %s", s, list);
 }
 
-int get_list_if(struct dctx *d, const json_t *obj, const char *key, size_t size, list_keep_fn keep,
-                list_elem_fn fn, const void *ctx, void **ret, uint32_t *ret_n)
+int model_get_list_if(struct dctx *d, const json_t *obj, const char *key, size_t size,
+                      list_keep_fn keep, list_elem_fn fn, const void *ctx, void **ret,
+                      uint32_t *ret_n)
 {
         const json_t *arr;
-        int r = get_array(d, obj, key, &arr);
+        int r = model_get_array(d, obj, key, &arr);
         if (r < 0 || !arr)
                 return r;
         size_t n = json_array_size(arr), kept = 0;
         for (size_t i = 0; i < n; i++)
                 kept += !keep || keep(json_array_get(arr, i));
-        char *items = dctx_array(d, kept, size);
+        char *items = model_dctx_array(d, kept, size);
         if (kept && !items)
                 return -ENOMEM;
-        size_t old = dctx_push_key(d, key), k = 0;
+        size_t old = model_dctx_push_key(d, key), k = 0;
         for (size_t i = 0; i < n; i++) {
                 const json_t *e = json_array_get(arr, i);
                 if (keep && !keep(e))
                         continue;
-                size_t o2 = dctx_push_index(d, i);
+                size_t o2 = model_dctx_push_index(d, i);
                 if (!json_is_object(e))
-                        return dctx_fail(d, NULL, "expected an object, got %s", json_type_name(e));
+                        return model_dctx_fail(d, NULL, "expected an object, got %s",
+                                               model_json_type_name(e));
                 if ((r = fn(d, e, items + k++ * size, ctx)) < 0)
                         return r;
-                dctx_pop(d, o2);
+                model_dctx_pop(d, o2);
         }
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         *ret = items;
         *ret_n = (uint32_t)kept;
         return 0;
 }
 
-int get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
-             const void *ctx, void **ret, uint32_t *ret_n)
+int model_get_list(struct dctx *d, const json_t *obj, const char *key, size_t size, list_elem_fn fn,
+                   const void *ctx, void **ret, uint32_t *ret_n)
 {
-        return get_list_if(d, obj, key, size, NULL, fn, ctx, ret, ret_n);
+        return model_get_list_if(d, obj, key, size, NULL, fn, ctx, ret, ret_n);
 }

@@ -13,12 +13,12 @@ static int decode_node_address(struct dctx *d, const json_t *e, void *out, const
         struct se_node_address *a = out;
         int r;
         (void)ctx;
-        if ((r = get_string(d, e, "type", &a->type)) < 0 ||
-            (r = get_string(d, e, "address", &a->address)) < 0)
+        if ((r = model_get_string(d, e, "type", &a->type)) < 0 ||
+            (r = model_get_string(d, e, "address", &a->address)) < 0)
                 return r;
         if (!a->type || !a->address)
-                return dctx_fail(d, a->type ? "address" : "type", "Required value");
-        return strstr(a->type, "IP") ? check_ip(d, "address", a->address) : 0;
+                return model_dctx_fail(d, a->type ? "address" : "type", "Required value");
+        return strstr(a->type, "IP") ? model_check_ip(d, "address", a->address) : 0;
 }
 
 /* The one taint anyone here reads: the cluster autoscaler's (kube-proxy's
@@ -26,7 +26,7 @@ static int decode_node_address(struct dctx *d, const json_t *e, void *out, const
 static int decode_taints(struct dctx *d, const json_t *spec, struct se_node *node)
 {
         const json_t *arr;
-        int r = get_array(d, spec, "taints", &arr);
+        int r = model_get_array(d, spec, "taints", &arr);
         for (size_t i = 0; r == 0 && arr && i < json_array_size(arr); i++) {
                 const json_t *key = json_object_get(json_array_get(arr, i), "key");
                 if (json_is_string(key) &&
@@ -40,7 +40,7 @@ static int decode_taints(struct dctx *d, const json_t *spec, struct se_node *nod
 static int decode_allocatable_cpu(struct dctx *d, const json_t *status, struct se_node *node)
 {
         const json_t *alloc;
-        int r = get_object(d, status, "allocatable", &alloc);
+        int r = model_get_object(d, status, "allocatable", &alloc);
         if (r < 0 || !alloc)
                 return r;
         const json_t *v = json_object_get(alloc, "cpu");
@@ -56,55 +56,55 @@ static int decode_allocatable_cpu(struct dctx *d, const json_t *status, struct s
                 snprintf(buf, sizeof(buf), "%.15g", json_real_value(v));
         else
                 text = NULL;
-        size_t old = dctx_push_key(d, "allocatable");
+        size_t old = model_dctx_push_key(d, "allocatable");
         if (!text || se_parse_quantity(text, 9, &node->allocatable_cpu_nanos) < 0)
-                return dctx_fail(
+                return model_dctx_fail(
                         d, "cpu",
                         "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
-        node->allocatable_cpu = dctx_strdup(d, text);
+        node->allocatable_cpu = model_dctx_strdup(d, text);
         if (!node->allocatable_cpu)
                 return -ENOMEM;
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         return 0;
 }
 
-int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
+int model_decode_node(struct dctx *d, const json_t *json, struct se_node *node)
 {
         const json_t *spec, *status, *arr;
         enum se_opt_bool unsched = SE_UNSET;
         int r;
-        if ((r = get_object(d, json, "spec", &spec)) < 0)
+        if ((r = model_get_object(d, json, "spec", &spec)) < 0)
                 return r;
         if (spec) {
-                size_t old = dctx_push_key(d, "spec");
-                if ((r = get_strarray(d, spec, "podCIDRs", &node->pod_cidrs)) < 0 ||
-                    (r = get_bool(d, spec, "unschedulable", &unsched)) < 0 ||
+                size_t old = model_dctx_push_key(d, "spec");
+                if ((r = model_get_strarray(d, spec, "podCIDRs", &node->pod_cidrs)) < 0 ||
+                    (r = model_get_bool(d, spec, "unschedulable", &unsched)) < 0 ||
                     (r = decode_taints(d, spec, node)) < 0)
                         return r;
                 if (!node->pod_cidrs.n) {
                         const char *cidr = NULL;
-                        if ((r = get_string(d, spec, "podCIDR", &cidr)) < 0)
+                        if ((r = model_get_string(d, spec, "podCIDR", &cidr)) < 0)
                                 return r;
                         if (cidr && *cidr) {
-                                node->pod_cidrs.v = dctx_array(d, 2, sizeof(char *));
+                                node->pod_cidrs.v = model_dctx_array(d, 2, sizeof(char *));
                                 if (!node->pod_cidrs.v)
                                         return -ENOMEM;
                                 node->pod_cidrs.v[0] = cidr;
                                 node->pod_cidrs.n = 1;
                         }
                 }
-                dctx_pop(d, old);
+                model_dctx_pop(d, old);
         }
         node->unschedulable = unsched == SE_TRUE;
-        if ((r = get_object(d, json, "status", &status)) < 0 || !status)
+        if ((r = model_get_object(d, json, "status", &status)) < 0 || !status)
                 return r;
-        size_t old = dctx_push_key(d, "status");
+        size_t old = model_dctx_push_key(d, "status");
         if ((r = GET_LIST(d, status, "addresses", decode_node_address, NULL, node->addresses,
                           node->n_addresses)) < 0)
                 return r;
         if ((r = decode_allocatable_cpu(d, status, node)) < 0)
                 return r;
-        if ((r = get_array(d, status, "conditions", &arr)) < 0)
+        if ((r = model_get_array(d, status, "conditions", &arr)) < 0)
                 return r;
         for (size_t i = 0; arr && i < json_array_size(arr); i++) {
                 const json_t *e = json_array_get(arr, i);
@@ -115,69 +115,69 @@ int decode_node(struct dctx *d, const json_t *json, struct se_node *node)
                         node->ready =
                                 strcmp(json_string_value(st), "True") == 0 ? SE_TRUE : SE_FALSE;
         }
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         return 0;
 }
 
-int decode_namespace(struct dctx *d, const json_t *json, struct se_namespace *ns)
+int model_decode_namespace(struct dctx *d, const json_t *json, struct se_namespace *ns)
 {
         const json_t *status;
-        int r = get_object(d, json, "status", &status);
+        int r = model_get_object(d, json, "status", &status);
         if (r < 0 || !status)
                 return r;
-        size_t old = dctx_push_key(d, "status");
-        if ((r = get_string(d, status, "phase", &ns->phase)) < 0)
+        size_t old = model_dctx_push_key(d, "status");
+        if ((r = model_get_string(d, status, "phase", &ns->phase)) < 0)
                 return r;
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         return 0;
 }
 
-int decode_configmap(struct dctx *d, const json_t *json, struct se_configmap *cm)
+int model_decode_configmap(struct dctx *d, const json_t *json, struct se_configmap *cm)
 {
-        return get_strmap(d, json, "data", &cm->data);
+        return model_get_strmap(d, json, "data", &cm->data);
 }
 
 /* spec.cidrs: at most two, each a CIDR (the API server allows one per
  * family; the proxy parses them again, so a bad one must not get in). */
-int decode_service_cidr(struct dctx *d, const json_t *json, struct se_service_cidr *sc)
+int model_decode_service_cidr(struct dctx *d, const json_t *json, struct se_service_cidr *sc)
 {
         const json_t *spec;
-        int r = get_object(d, json, "spec", &spec);
+        int r = model_get_object(d, json, "spec", &spec);
         if (r < 0 || !spec)
                 return r;
-        size_t old = dctx_push_key(d, "spec");
-        if ((r = get_strarray(d, spec, "cidrs", &sc->cidrs)) < 0)
+        size_t old = model_dctx_push_key(d, "spec");
+        if ((r = model_get_strarray(d, spec, "cidrs", &sc->cidrs)) < 0)
                 return r;
         if (sc->cidrs.n > 2)
-                return dctx_fail(d, "cidrs", "Too many: %u: must have at most 2 items",
-                                 sc->cidrs.n);
+                return model_dctx_fail(d, "cidrs", "Too many: %u: must have at most 2 items",
+                                       sc->cidrs.n);
         for (uint32_t i = 0; i < sc->cidrs.n; i++) {
                 struct se_cidr c;
                 if (se_parse_cidr(sc->cidrs.v[i], &c) < 0) {
-                        size_t o2 = dctx_push_key(d, "cidrs");
-                        size_t o3 = dctx_push_index(d, i);
-                        r = dctx_fail(d, NULL, "Invalid value: \"%s\": must be a valid CIDR",
-                                      sc->cidrs.v[i]);
-                        dctx_pop(d, o3);
-                        dctx_pop(d, o2);
+                        size_t o2 = model_dctx_push_key(d, "cidrs");
+                        size_t o3 = model_dctx_push_index(d, i);
+                        r = model_dctx_fail(d, NULL, "Invalid value: \"%s\": must be a valid CIDR",
+                                            sc->cidrs.v[i]);
+                        model_dctx_pop(d, o3);
+                        model_dctx_pop(d, o2);
                         return r;
                 }
         }
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         return 0;
 }
 
 /* data is base64; stringData (write-only in the API) overrides it key by key,
  * as the API server merges them. */
-int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec)
+int model_decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec)
 {
         struct se_kvlist data = { 0 }, sdata = { 0 };
         int r;
-        if ((r = get_string(d, json, "type", &sec->type)) < 0 ||
-            (r = get_strmap(d, json, "data", &data)) < 0 ||
-            (r = get_strmap(d, json, "stringData", &sdata)) < 0)
+        if ((r = model_get_string(d, json, "type", &sec->type)) < 0 ||
+            (r = model_get_strmap(d, json, "data", &data)) < 0 ||
+            (r = model_get_strmap(d, json, "stringData", &sdata)) < 0)
                 return r;
-        size_t old = dctx_push_key(d, "data");
+        size_t old = model_dctx_push_key(d, "data");
         for (uint32_t i = 0; i < data.n; i++) {
                 size_t len = strlen(data.items[i].value);
                 char *out = se_arena_alloc(d->arena, len / 4 * 3 + 4);
@@ -185,12 +185,12 @@ int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec)
                 if (!out)
                         return -ENOMEM;
                 if (se_base64_decode(data.items[i].value, len, out, &outlen) < 0)
-                        return dctx_fail(d, data.items[i].key, "illegal base64 data");
+                        return model_dctx_fail(d, data.items[i].key, "illegal base64 data");
                 data.items[i].value = out;
         }
-        dctx_pop(d, old);
+        model_dctx_pop(d, old);
         uint32_t n = data.n + sdata.n;
-        struct se_kv *items = dctx_array(d, n, sizeof(*items));
+        struct se_kv *items = model_dctx_array(d, n, sizeof(*items));
         if (n && !items)
                 return -ENOMEM;
         uint32_t k = 0;
@@ -201,6 +201,6 @@ int decode_secret(struct dctx *d, const json_t *json, struct se_secret *sec)
                 items[k++] = sdata.items[i];
         sec->data.items = items;
         sec->data.n = k;
-        kvlist_sort(&sec->data);
+        model_kvlist_sort(&sec->data);
         return 0;
 }

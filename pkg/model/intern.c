@@ -1,5 +1,5 @@
 /* The process-wide pool of short strings that recur across decoded objects
- * (see intern_pool_add in decode_internal.h).
+ * (see model_intern_pool_add in decode_internal.h).
  *
  * Strings live in 64 KiB slabs that are never freed, each preceded by its
  * length byte; the table holds pointers to them (open addressing, load at
@@ -95,7 +95,7 @@ static const char *add_locked(const char *s, size_t n, uint64_t h)
         return p + 1;
 }
 
-const char *intern_pool_find(const char *s, size_t n)
+const char *model_intern_pool_find(const char *s, size_t n)
 {
         if (n == 0 || n > INTERN_MAX_LEN)
                 return NULL;
@@ -106,7 +106,7 @@ const char *intern_pool_find(const char *s, size_t n)
         return p;
 }
 
-const char *intern_pool_add(const char *s, size_t n)
+const char *model_intern_pool_add(const char *s, size_t n)
 {
         if (n == 0 || n > INTERN_MAX_LEN)
                 return NULL;
@@ -125,7 +125,7 @@ const char *intern_pool_add(const char *s, size_t n)
         return p;
 }
 
-void intern_pool_stats(size_t *ret_strings, size_t *ret_bytes)
+void model_intern_pool_stats(size_t *ret_strings, size_t *ret_bytes)
 {
         pthread_mutex_lock(&lock);
         *ret_strings = count;

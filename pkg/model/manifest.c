@@ -62,20 +62,20 @@ struct source {
  * Only runs on the error path. */
 static unsigned find_line(const struct source *src, size_t doc, long item, const char *path)
 {
-        struct linemap *lm = linemap_new();
+        struct linemap *lm = model_linemap_new();
         struct yaml_docs docs = { 0 };
         unsigned line = 0;
-        if (lm && yaml_parse(src->data, src->len, lm, 0, &docs, NULL) == 0 && doc < docs.n) {
+        if (lm && model_yaml_parse(src->data, src->len, lm, 0, &docs, NULL) == 0 && doc < docs.n) {
                 const json_t *obj = docs.docs[doc];
                 if (item >= 0)
                         obj = json_array_get(json_object_get(obj, "items"), (size_t)item);
-                const json_t *node = obj ? json_find_path(obj, path) : NULL;
-                line = linemap_get(lm, node);
+                const json_t *node = obj ? model_json_find_path(obj, path) : NULL;
+                line = model_linemap_get(lm, node);
                 if (!line)
-                        line = linemap_get(lm, obj);
+                        line = model_linemap_get(lm, obj);
         }
-        yaml_docs_release(&docs);
-        linemap_free(lm);
+        model_yaml_docs_release(&docs);
+        model_linemap_free(lm);
         return line;
 }
 
@@ -178,7 +178,7 @@ static int load_list(struct loader *l, const struct source *src, const json_t *l
         size_t i;
         json_t *it;
         json_array_foreach(json_object_get(list, "items"), i, it) {
-                unsigned item_line = linemap_get(lines, it);
+                unsigned item_line = model_linemap_get(lines, it);
                 char inner_kind[64];
                 int r;
                 if (json_is_object(it) && is_list(it, inner_kind)) {
@@ -271,18 +271,18 @@ static int load_json(struct loader *l, const struct source *src)
 static int load_yaml(struct loader *l, const struct source *src)
 {
         struct yaml_docs docs = { 0 };
-        struct linemap *lines = linemap_new();
+        struct linemap *lines = model_linemap_new();
         if (!lines)
                 return -ENOMEM;
-        int r = yaml_parse(src->data, src->len, lines, 3, &docs, l->diag);
+        int r = model_yaml_parse(src->data, src->len, lines, 3, &docs, l->diag);
         if (r == -EINVAL)
                 snprintf(l->diag->file, sizeof(l->diag->file), "%s", src->name);
         for (size_t i = 0; r == 0 && i < docs.n; i++) {
-                unsigned line = linemap_get(lines, docs.docs[i]);
+                unsigned line = model_linemap_get(lines, docs.docs[i]);
                 r = load_document(l, src, docs.docs[i], i, line ? line : docs.lines[i], lines);
         }
-        yaml_docs_release(&docs);
-        linemap_free(lines);
+        model_yaml_docs_release(&docs);
+        model_linemap_free(lines);
         return r;
 }
 

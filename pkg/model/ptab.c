@@ -40,7 +40,7 @@ static uint32_t find(const struct ptab *t, const char *key, uint64_t h)
         return i;
 }
 
-void *ptab_get(const struct ptab *t, const char *key)
+void *model_ptab_get(const struct ptab *t, const char *key)
 {
         if (!t->cap)
                 return NULL;
@@ -67,7 +67,7 @@ static int resize(struct ptab *t, uint32_t cap)
         return 0;
 }
 
-int ptab_put(struct ptab *t, void *entry, void **ret_old)
+int model_ptab_put(struct ptab *t, void *entry, void **ret_old)
 {
         if (ret_old)
                 *ret_old = NULL;
@@ -93,7 +93,7 @@ int ptab_put(struct ptab *t, void *entry, void **ret_old)
         return 0;
 }
 
-void *ptab_remove(struct ptab *t, const char *key)
+void *model_ptab_remove(struct ptab *t, const char *key)
 {
         if (!t->cap)
                 return NULL;
@@ -116,7 +116,7 @@ void *ptab_remove(struct ptab *t, const char *key)
         return entry;
 }
 
-void *ptab_next(const struct ptab *t, uint32_t *iter)
+void *model_ptab_next(const struct ptab *t, uint32_t *iter)
 {
         while (*iter < t->cap) {
                 uintptr_t s = t->slots[(*iter)++];
@@ -126,12 +126,12 @@ void *ptab_next(const struct ptab *t, uint32_t *iter)
         return NULL;
 }
 
-size_t ptab_bytes(const struct ptab *t)
+size_t model_ptab_bytes(const struct ptab *t)
 {
         return (size_t)t->cap * sizeof(*t->slots);
 }
 
-void ptab_release(struct ptab *t)
+void model_ptab_release(struct ptab *t)
 {
         free(t->slots);
         t->slots = NULL;

@@ -30,18 +30,18 @@ struct ptab {
 #define PTAB_INIT(fn) ((struct ptab){ .key_of = (fn) })
 
 /* The entry with key, or NULL. */
-void *ptab_get(const struct ptab *t, const char *key);
+void *model_ptab_get(const struct ptab *t, const char *key);
 /* Adds entry, or replaces the one with the same key (*ret_old gets it, else
  * NULL). 0, -ENOMEM (nothing changed), -EINVAL for a misaligned entry. */
-int ptab_put(struct ptab *t, void *entry, void **ret_old);
+int model_ptab_put(struct ptab *t, void *entry, void **ret_old);
 /* Removes and returns the entry with key, NULL when absent. */
-void *ptab_remove(struct ptab *t, const char *key);
+void *model_ptab_remove(struct ptab *t, const char *key);
 /* The next entry from *iter (start at 0), NULL at the end. Order is the
  * table's, not the keys'. */
-void *ptab_next(const struct ptab *t, uint32_t *iter);
+void *model_ptab_next(const struct ptab *t, uint32_t *iter);
 /* Bytes of the slot array. */
-size_t ptab_bytes(const struct ptab *t);
+size_t model_ptab_bytes(const struct ptab *t);
 /* Frees the slots (not the entries); the set is empty and reusable. */
-void ptab_release(struct ptab *t);
+void model_ptab_release(struct ptab *t);
 
 #endif

@@ -77,12 +77,12 @@ static void posting_free(struct posting *p)
 static void bucket_free(struct ns_bucket *b)
 {
         void *v;
-        for (uint32_t i = 0; (v = ptab_next(&b->by_name, &i));)
+        for (uint32_t i = 0; (v = model_ptab_next(&b->by_name, &i));)
                 se_object_unref(v);
-        ptab_release(&b->by_name);
-        for (uint32_t i = 0; (v = ptab_next(&b->by_label, &i));)
+        model_ptab_release(&b->by_name);
+        for (uint32_t i = 0; (v = model_ptab_next(&b->by_label, &i));)
                 posting_free(v);
-        ptab_release(&b->by_label);
+        model_ptab_release(&b->by_label);
         free(b->ns);
         free(b);
 }
@@ -164,13 +164,13 @@ static void index_add(struct ns_bucket *b, const struct se_object *o)
                         b->index_broken = true;
                         break;
                 }
-                struct posting *p = ptab_get(&b->by_label, key);
+                struct posting *p = model_ptab_get(&b->by_label, key);
                 if (!p) {
                         size_t len = strlen(key) + 1;
                         p = se_calloc(1, sizeof(*p) + len);
                         if (p)
                                 memcpy(p->label, key, len);
-                        if (!p || ptab_put(&b->by_label, p, NULL) < 0) {
+                        if (!p || model_ptab_put(&b->by_label, p, NULL) < 0) {
                                 free(p);
                                 b->index_broken = true;
                                 break;
@@ -201,7 +201,7 @@ static void index_remove(struct ns_bucket *b, const struct se_object *o)
                 char key[512];
                 struct posting *p;
                 if (!label_key(key, sizeof(key), &o->meta.labels.items[i]) ||
-                    !(p = ptab_get(&b->by_label, key)))
+                    !(p = model_ptab_get(&b->by_label, key)))
                         continue;
                 for (size_t k = 0; k < p->n; k++) {
                         if (p->objs[k] == o) {
@@ -210,7 +210,7 @@ static void index_remove(struct ns_bucket *b, const struct se_object *o)
                         }
                 }
                 if (p->n == 0) {
-                        ptab_remove(&b->by_label, p->label);
+                        model_ptab_remove(&b->by_label, p->label);
                         posting_free(p);
                 }
         }
@@ -225,11 +225,11 @@ static int insert(struct se_store *s, struct se_object *obj, bool replace)
         struct ns_bucket *b = bucket_get(t, ns, true);
         if (!b)
                 return -ENOMEM;
-        struct se_object *old = ptab_get(&b->by_name, name);
+        struct se_object *old = model_ptab_get(&b->by_name, name);
         if (old && !replace)
                 return -EEXIST;
         void *replaced = NULL;
-        if (ptab_put(&b->by_name, obj, &replaced) < 0)
+        if (model_ptab_put(&b->by_name, obj, &replaced) < 0)
                 return -ENOMEM;
         if (old)
                 index_remove(b, old);
@@ -271,7 +271,7 @@ int se_store_delete(struct se_store *s, enum se_kind kind, const char *ns, const
         pthread_rwlock_wrlock(s->lock);
         struct kind_table *t = &s->kinds[kind];
         struct ns_bucket *b = bucket_get(t, ns ? ns : "", false);
-        struct se_object *old = b ? ptab_remove(&b->by_name, name ? name : "") : NULL;
+        struct se_object *old = b ? model_ptab_remove(&b->by_name, name ? name : "") : NULL;
         if (old) {
                 t->count--;
                 index_remove(b, old);
@@ -292,7 +292,7 @@ const struct se_object *se_store_get(const struct se_store *s, enum se_kind kind
         if ((unsigned)kind >= SE_KIND_COUNT)
                 return NULL;
         const struct ns_bucket *b = se_hashmap_get(&s->kinds[kind].by_ns, ns ? ns : "");
-        return b ? ptab_get(&b->by_name, name ? name : "") : NULL;
+        return b ? model_ptab_get(&b->by_name, name ? name : "") : NULL;
 }
 
 static int cmp_obj(const void *a, const void *b)
@@ -313,7 +313,7 @@ static const struct posting *best_posting(const struct ns_bucket *b,
                 char key[512];
                 if (!label_key(key, sizeof(key), &selector->items[i]))
                         return NULL; /* no indexed label is that long: none match */
-                const struct posting *p = ptab_get(&b->by_label, key);
+                const struct posting *p = model_ptab_get(&b->by_label, key);
                 if (!p)
                         return NULL;
                 if (!best || p->n < best->n)
@@ -340,7 +340,7 @@ static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
                                 out[(*n)++] = best->objs[i];
                 return;
         }
-        for (uint32_t i = 0; (o = ptab_next(&b->by_name, &i));) {
+        for (uint32_t i = 0; (o = model_ptab_next(&b->by_name, &i));) {
                 if (!selector || se_selector_matches(selector, &o->meta.labels))
                         out[(*n)++] = o;
         }

@@ -26,12 +26,12 @@ struct linemap {
         size_t cap, n;
 };
 
-struct linemap *linemap_new(void)
+struct linemap *model_linemap_new(void)
 {
         return se_calloc(1, sizeof(struct linemap));
 }
 
-struct linemap *linemap_free(struct linemap *lm)
+struct linemap *model_linemap_free(struct linemap *lm)
 {
         if (lm) {
                 free(lm->keys);
@@ -89,7 +89,7 @@ static int linemap_put(struct linemap *lm, const json_t *node, unsigned line)
         return 0;
 }
 
-unsigned linemap_get(const struct linemap *lm, const json_t *node)
+unsigned model_linemap_get(const struct linemap *lm, const json_t *node)
 {
         if (!lm || !lm->cap || !node)
                 return 0;
@@ -102,7 +102,7 @@ unsigned linemap_get(const struct linemap *lm, const json_t *node)
         return 0;
 }
 
-void yaml_docs_release(struct yaml_docs *d)
+void model_yaml_docs_release(struct yaml_docs *d)
 {
         for (size_t i = 0; i < d->n; i++)
                 json_decref(d->docs[i]);
@@ -499,8 +499,8 @@ static void builder_release(struct builder *b)
         json_decref(b->anchor_sizes);
 }
 
-int yaml_parse(const char *data, size_t len, struct linemap *lines, int line_depth,
-               struct yaml_docs *ret, struct se_diag *diag)
+int model_yaml_parse(const char *data, size_t len, struct linemap *lines, int line_depth,
+                     struct yaml_docs *ret, struct se_diag *diag)
 {
         struct yaml_docs out = { 0 };
         struct builder b = { .lines = lines, .line_depth = line_depth, .diag = diag };
@@ -547,7 +547,7 @@ int yaml_parse(const char *data, size_t len, struct linemap *lines, int line_dep
         yaml_parser_delete(&parser);
         builder_release(&b);
         if (r < 0) {
-                yaml_docs_release(&out);
+                model_yaml_docs_release(&out);
                 return r;
         }
         *ret = out;
@@ -556,7 +556,7 @@ int yaml_parse(const char *data, size_t len, struct linemap *lines, int line_dep
 
 /* ---- path lookup for error lines ---- */
 
-const json_t *json_find_path(const json_t *root, const char *path)
+const json_t *model_json_find_path(const json_t *root, const char *path)
 {
         const json_t *cur = root;
         const char *p = path;
@@ -598,16 +598,16 @@ const json_t *json_find_path(const json_t *root, const char *path)
 int se_yaml_load(const char *data, size_t len, json_t **ret, struct se_diag *diag)
 {
         struct yaml_docs docs = { 0 };
-        int r = yaml_parse(data, len, NULL, 0, &docs, diag);
+        int r = model_yaml_parse(data, len, NULL, 0, &docs, diag);
         if (r < 0)
                 return r;
         if (docs.n > 1) {
                 se_diag_set(diag, NULL, docs.lines[1], 0, "expected one YAML document, found %zu",
                             docs.n);
-                yaml_docs_release(&docs);
+                model_yaml_docs_release(&docs);
                 return -EINVAL;
         }
         *ret = docs.n ? json_incref(docs.docs[0]) : NULL;
-        yaml_docs_release(&docs);
+        model_yaml_docs_release(&docs);
         return 0;
 }

@@ -90,17 +90,17 @@ rm -f "$src/pkg/envvars/sneak.c" "$src/build/obj/pkg/envvars/sneak.o"
 
 cat >"$src/cmd/svcenv/sneak.c" <<'EOF'
 #include <stddef.h>
-void intern_pool_stats(size_t *ret_strings, size_t *ret_bytes);
+void model_intern_pool_stats(size_t *ret_strings, size_t *ret_bytes);
 size_t cmd_sneak(void);
 size_t cmd_sneak(void)
 {
         size_t n, b;
-        intern_pool_stats(&n, &b);
+        model_intern_pool_stats(&n, &b);
         return n + b;
 }
 EOF
 (cd "$src" && $cc $objflags -c -o build/obj/cmd/svcenv/sneak.o cmd/svcenv/sneak.c)
-expect "nm: cmd/ using a pkg-internal symbol fails" 'cmd/svcenv/sneak\.c uses intern_pool_stats, internal to pkg/model'
+expect "nm: cmd/ using a pkg-internal symbol fails" 'cmd/svcenv/sneak\.c uses model_intern_pool_stats, internal to pkg/model'
 rm -f "$src/cmd/svcenv/sneak.c" "$src/build/obj/cmd/svcenv/sneak.o"
 
 cat >"$src/pkg/model/sneak.c" <<'EOF'

@@ -715,7 +715,10 @@ static void test_watch(struct se_kube_client *c)
         json_object_set_new(json_object_get(b, "data"), "k", json_stringn("a\0b", 3));
         r = se_kube_create(c, cm, "watch", b, NULL, &d);
         json_decref(b);
-        ok(r == 0 && wait_cm(s, "watch", "nul", "a\xC0\x80" "b", 5000) == 0,
+        ok(r == 0 && wait_cm(s, "watch", "nul",
+                             "a\xC0\x80"
+                             "b",
+                             5000) == 0,
            "informer takes an object with a NUL in a value (as C0 80)");
         b = configmap("after-nul", "n");
         (void)se_kube_create(c, cm, "watch", b, NULL, &d);

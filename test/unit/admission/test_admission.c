@@ -615,10 +615,11 @@ static void test_admission__selected_services_clash(void **state)
 static void test_admission__nul_in_values(void **state)
 {
         (void)state;
-        const char pod[] = "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"note\":\"a\\u0000b\"}},"
-                           "\"spec\":{\"containers\":[{\"name\":\"app\",\"env\":["
-                           "{\"name\":\"DB_SERVICE_HOST\",\"value\":\"10.0.0.10\\u0000x\"},"
-                           "{\"name\":\"OTHER\",\"value\":\"\\u0000\"}]}]}}";
+        const char pod[] =
+                "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"note\":\"a\\u0000b\"}},"
+                "\"spec\":{\"containers\":[{\"name\":\"app\",\"env\":["
+                "{\"name\":\"DB_SERVICE_HOST\",\"value\":\"10.0.0.10\\u0000x\"},"
+                "{\"name\":\"OTHER\",\"value\":\"\\u0000\"}]}]}}";
         char *body = review("admission.k8s.io/v1", "shop", "CREATE", pod);
         struct answer a;
         ask(body, &a);
@@ -692,16 +693,16 @@ static void test_admission__env_from(void **state)
          * container gets nothing (the kubelet still gives it the services'
          * variables, under its own), the other one is served. */
         const char *both[] = { "app", "side" };
-        pod = admit_and_check("shop",
-                              "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":["
-                              "{\"name\":\"app\",\"envFrom\":[{\"configMapRef\":{\"name\":"
-                              "\"cfg\"}},{\"secretRef\":{\"name\":\"unknown\",\"optional\":true}}]},"
-                              "{\"name\":\"side\"}]}}",
-                              both, 2, &a);
-        assert_null(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"),
-                                                                   "containers"),
-                                                   0),
-                                    "env"));
+        pod = admit_and_check(
+                "shop",
+                "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":["
+                "{\"name\":\"app\",\"envFrom\":[{\"configMapRef\":{\"name\":"
+                "\"cfg\"}},{\"secretRef\":{\"name\":\"unknown\",\"optional\":true}}]},"
+                "{\"name\":\"side\"}]}}",
+                both, 2, &a);
+        assert_null(json_object_get(
+                json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0),
+                "env"));
         got = env_names(pod, "containers", 1);
         assert_string_equal(got, svc_names);
         free(got);

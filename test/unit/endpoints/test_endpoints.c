@@ -578,7 +578,7 @@ static void truncate_case(const int *ready, const int *not_ready, const int *wan
         assert_int_equal(se_endpoints_build(&in, NULL, &ep), 0);
         assert_int_equal(ep->n_subsets, 5);
         qsort(ep->subsets, ep->n_subsets, sizeof(*ep->subsets), cmp_first_port);
-        assert_true(ep_truncate(ep));
+        assert_true(endpoints_truncate(ep));
         for (int s = 0; s < 5; s++) {
                 assert_int_equal(ep->subsets[s].ports[0].port, 1000 + s);
                 assert_int_equal(ep->subsets[s].n_addresses, want_ready[s]);
@@ -616,10 +616,10 @@ static void test_endpoints__order_keys_are_upstreams(void **state)
         char hex[33];
         struct se_endpoint_port http = { "http", 8080, SE_PROTO_TCP, NULL };
         struct se_endpoint_port dns = { NULL, 53, SE_PROTO_UDP, "dns" };
-        ep_port_order_key(&http, k);
+        endpoints_port_order_key(&http, k);
         hex16(k, hex);
         assert_string_equal(hex, "25304a33da9e6ece350a4142a45f5b75");
-        ep_port_order_key(&dns, k);
+        endpoints_port_order_key(&dns, k);
         hex16(k, hex);
         assert_string_equal(hex, "ca775226d03c199fe2fe45e1eccd4ab5");
 
@@ -629,14 +629,14 @@ static void test_endpoints__order_keys_are_upstreams(void **state)
         struct se_endpoint_address not_ready = { "10.0.0.2", "h", NULL, &r2 };
         struct se_endpoint_port ports[] = { http, dns };
         struct se_endpoint_subset s = { &ready, 1, &not_ready, 1, ports, 2 };
-        ep_subset_order_key(&s, k);
+        endpoints_subset_order_key(&s, k);
         hex16(k, hex);
         assert_string_equal(hex, "bab5849e1b4a33b89a2c567529d17e65");
 
         struct se_object_ref r3 = { "Pod", "ns", "p 1\"x", "u1", NULL };
         struct se_endpoint_address odd = { "10.0.0.1", NULL, "", &r3 };
         struct se_endpoint_subset t = { &odd, 1, NULL, 0, NULL, 0 };
-        ep_subset_order_key(&t, k);
+        endpoints_subset_order_key(&t, k);
         hex16(k, hex);
         assert_string_equal(hex, "855a6fab423acbbf87ea54050536b709");
 }

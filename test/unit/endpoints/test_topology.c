@@ -118,7 +118,7 @@ static struct topo_fx *tfx_new(const char *const *zones, const double *ratios, s
         f->cache = se_topology_cache_new();
         assert_non_null(f->cache);
         if (zones)
-                assert_int_equal(topo_set_ratios(f->cache, zones, ratios, n), 0);
+                assert_int_equal(endpoints_topo_set_ratios(f->cache, zones, ratios, n), 0);
         f->si = (struct topo_slices){ .key = "ns/svc",
                                       .type = "IPv4",
                                       .copy = copy_slice,
@@ -196,7 +196,7 @@ static void expect_event(struct topo_fx *f, uint32_t i, bool warning, const char
 static void expect_recorded(struct topo_fx *f, const char *want)
 {
         char buf[256];
-        bool found = topo_recorded(f->cache, "ns/svc", "IPv4", buf, sizeof(buf));
+        bool found = endpoints_topo_recorded(f->cache, "ns/svc", "IPv4", buf, sizeof(buf));
         if (!want) {
                 assert_false(found);
                 assert_false(se_topology_cache_has_hints(f->cache, "ns/svc"));
@@ -215,7 +215,7 @@ static void test_topology__add_hints_no_ratios(void **state)
 {
         (void)state;
         struct topo_fx *f = tfx_new(NULL, NULL, 0);
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         assert_int_equal(f->n_events, 1);
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
                      "Insufficient Node information: allocatable CPU or zone not specified on "
@@ -223,7 +223,7 @@ static void test_topology__add_hints_no_ratios(void **state)
         expect_recorded(f, NULL);
         tfx_reset_slices(f);
         tfx_add(f, 0, "aT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "-", "");
         assert_int_equal(f->n_events, 1);
         expect_recorded(f, NULL);
@@ -237,7 +237,7 @@ static void test_topology__add_hints_too_few_endpoints(void **state)
         const double r[] = { 0.3, 0.4, 0.3 };
         struct topo_fx *f = tfx_new(ZABC, r, 3);
         tfx_add(f, 0, "aT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "--", "");
         assert_int_equal(f->n_events, 1);
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
@@ -255,7 +255,7 @@ static void test_topology__add_hints_two_zones(void **state)
         const double r[] = { 0.45, 0.55 };
         struct topo_fx *f = tfx_new(ZAB, r, 2);
         tfx_add(f, 0, "aT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "ab", "");
         assert_int_equal(f->n_events, 1);
         expect_event(f, 0, false, "TopologyAwareHintsEnabled",
@@ -264,7 +264,7 @@ static void test_topology__add_hints_two_zones(void **state)
         /* enabled already: no second event */
         tfx_reset_slices(f);
         tfx_add(f, 0, "aT bT bF bU");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "ab--", "");
         assert_int_equal(f->n_events, 0);
         expect_recorded(f, "zone-a=1,zone-b=1");
@@ -275,7 +275,7 @@ static void test_topology__add_hints_two_zones(void **state)
         tfx_add(f, 0, "aT bF");
         tfx_add(f, 1, "bU");
         tfx_add(f, 2, "aF>a");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
                      "Insufficient number of endpoints (1 endpoints, 2 zones), addressType: IPv4");
         /* the unchanged slice had a hint: it is rewritten without */
@@ -294,7 +294,7 @@ static void test_topology__add_hints_three_zones(void **state)
         tfx_add(f, 0, "cT cT aT");
         tfx_add(f, 1, "aT aT");
         tfx_add(f, 1, "bT cT aT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "bb|cca", "aa|bca");
         assert_int_equal(f->n_events, 1);
         expect_event(f, 0, false, "TopologyAwareHintsEnabled",
@@ -311,7 +311,7 @@ static void test_topology__add_hints_refused(void **state)
         const double one[] = { 1.0 };
         struct topo_fx *f = tfx_new(ZAB, one, 1);
         tfx_add(f, 0, "aT aT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
                      "Nodes only ready in one zone, addressType: IPv4");
         tfx_free(f);
@@ -320,7 +320,7 @@ static void test_topology__add_hints_refused(void **state)
         const double r[] = { 0.5, 0.25, 0.25 };
         f = tfx_new(ZABC, r, 3);
         tfx_add(f, 0, "aT aT aT aT aT aT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "------", "");
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
                      "Unable to allocate minimum required endpoints to each zone without "
@@ -332,26 +332,26 @@ static void test_topology__add_hints_refused(void **state)
         const double r2[] = { 0.5, 0.5 };
         f = tfx_new(ZAB, r2, 2);
         tfx_add(f, 0, "aT aT aT bT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "-----", "");
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
                      "Unable to allocate minimum required endpoints to each zone without "
                      "exceeding overload threshold (5 endpoints, 2 zones), addressType: IPv4");
         tfx_reset_slices(f);
         tfx_add(f, 0, "aT aT aT aT bT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "baaabb", "");
         expect_recorded(f, "zone-a=3,zone-b=3");
         tfx_free(f);
 
         f = tfx_new(ZAB, r2, 2);
         tfx_add(f, 0, "aT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_recorded(f, "zone-a=1,zone-b=1");
         tfx_reset_slices(f);
         tfx_add(f, 0, "aT bT -T");
         tfx_add(f, 2, "aT>a bF>b");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         assert_int_equal(f->n_events, 1);
         expect_event(f, 0, true, "TopologyAwareHintsDisabled",
                      "One or more endpoints do not have a zone specified, addressType: IPv4");
@@ -369,7 +369,7 @@ static void test_topology__add_hints_unchanged(void **state)
         struct topo_fx *f = tfx_new(ZAB, r, 2);
         tfx_add(f, 2, "aT>a bT>b aF");
         tfx_add(f, 0, "aT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_hints(f, "ab", "");
         assert_int_equal(f->si.n_unchanged, 1);
         expect_recorded(f, "zone-a=2,zone-b=2");
@@ -379,7 +379,7 @@ static void test_topology__add_hints_unchanged(void **state)
         tfx_add(f, 2, "aT>a bT>c");
         tfx_add(f, 2, "aT>a bT>b");
         const struct se_endpoint_slice *keep = f->all[f->n_all - 1];
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         assert_int_equal(f->si.n_unchanged, 1);
         assert_ptr_equal(f->si.unchanged[0], keep);
         expect_hints(f, "", "ab");
@@ -390,7 +390,7 @@ static void test_topology__add_hints_unchanged(void **state)
          * zone-b: the first ones met, created slices first */
         tfx_add(f, 2, "aT>a aT>a aT>a");
         tfx_add(f, 0, "aT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         assert_int_equal(f->si.n_unchanged, 0);
         expect_hints(f, "b", "baa");
         expect_recorded(f, "zone-a=2,zone-b=2");
@@ -531,7 +531,7 @@ static void test_topology__set_nodes(void **state)
                 struct se_topology_cache *t = se_topology_cache_new();
                 /* start from shares, to see them replaced */
                 const double r[] = { 0.5, 0.5 };
-                assert_int_equal(topo_set_ratios(t, ZAB, r, 2), 0);
+                assert_int_equal(endpoints_topo_set_ratios(t, ZAB, r, 2), 0);
                 set_nodes(t, cases[i].nodes, cases[i].n);
                 size_t zones = (cases[i].a > 0) + (cases[i].b > 0) + (cases[i].c > 0);
                 print_message("case %zu\n", i);
@@ -550,28 +550,28 @@ static void test_topology__redistribute(void **state)
         struct topo_fx *f = tfx_new(NULL, NULL, 0);
         struct ztab zt = { 0 };
         /* empty */
-        assert_int_equal(topo_redistribute(&f->si, &zt), 0);
+        assert_int_equal(endpoints_topo_redistribute(&f->si, &zt), 0);
         assert_int_equal(zt.n, 0);
         /* single endpoint */
         tfx_add(f, 0, "aT>a");
-        topo_zone_get(&zt, "zone-a")->give = 1;
-        topo_zone_get(&zt, "zone-b")->recv = 1;
-        assert_int_equal(topo_redistribute(&f->si, &zt), 0);
-        assert_int_equal(topo_zone_get(&zt, "zone-a")->redist, -1);
-        assert_int_equal(topo_zone_get(&zt, "zone-b")->redist, 1);
+        endpoints_topo_zone_get(&zt, "zone-a")->give = 1;
+        endpoints_topo_zone_get(&zt, "zone-b")->recv = 1;
+        assert_int_equal(endpoints_topo_redistribute(&f->si, &zt), 0);
+        assert_int_equal(endpoints_topo_zone_get(&zt, "zone-a")->redist, -1);
+        assert_int_equal(endpoints_topo_zone_get(&zt, "zone-b")->redist, 1);
         expect_hints(f, "b", "");
         free(zt.v);
         zt = (struct ztab){ 0 };
         tfx_reset_slices(f);
         /* endpoints from 1 zone redistributed to 2 other zones */
         tfx_add(f, 0, "aT>a aT>a aT>a");
-        topo_zone_get(&zt, "zone-a")->give = 2;
-        topo_zone_get(&zt, "zone-b")->recv = 1;
-        topo_zone_get(&zt, "zone-c")->recv = 1;
-        assert_int_equal(topo_redistribute(&f->si, &zt), 0);
-        assert_int_equal(topo_zone_get(&zt, "zone-a")->redist, -2);
-        assert_int_equal(topo_zone_get(&zt, "zone-b")->redist, 1);
-        assert_int_equal(topo_zone_get(&zt, "zone-c")->redist, 1);
+        endpoints_topo_zone_get(&zt, "zone-a")->give = 2;
+        endpoints_topo_zone_get(&zt, "zone-b")->recv = 1;
+        endpoints_topo_zone_get(&zt, "zone-c")->recv = 1;
+        assert_int_equal(endpoints_topo_redistribute(&f->si, &zt), 0);
+        assert_int_equal(endpoints_topo_zone_get(&zt, "zone-a")->redist, -2);
+        assert_int_equal(endpoints_topo_zone_get(&zt, "zone-b")->redist, 1);
+        assert_int_equal(endpoints_topo_zone_get(&zt, "zone-c")->redist, 1);
         /* zones taken by name where upstream takes any */
         expect_hints(f, "bca", "");
         free(zt.v);
@@ -610,18 +610,18 @@ static void test_topology__giving_receiving(void **state)
                 { { 3.0, 1.5, 1.5 }, { 2, 2, 2 }, { 1, 1, 1 }, { 0, 1, 0 }, { 1, 0, 0 } },
         };
         struct ztab zt = { 0 };
-        topo_giving_receiving(&zt); /* empty */
+        endpoints_topo_giving_receiving(&zt); /* empty */
         assert_int_equal(zt.n, 0);
         for (size_t i = 1; i < SE_ARRAY_SIZE(cases); i++) {
                 zt = (struct ztab){ 0 };
                 for (int z = 0; z < 3; z++) {
-                        struct zrow *r = topo_zone_get(&zt, ZABC[z]);
+                        struct zrow *r = endpoints_topo_zone_get(&zt, ZABC[z]);
                         r->alloc = true;
                         r->desired = cases[i].desired[z];
                         r->has_hints = cases[i].has[z];
                         r->hints = cases[i].hints[z];
                 }
-                topo_giving_receiving(&zt);
+                endpoints_topo_giving_receiving(&zt);
                 print_message("case %zu\n", i);
                 for (int z = 0; z < 3; z++) {
                         assert_int_equal(zt.v[z].give, cases[i].give[z]);
@@ -658,7 +658,7 @@ static void test_topology__hints_fit(void **state)
         for (size_t i = 0; i < SE_ARRAY_SIZE(cases); i++) {
                 struct ztab zt = { 0 };
                 for (int z = 0; z < 3; z++) {
-                        struct zrow *r = topo_zone_get(&zt, ZABC[z]);
+                        struct zrow *r = endpoints_topo_zone_get(&zt, ZABC[z]);
                         r->alloc = cases[i].max[z] >= 0;
                         r->maximum = cases[i].max[z];
                         r->has_hints = true;
@@ -670,7 +670,7 @@ static void test_topology__hints_fit(void **state)
                         se_object_unref(&s->obj);
                         s = sl;
                 }
-                assert_int_equal(topo_hints_fit(s, &zt), cases[i].fits);
+                assert_int_equal(endpoints_topo_hints_fit(s, &zt), cases[i].fits);
                 for (int z = 0; cases[i].fits && z < 3; z++)
                         assert_int_equal(zt.v[z].scratch, cases[i].want[z]);
                 se_object_unref(&s->obj);
@@ -685,7 +685,7 @@ static void test_topology__overloaded(void **state)
         const double r[] = { 0.5, 0.5 };
         struct topo_fx *f = tfx_new(ZAB, r, 2);
         tfx_add(f, 0, "aT aT bT bT");
-        assert_int_equal(topo_add_hints(f->cache, &f->si), 0);
+        assert_int_equal(endpoints_topo_add_hints(f->cache, &f->si), 0);
         expect_recorded(f, "zone-a=2,zone-b=2");
         struct se_strv keys = SE_STRV_INIT;
         assert_int_equal(se_topology_cache_overloaded(f->cache, &keys), 0);

@@ -159,7 +159,7 @@ static void test_intern__long_and_unique_strings_stay_out(void **state)
         memset(long_ns, 'n', 65);
         long_ns[65] = '\0';
         size_t n0, b0, n1, b1;
-        intern_pool_stats(&n0, &b0);
+        model_intern_pool_stats(&n0, &b0);
         /* a value over 64 bytes, offered many times */
         for (int i = 0; i < 3; i++) {
                 struct se_pod *p = decode_pod_json("x", "p", "uniq-0", long_ns,
@@ -168,10 +168,10 @@ static void test_intern__long_and_unique_strings_stay_out(void **state)
                 assert_string_equal(p->node_name, long_ns);
                 se_object_unref(&p->obj);
         }
-        intern_pool_stats(&n1, &b1);
+        model_intern_pool_stats(&n1, &b1);
         /* "x" (ns), "uniq-0" and the shared literals of pod_json at most */
         assert_true(n1 - n0 <= 6);
-        assert_null(intern_pool_find(long_ns, strlen(long_ns)));
+        assert_null(model_intern_pool_find(long_ns, strlen(long_ns)));
         /* values seen once each are never pooled */
         for (int i = 1; i <= 200; i++) {
                 char app[32];
@@ -182,7 +182,7 @@ static void test_intern__long_and_unique_strings_stay_out(void **state)
                 se_object_unref(&p->obj);
         }
         size_t n2, b2;
-        intern_pool_stats(&n2, &b2);
+        model_intern_pool_stats(&n2, &b2);
         assert_true(n2 - n1 <= 1); /* "n" */
 }
 
@@ -219,14 +219,14 @@ static void test_intern__threads(void **state)
                 assert_int_equal(pthread_create(&t[i], NULL, decode_many, &node[i]), 0);
         for (int i = 0; i < THREADS; i++)
                 assert_int_equal(pthread_join(t[i], NULL), 0);
-        const char *pooled = intern_pool_find("thr-node", 8);
+        const char *pooled = model_intern_pool_find("thr-node", 8);
         assert_non_null(pooled);
         for (int i = 0; i < THREADS; i++)
                 assert_ptr_equal(node[i], pooled);
         for (int i = 0; i < 7; i++) {
                 char app[32];
                 snprintf(app, sizeof(app), "thr-app-%d", i);
-                assert_non_null(intern_pool_find(app, strlen(app)));
+                assert_non_null(model_intern_pool_find(app, strlen(app)));
         }
 }
 
@@ -237,8 +237,8 @@ static size_t fill(size_t len)
         size_t added = 0;
         for (unsigned i = 0; i < 200000; i++) {
                 snprintf(s, sizeof(s), "%0*u", (int)len, i);
-                intern_pool_add(s, len);
-                if (intern_pool_add(s, len)) /* the second offer pools it */
+                model_intern_pool_add(s, len);
+                if (model_intern_pool_add(s, len)) /* the second offer pools it */
                         added++;
         }
         return added;
@@ -259,7 +259,7 @@ static void check_full_pool(size_t len, bool by_bytes)
                 if (by_bytes)
                         fill(8); /* short strings fit in what long ones left */
                 size_t n, bytes;
-                intern_pool_stats(&n, &bytes);
+                model_intern_pool_stats(&n, &bytes);
                 int bad = 0;
                 bad |= by_bytes ? !(bytes <= INTERN_MAX_BYTES && bytes + 10 > INTERN_MAX_BYTES &&
                                     n < INTERN_MAX_STRINGS) :
@@ -279,7 +279,7 @@ static void check_full_pool(size_t len, bool by_bytes)
                                << 3;
                         se_object_unref(&p->obj);
                 }
-                bad |= (intern_pool_find("new-node", 8) != NULL) << 4;
+                bad |= (model_intern_pool_find("new-node", 8) != NULL) << 4;
                 se_object_unref(&before->obj);
                 _exit(bad);
         }

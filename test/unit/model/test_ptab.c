@@ -42,14 +42,14 @@ static void check(const struct ptab *t, struct ent *const *ref)
         for (unsigned id = 0; id < KEYS; id++) {
                 char key[16];
                 snprintf(key, sizeof(key), "k%u", id);
-                assert_ptr_equal(ptab_get(t, key), ref[id]);
+                assert_ptr_equal(model_ptab_get(t, key), ref[id]);
                 present += ref[id] != NULL;
         }
         assert_int_equal(t->n, present);
         assert_true((uint64_t)t->n * 5 <= (uint64_t)t->cap * 4);
         uint32_t seen = 0;
         struct ent *e;
-        for (uint32_t i = 0; (e = ptab_next(t, &i));) {
+        for (uint32_t i = 0; (e = model_ptab_next(t, &i));) {
                 unsigned id = (unsigned)strtoul(e->key + 1, NULL, 10);
                 assert_ptr_equal(ref[id], e);
                 seen++;
@@ -63,8 +63,8 @@ static void test_ptab__random_ops_match_reference(void **state)
         struct ent **ref = calloc(KEYS, sizeof(*ref));
         assert_non_null(ref);
         struct ptab t = PTAB_INIT(ent_key);
-        assert_null(ptab_get(&t, "k1"));
-        assert_null(ptab_remove(&t, "k1"));
+        assert_null(model_ptab_get(&t, "k1"));
+        assert_null(model_ptab_remove(&t, "k1"));
         srand(42);
         int version = 0;
         for (int step = 0; step < 60000; step++) {
@@ -80,16 +80,16 @@ static void test_ptab__random_ops_match_reference(void **state)
                 if (op < 6) {
                         struct ent *e = ent_new(id, ++version);
                         void *old = (void *)1;
-                        assert_int_equal(ptab_put(&t, e, &old), 0);
+                        assert_int_equal(model_ptab_put(&t, e, &old), 0);
                         assert_ptr_equal(old, ref[id]);
                         free(old);
                         ref[id] = e;
                 } else {
-                        struct ent *got = ptab_remove(&t, key);
+                        struct ent *got = model_ptab_remove(&t, key);
                         assert_ptr_equal(got, ref[id]);
                         free(got);
                         ref[id] = NULL;
-                        assert_null(ptab_get(&t, key));
+                        assert_null(model_ptab_get(&t, key));
                 }
                 if (step % 997 == 0)
                         check(&t, ref);
@@ -99,7 +99,7 @@ static void test_ptab__random_ops_match_reference(void **state)
         for (unsigned id = 0; id < KEYS; id++) {
                 char key[16];
                 snprintf(key, sizeof(key), "k%u", id);
-                struct ent *got = ptab_remove(&t, key);
+                struct ent *got = model_ptab_remove(&t, key);
                 assert_ptr_equal(got, ref[id]);
                 free(got);
                 ref[id] = NULL;
@@ -107,8 +107,8 @@ static void test_ptab__random_ops_match_reference(void **state)
                         check(&t, ref);
         }
         assert_int_equal(t.n, 0);
-        assert_null(ptab_next(&t, &(uint32_t){ 0 }));
-        ptab_release(&t);
+        assert_null(model_ptab_next(&t, &(uint32_t){ 0 }));
+        model_ptab_release(&t);
         free(ref);
 }
 
@@ -119,20 +119,20 @@ static void test_ptab__grows_by_powers_of_two_at_four_fifths(void **state)
         struct ent *e[13];
         for (unsigned i = 0; i < 13; i++) {
                 e[i] = ent_new(i, 0);
-                assert_int_equal(ptab_put(&t, e[i], NULL), 0);
+                assert_int_equal(model_ptab_put(&t, e[i], NULL), 0);
                 /* the smallest power of two that keeps n/cap <= 4/5 */
                 uint32_t cap = 4;
                 while ((uint64_t)(i + 1) * 5 > (uint64_t)cap * 4)
                         cap *= 2;
                 assert_int_equal(t.cap, cap);
-                assert_int_equal(ptab_bytes(&t), cap * sizeof(uintptr_t));
+                assert_int_equal(model_ptab_bytes(&t), cap * sizeof(uintptr_t));
         }
         assert_int_equal(t.cap, 32); /* 13 > 12.8 */
         for (unsigned i = 0; i < 13; i++)
-                free(ptab_remove(&t, e[i]->key));
-        ptab_release(&t);
+                free(model_ptab_remove(&t, e[i]->key));
+        model_ptab_release(&t);
         assert_int_equal(t.cap, 0);
-        assert_int_equal(ptab_bytes(&t), 0);
+        assert_int_equal(model_ptab_bytes(&t), 0);
 }
 
 static void test_ptab__refuses_misaligned_entry(void **state)
@@ -141,12 +141,12 @@ static void test_ptab__refuses_misaligned_entry(void **state)
         struct ptab t = PTAB_INIT(ent_key);
         struct ent *e = ent_new(1, 0);
         void *old = (void *)1;
-        assert_int_equal(ptab_put(&t, (char *)e + 1, &old), -EINVAL);
+        assert_int_equal(model_ptab_put(&t, (char *)e + 1, &old), -EINVAL);
         assert_null(old);
         assert_int_equal(t.n, 0);
-        assert_int_equal(ptab_put(&t, NULL, NULL), -EINVAL);
+        assert_int_equal(model_ptab_put(&t, NULL, NULL), -EINVAL);
         free(e);
-        ptab_release(&t);
+        model_ptab_release(&t);
 }
 
 int main(void)
