@@ -23,6 +23,7 @@ static const struct subcommand subcommands[] = {
         { "endpoints", cmd_endpoints, "Endpoints or EndpointSlices the controller writes" },
         { "rules", cmd_rules, "print the proxy rules (iptables/nftables) for a node" },
         { "admit", cmd_admit, "the AdmissionReview response the webhook sends" },
+        { "dns", cmd_dns, "the answer the cluster DNS server gives to a query" },
 };
 
 static void print_usage(FILE *f)

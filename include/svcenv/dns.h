@@ -29,20 +29,23 @@
 #include <svcenv/store.h>
 
 /* RFC 1035 limits and the caps every size is held to. */
-#define SE_DNS_MAX_NAME 255         /* wire length of a name, with the root label */
-#define SE_DNS_MAX_UDP 65535        /* an EDNS0 payload size above this is clamped */
-#define SE_DNS_MIN_UDP 512          /* no EDNS0, or an EDNS0 size below this: 512 */
-#define SE_DNS_MAX_MSG 65535        /* a message over TCP */
+#define SE_DNS_MAX_NAME 255 /* wire length of a name, with the root label */
+#define SE_DNS_MAX_UDP  65535 /* an EDNS0 payload size above this is clamped */
+#define SE_DNS_MIN_UDP  512 /* no EDNS0, or an EDNS0 size below this: 512 */
+#define SE_DNS_MAX_MSG  65535 /* a message over TCP */
 
 enum se_dns_pods { SE_DNS_PODS_DISABLED, SE_DNS_PODS_INSECURE, SE_DNS_PODS_VERIFIED };
 
 struct se_dns_options {
-        const char *zone;          /* cluster domain, no trailing dot; NULL: "cluster.local" */
-        uint32_t ttl;              /* record TTL; CoreDNS's default 5 (kubeadm writes 30) */
-        enum se_dns_pods pods;     /* `pods` option; default disabled */
-        bool endpoint_pod_names;   /* CoreDNS `endpoint_pod_names` */
-        bool reverse_fallthrough;  /* kubeadm's `fallthrough in-addr.arpa ip6.arpa`:
-                                      unknown reverse names are forwarded, not NXDOMAIN */
+        const char *zone; /* cluster domain, no trailing dot; NULL: "cluster.local" */
+        uint32_t ttl; /* record TTL, 0..3600 (above: 3600); CoreDNS's default
+                         is 5 (kubeadm writes 30): a zeroed struct means 0 */
+        enum se_dns_pods pods; /* `pods` option; default disabled */
+        bool endpoint_pod_names; /* CoreDNS `endpoint_pod_names` */
+        bool reverse_fallthrough; /* kubeadm's `fallthrough in-addr.arpa ip6.arpa`:
+                                     unknown reverse names are forwarded, not NXDOMAIN */
+        uint32_t serial; /* SOA serial: Unix time of the newest change the
+                            caller saw; 0: the time of the build */
 };
 
 struct se_dns_zone;
@@ -62,15 +65,15 @@ enum se_dns_transport { SE_DNS_UDP, SE_DNS_TCP };
 /* What the server knows about the asker. */
 struct se_dns_client {
         enum se_dns_transport transport;
-        int family;                /* AF_INET or AF_INET6, 0 when unknown */
-        uint8_t addr[16];          /* source address (4 bytes used for AF_INET) */
+        int family; /* AF_INET or AF_INET6, 0 when unknown */
+        uint8_t addr[16]; /* source address (4 bytes used for AF_INET) */
 };
 
 enum se_dns_verdict {
-        SE_DNS_REPLY,   /* out[0..*outlen) is the response to send */
+        SE_DNS_REPLY, /* out[0..*outlen) is the response to send */
         SE_DNS_FORWARD, /* not ours: forward the query upstream (names outside the zone,
                            reverse names under fallthrough); *outlen is 0 */
-        SE_DNS_DROP,    /* not worth an answer (a response, too short for a header) */
+        SE_DNS_DROP, /* not worth an answer (a response, too short for a header) */
 };
 
 /* Answers one query. out must hold cap bytes (≥ 512); for UDP the answer is
@@ -108,8 +111,14 @@ size_t se_dns_error_reply(const uint8_t *query, size_t qlen, unsigned rcode, uin
 
 /* --- the zone as text, for `svcenv dns --zone` and `--explain` --- */
 
-/* Every record of the zone as an RFC 1035 master file, sorted by owner name
- * then type. *ret is a new string (free() it). 0 or -ENOMEM. */
+/* Every record of the zone as an RFC 1035 master file: the cluster zone,
+ * in-addr.arpa and ip6.arpa, each opened by its SOA, owners in RFC 4034
+ * canonical order, then by type (A AAAA CNAME PTR SRV TXT). Pod names of
+ * `pods insecure` are made up per query and not listed. *ret is a new string (free() it). 0 or
+ * -ENOMEM. */
 int se_dns_zone_master(const struct se_dns_zone *z, char **ret);
+/* The same with `\t; <Kind> <ns>/<name>` after each record: the object it
+ * comes from (`--explain`). */
+int se_dns_zone_explain(const struct se_dns_zone *z, char **ret);
 
 #endif

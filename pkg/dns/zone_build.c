@@ -1,0 +1,812 @@
+/* zone_build.c — the cluster zone from the store: every name CoreDNS's
+ * kubernetes plugin answers, with its records already in wire form. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <svcenv/alloc.h>
+#include <svcenv/store.h>
+
+#include "dns_internal.h"
+
+#define LABEL_SERVICE_NAME "kubernetes.io/service-name"
+#define KEY_MAX            1024
+#define MAX_NODE_RRS       (2 * DNS_MAX_RRS_PER_NAME)
+
+struct build {
+        struct se_dns_zone *z;
+        const struct se_store *st;
+        bool endpoint_pod_names;
+        struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
+        struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
+        char **slice_keys;
+        size_t n_slice_keys;
+};
+
+struct slice_list {
+        const struct se_endpoint_slice **v;
+        size_t n;
+};
+
+/* A DNS label as Kubernetes names are: 1..63 of [a-z0-9-], a letter or
+ * digit first and last. Anything else
+ * cannot come from a valid object, and is left out of the zone rather than
+ * giving names that mean something else. */
+static bool label_ok(const char *s)
+{
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                        return false;
+        }
+        return true;
+}
+
+/* snprintf into a key buffer. Every key is at most 63 + 63 + 63 + 63 + 5 +
+ * 200 bytes (labels are checked, the zone is capped), so KEY_MAX always
+ * holds it; a wrapper keeps the compiler from guessing otherwise. */
+static void SE_PRINTF(3, 4) keyf(char *buf, size_t cap, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        (void)vsnprintf(buf, cap, fmt, ap);
+        va_end(ap);
+}
+
+static void *arena_copy(struct se_dns_zone *z, const void *p, size_t n)
+{
+        void *q = se_arena_alloc(&z->arena, n ? n : 1);
+        if (q)
+                memcpy(q, p, n);
+        return q;
+}
+
+static struct dns_node *get_node(struct se_dns_zone *z, const char *key, enum dns_node_kind kind)
+{
+        struct dns_node *n = se_hashmap_get(&z->names, key);
+        if (n)
+                return n;
+        if (z->n_nodes == z->cap_nodes) {
+                size_t cap = z->cap_nodes ? 2 * z->cap_nodes : 64;
+                struct dns_node **v = se_reallocarray(z->nodes, cap, sizeof(*v));
+                if (!v)
+                        return NULL;
+                z->nodes = v;
+                z->cap_nodes = cap;
+        }
+        n = se_arena_alloc(&z->arena, sizeof(*n));
+        if (!n || !(n->key = se_arena_strdup(&z->arena, key)))
+                return NULL;
+        n->kind = (uint8_t)kind;
+        if (se_hashmap_put(&z->names, n->key, n, NULL) < 0)
+                return NULL;
+        z->nodes[z->n_nodes++] = n;
+        return n;
+}
+
+static int set_push(struct dns_rr_set *s, const struct dns_rr *rr)
+{
+        if (s->n >= MAX_NODE_RRS)
+                return 0; /* more cannot be sent in one message anyway */
+        if (s->n == s->cap) {
+                uint32_t cap = s->cap ? 2 * s->cap : 2;
+                struct dns_rr *v = se_reallocarray(s->v, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                s->v = v;
+                s->cap = cap;
+        }
+        s->v[s->n++] = *rr;
+        return 0;
+}
+
+static bool same_rdata(const struct dns_rr *a, const struct dns_rr *b)
+{
+        if (a->type != b->type || a->n_fixed != b->n_fixed)
+                return false;
+        if (a->type == DNS_T_SRV) /* the weight is set at the end: port only */
+                return memcmp(a->fixed + 4, b->fixed + 4, 2) == 0 &&
+                       memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
+        if (memcmp(a->fixed, b->fixed, a->n_fixed) != 0)
+                return false;
+        if (!a->name || !b->name)
+                return a->name == b->name;
+        return memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
+}
+
+/* Adds rr to node unless the same record is there (CoreDNS dedups its
+ * answers: a dual-stack service's two SRV targets are one). */
+static int node_add(struct dns_node *node, const struct dns_rr *rr)
+{
+        for (uint32_t i = 0; i < node->rrs.n; i++)
+                if (same_rdata(&node->rrs.v[i], rr))
+                        return 0;
+        return set_push(&node->rrs, rr);
+}
+
+/* An IP address as an A/AAAA record; false when ip is not an address. */
+static bool addr_rr(struct se_dns_zone *z, const char *ip, const char *why, struct dns_rr *rr)
+{
+        uint8_t b[16];
+        memset(rr, 0, sizeof(*rr));
+        rr->ttl = z->ttl;
+        rr->why = why;
+        if (!ip)
+                return false;
+        if (inet_pton(AF_INET, ip, b) == 1) {
+                rr->type = DNS_T_A;
+                rr->n_fixed = 4;
+        } else if (inet_pton(AF_INET6, ip, b) == 1) {
+                rr->type = DNS_T_AAAA;
+                rr->n_fixed = 16;
+        } else {
+                return false;
+        }
+        rr->fixed = arena_copy(z, b, rr->n_fixed);
+        return rr->fixed != NULL;
+}
+
+/* The name a record points at, in the arena. */
+static const uint8_t *wire_name(struct se_dns_zone *z, const char *text)
+{
+        uint8_t w[SE_DNS_MAX_NAME];
+        int n = dns_name_wire(text, w);
+        return n < 0 ? NULL : arena_copy(z, w, (size_t)n);
+}
+
+/* "d.c.b.a.in-addr.arpa" or the 32 nibbles of ip6.arpa; false when ip is
+ * not an address. */
+static bool reverse_key(const char *ip, char *out, size_t cap)
+{
+        uint8_t b[16];
+        if (inet_pton(AF_INET, ip, b) == 1) {
+                snprintf(out, cap, "%u.%u.%u.%u.in-addr.arpa", b[3], b[2], b[1], b[0]);
+                return true;
+        }
+        if (inet_pton(AF_INET6, ip, b) != 1 || cap < 74)
+                return false;
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+        for (int i = 15; i >= 0; i--) {
+                out[o++] = hex[b[i] & 0xf];
+                out[o++] = '.';
+                out[o++] = hex[b[i] >> 4];
+                out[o++] = '.';
+        }
+        memcpy(out + o, "ip6.arpa", 9);
+        return true;
+}
+
+/* A PTR record. CoreDNS answers an address that is a ClusterIP with the
+ * first such Service alone (services come in namespace/name order here);
+ * only an address that is no ClusterIP gets one PTR per endpoint name. */
+static int add_ptr(struct build *b, const char *ip, const char *target, bool cluster_ip,
+                   const char *why)
+{
+        char key[KEY_MAX];
+        if (!reverse_key(ip, key, sizeof(key)))
+                return 0;
+        struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .why = why };
+        struct dns_node *n = get_node(b->z, key, DNS_NODE_REVERSE);
+        if (!n || !(rr.name = wire_name(b->z, target)))
+                return -ENOMEM;
+        if (n->cluster_ip_ptr)
+                return 0;
+        if (cluster_ip) {
+                n->cluster_ip_ptr = true;
+                n->rrs.n = 0; /* endpoint PTRs give way */
+        }
+        return node_add(n, &rr);
+}
+
+/* A Service whose namespace does not exist has no names, but CoreDNS still
+ * answers PTR for its addresses (its reverse index ignores namespaces). */
+static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
+                           const char *why);
+
+/* An SRV record to target; the weight is filled in by finish_srv. */
+static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint8_t *target,
+                   const struct dns_rr_set *add, const char *why)
+{
+        uint8_t f[6] = { 0, 0, 0, 0, (uint8_t)(port >> 8), (uint8_t)port };
+        struct dns_rr rr = { .type = DNS_T_SRV,
+                             .ttl = b->z->ttl,
+                             .n_fixed = 6,
+                             .name = target,
+                             .add = add,
+                             .why = why };
+        if (!(rr.fixed = arena_copy(b->z, f, 6)))
+                return -ENOMEM;
+        /* the (address, port) pairs CoreDNS counts before it dedups: the
+         * weight divides 100 among them (finish_srv) */
+        n->srv_pairs++;
+        return node_add(n, &rr);
+}
+
+static const char *why_of(struct se_dns_zone *z, const char *kind, const struct se_object *o)
+{
+        char buf[KEY_MAX];
+        snprintf(buf, sizeof(buf), "%s %s/%s", kind, o->meta.namespace, o->meta.name);
+        return se_arena_strdup(&z->arena, buf);
+}
+
+static const char *proto_label(enum se_protocol p)
+{
+        return p == SE_PROTO_UDP ? "udp" : p == SE_PROTO_SCTP ? "sctp" : "tcp";
+}
+
+/* ---- endpoint names ---- */
+
+/* The name CoreDNS gives an endpoint: its hostname; with endpoint_pod_names
+ * the pod's name next; else the address with '-' for '.' and ':' (an IPv6
+ * name that would start or end with '-' gets a 0 there). */
+static bool endpoint_label(const struct build *b, const struct se_slice_endpoint *e, const char *ip,
+                           char *out, size_t cap)
+{
+        if (label_ok(e->hostname)) {
+                snprintf(out, cap, "%s", e->hostname);
+                return true;
+        }
+        if (b->endpoint_pod_names && e->target_ref && label_ok(e->target_ref->name) &&
+            (!e->target_ref->kind || strcmp(e->target_ref->kind, "Pod") == 0)) {
+                snprintf(out, cap, "%s", e->target_ref->name);
+                return true;
+        }
+        size_t o = 0;
+        if (ip[0] == ':' && o + 1 < cap)
+                out[o++] = '0';
+        for (const char *p = ip; *p && o + 2 < cap; p++) {
+                char c = *p;
+                out[o++] = (c == '.' || c == ':') ? '-' : (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        if (o > 0 && out[o - 1] == '-' && o + 1 < cap)
+                out[o++] = '0';
+        out[o] = '\0';
+        return label_ok(out);
+}
+
+static bool endpoint_ready(const struct se_slice_endpoint *e)
+{
+        return e->ready != SE_FALSE; /* absent counts as ready */
+}
+
+/* ---- services ---- */
+
+static int add_cluster_ips(struct build *b, const struct se_service *s, struct dns_node *svc,
+                           const char *fqdn, const char *why)
+{
+        const char *one[1] = { s->cluster_ip };
+        const char *const *v = s->cluster_ips.v;
+        uint32_t n = s->cluster_ips.n;
+        if (n == 0 && s->cluster_ip) {
+                v = one;
+                n = 1;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+                struct dns_rr rr;
+                if (!addr_rr(b->z, v[i], why, &rr))
+                        continue;
+                int r = node_add(svc, &rr);
+                if (r == 0)
+                        r = add_ptr(b, v[i], fqdn, true, why);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int build_cluster_ip(struct build *b, const struct se_service *s, const char *fqdn,
+                            const char *why)
+{
+        struct se_dns_zone *z = b->z;
+        if (s->n_ports == 0) {
+                /* CoreDNS finds a ClusterIP service through its ports: none
+                 * (possible in a manifest, not in the API) is NXDOMAIN */
+                return build_ptrs_only(b, s, fqdn, why) < 0 ? -ENOMEM : 0;
+        }
+        struct dns_node *svc = get_node(z, fqdn, DNS_NODE_SERVICE);
+        const uint8_t *target = wire_name(z, fqdn);
+        if (!svc || !target)
+                return -ENOMEM;
+        int r = add_cluster_ips(b, s, svc, fqdn, why);
+        if (r < 0)
+                return r;
+        /* the service's own A/AAAA records are the additionals of its SRV
+         * records (emit_additional takes only those two types) */
+        uint32_t n_ips = svc->rrs.n;
+        for (uint32_t p = 0; p < s->n_ports; p++) {
+                const struct se_service_port *sp = &s->ports[p];
+                /* one (address, port) pair per cluster IP, as CoreDNS counts */
+                for (uint32_t i = 0; i < (n_ips ? n_ips : 1); i++)
+                        if ((r = add_srv(b, svc, sp->port, target, &svc->rrs, why)) < 0)
+                                return r;
+                if (!sp->name || !label_ok(sp->name))
+                        continue;
+                char key[KEY_MAX];
+                keyf(key, sizeof(key), "%s.%s.%s", sp->name, proto_label(sp->protocol), fqdn);
+                struct dns_node *pn = get_node(z, key, DNS_NODE_PORT);
+                if (!pn)
+                        return -ENOMEM;
+                for (uint32_t i = 0; i < n_ips; i++)
+                        if ((r = node_add(pn, &svc->rrs.v[i])) < 0)
+                                return r;
+                for (uint32_t i = 0; i < (n_ips ? n_ips : 1); i++)
+                        if ((r = add_srv(b, pn, sp->port, target, &svc->rrs, why)) < 0)
+                                return r;
+        }
+        return 0;
+}
+
+/* What one ready endpoint adds beyond its name: for a headless service
+ * the service's A/AAAA and SRV records and those of its named ports; SRV
+ * on the endpoint's own name (one per port). */
+static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
+                            struct dns_node *svc, const char *fqdn, struct dns_node *en,
+                            const uint8_t *target, const struct dns_rr_set *own,
+                            const struct dns_rr_set *add, const char *why)
+{
+        int r = 0;
+        for (uint32_t a = 0; svc && a < own->n && r == 0; a++)
+                r = set_push(&svc->rrs, &own->v[a]);
+        for (uint32_t p = 0; p < es->n_ports && r == 0; p++) {
+                const struct se_slice_port *sp = &es->ports[p];
+                if (!sp->has_port)
+                        continue;
+                for (uint32_t a = 0; a < own->n && r == 0; a++) {
+                        r = add_srv(b, en, sp->port, target, add, why);
+                        if (r == 0 && svc)
+                                r = add_srv(b, svc, sp->port, target, add, why);
+                }
+                if (r < 0 || !svc || !sp->name || !label_ok(sp->name))
+                        continue;
+                char pkey[KEY_MAX];
+                enum se_protocol proto = sp->has_protocol ? sp->protocol : SE_PROTO_TCP;
+                keyf(pkey, sizeof(pkey), "%s.%s.%s", sp->name, proto_label(proto), fqdn);
+                struct dns_node *pn = get_node(b->z, pkey, DNS_NODE_PORT);
+                if (!pn)
+                        return -ENOMEM;
+                for (uint32_t a = 0; a < own->n && r == 0; a++) {
+                        r = set_push(&pn->rrs, &own->v[a]);
+                        if (r == 0)
+                                r = add_srv(b, pn, sp->port, target, add, why);
+                }
+        }
+        return r;
+}
+
+/* The endpoints of a service, headless or not: names and PTRs for every
+ * ready endpoint; for a headless service also the service's own A/AAAA and
+ * SRV records. */
+static int build_endpoints(struct build *b, const struct se_service *s, const char *fqdn,
+                           bool headless)
+{
+        struct se_dns_zone *z = b->z;
+        char key[KEY_MAX];
+        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        const struct slice_list *sl = se_hashmap_get(&b->slices, key);
+        if (!sl)
+                return 0;
+        struct dns_node *svc = NULL; /* headless only */
+        for (size_t i = 0; i < sl->n; i++) {
+                const struct se_endpoint_slice *es = sl->v[i];
+                const char *why = why_of(z, "EndpointSlice", &es->obj);
+                if (!why)
+                        return -ENOMEM;
+                for (uint32_t e = 0; e < es->n_endpoints; e++) {
+                        const struct se_slice_endpoint *ep = &es->endpoints[e];
+                        if (!endpoint_ready(ep) || ep->addresses.n == 0)
+                                continue;
+                        char label[128], efqdn[KEY_MAX];
+                        if (!endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
+                                continue;
+                        keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
+                        struct dns_node *en = get_node(z, efqdn, DNS_NODE_ENDPOINT);
+                        const uint8_t *target = wire_name(z, efqdn);
+                        if (!en || !target)
+                                return -ENOMEM;
+                        /* this endpoint's own addresses; the SRV additionals
+                         * are all of its name's (two endpoints may share a
+                         * hostname: both answer) */
+                        struct dns_rr_set own_set = { 0 }, *own = &own_set;
+                        const struct dns_rr_set *add = &en->rrs;
+                        for (uint32_t a = 0; a < ep->addresses.n && a < 100; a++) {
+                                struct dns_rr rr;
+                                if (!addr_rr(z, ep->addresses.v[a], why, &rr))
+                                        continue;
+                                int r = node_add(en, &rr);
+                                if (r == 0)
+                                        r = set_push(own, &rr);
+                                if (r == 0)
+                                        r = add_ptr(b, ep->addresses.v[a], efqdn, false, why);
+                                if (r < 0) {
+                                        free(own->v);
+                                        return r;
+                                }
+                        }
+                        if (own->n == 0)
+                                continue;
+                        if (headless && !svc && !(svc = get_node(z, fqdn, DNS_NODE_SERVICE))) {
+                                free(own->v);
+                                return -ENOMEM;
+                        }
+                        int r = endpoint_records(b, es, svc, fqdn, en, target, own, add, why);
+                        free(own->v);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
+                           const char *why)
+{
+        const char *one[1] = { s->cluster_ip };
+        const char *const *v = s->cluster_ips.n ? s->cluster_ips.v : one;
+        uint32_t n = s->cluster_ips.n ? s->cluster_ips.n : (s->cluster_ip ? 1 : 0);
+        int r = 0;
+        for (uint32_t i = 0; i < n && r == 0; i++)
+                r = add_ptr(b, v[i], fqdn, true, why);
+        char key[KEY_MAX];
+        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        const struct slice_list *sl = se_hashmap_get(&b->slices, key);
+        for (size_t i = 0; sl && i < sl->n && r == 0; i++)
+                for (uint32_t e = 0; e < sl->v[i]->n_endpoints && r == 0; e++) {
+                        const struct se_slice_endpoint *ep = &sl->v[i]->endpoints[e];
+                        char label[128], efqdn[KEY_MAX];
+                        if (!endpoint_ready(ep) || ep->addresses.n == 0 ||
+                            !endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
+                                continue;
+                        keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
+                        for (uint32_t a = 0; a < ep->addresses.n && a < 100 && r == 0; a++)
+                                r = add_ptr(b, ep->addresses.v[a], efqdn, false, why);
+                }
+        return r;
+}
+
+static bool is_ip(const char *s)
+{
+        uint8_t b[16];
+        return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+static int build_external(struct build *b, const struct se_service *s, const char *fqdn,
+                          const char *why)
+{
+        char target[KEY_MAX];
+        const char *ext = s->external_name;
+        size_t n = ext ? strlen(ext) : 0;
+        if (n == 0 || n >= sizeof(target) || is_ip(ext))
+                return 0; /* CoreDNS: NXDOMAIN for every type */
+        for (size_t i = 0; i < n; i++)
+                target[i] = (char)(ext[i] >= 'A' && ext[i] <= 'Z' ? ext[i] + 32 : ext[i]);
+        target[n] = '\0';
+        if (target[n - 1] == '.')
+                target[--n] = '\0';
+        for (size_t i = 0; i < n; i++)
+                if (!((target[i] >= 'a' && target[i] <= 'z') ||
+                      (target[i] >= '0' && target[i] <= '9') || target[i] == '-' ||
+                      target[i] == '.' || target[i] == '_'))
+                        return 0;
+        struct dns_rr rr = { .type = DNS_T_CNAME, .ttl = b->z->ttl, .why = why };
+        if (!(rr.name = wire_name(b->z, target)))
+                return 0; /* not a domain name (empty label, too long) */
+        struct dns_node *node = get_node(b->z, fqdn, DNS_NODE_EXTERNAL);
+        if (!node || !(node->target = se_arena_strdup(&b->z->arena, target)))
+                return -ENOMEM;
+        return node_add(node, &rr);
+}
+
+static int build_service(struct build *b, const struct se_service *s)
+{
+        const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
+        if (!label_ok(ns) || !label_ok(name))
+                return 0;
+        char fqdn[KEY_MAX];
+        keyf(fqdn, sizeof(fqdn), "%s.%s.svc.%s", name, ns, b->z->zone);
+        const char *why = why_of(b->z, "Service", &s->obj);
+        if (!why)
+                return -ENOMEM;
+        if (!se_hashmap_get(&b->ns, ns))
+                return s->type == SE_SVC_EXTERNAL_NAME ? 0 : build_ptrs_only(b, s, fqdn, why);
+        if (s->type == SE_SVC_EXTERNAL_NAME)
+                return build_external(b, s, fqdn, why);
+        bool headless = s->cluster_ip && strcmp(s->cluster_ip, "None") == 0;
+        /* a headless service without a ready endpoint gets no node at all:
+         * NXDOMAIN for every type (spec 2.4.1) */
+        int r = headless ? 0 : build_cluster_ip(b, s, fqdn, why);
+        if (r == 0)
+                r = build_endpoints(b, s, fqdn, headless);
+        return r;
+}
+
+/* ---- indexes used while building ---- */
+
+static int index_slices(struct build *b)
+{
+        const struct se_object **v = NULL;
+        long n = se_store_list(b->st, SE_KIND_ENDPOINT_SLICE, NULL, &v);
+        if (n < 0)
+                return (int)n;
+        b->slice_keys = se_calloc((size_t)n + 1, sizeof(char *));
+        if (!b->slice_keys) {
+                free(v);
+                return -ENOMEM;
+        }
+        int r = 0;
+        for (long i = 0; i < n && r == 0; i++) {
+                const struct se_endpoint_slice *es = se_endpoint_slice_of(v[i]);
+                const char *svc = se_kvlist_get(&es->obj.meta.labels, LABEL_SERVICE_NAME);
+                if (!svc || es->slim || !es->address_type ||
+                    (strcmp(es->address_type, "IPv4") != 0 &&
+                     strcmp(es->address_type, "IPv6") != 0))
+                        continue;
+                char key[KEY_MAX];
+                keyf(key, sizeof(key), "%s/%s", es->obj.meta.namespace, svc);
+                struct slice_list *l = se_hashmap_get(&b->slices, key);
+                if (!l) {
+                        char *k = se_strdup(key);
+                        l = se_calloc(1, sizeof(*l));
+                        if (!k || !l || se_hashmap_put(&b->slices, k, l, NULL) < 0) {
+                                free(k);
+                                free(l);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        b->slice_keys[b->n_slice_keys++] = k;
+                }
+                const struct se_endpoint_slice **nv = se_reallocarray(l->v, l->n + 1, sizeof(*nv));
+                if (!nv) {
+                        r = -ENOMEM;
+                        break;
+                }
+                l->v = nv;
+                l->v[l->n++] = es;
+        }
+        free(v);
+        return r;
+}
+
+static int add_namespace(struct build *b, const char *ns)
+{
+        if (!label_ok(ns) || se_hashmap_get(&b->ns, ns))
+                return 0;
+        char key[KEY_MAX];
+        keyf(key, sizeof(key), "%s.svc.%s", ns, b->z->zone);
+        struct dns_node *n = get_node(b->z, key, DNS_NODE_NAMESPACE);
+        if (!n)
+                return -ENOMEM;
+        /* <ns>.pod.<zone> is NODATA too, unless pod names are off */
+        keyf(key, sizeof(key), "%s.pod.%s", ns, b->z->zone);
+        if (b->z->pods != SE_DNS_PODS_DISABLED && !get_node(b->z, key, DNS_NODE_NAMESPACE))
+                return -ENOMEM;
+        const char *name = se_arena_strdup(&b->z->arena, ns);
+        return name ? se_hashmap_put(&b->ns, name, (void *)1, NULL) : -ENOMEM;
+}
+
+/* Namespaces that exist. Manifest files often hold no Namespace objects:
+ * then every namespace an object names exists, and the four built in. */
+static int index_namespaces(struct build *b)
+{
+        const struct se_object **v = NULL;
+        long n = se_store_list(b->st, SE_KIND_NAMESPACE, NULL, &v);
+        if (n < 0)
+                return (int)n;
+        int r = 0;
+        for (long i = 0; i < n && r == 0; i++)
+                r = add_namespace(b, v[i]->meta.name);
+        free(v);
+        if (n > 0 || r < 0)
+                return r;
+        static const char *const builtin[] = { "default", "kube-system", "kube-public",
+                                               "kube-node-lease" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(builtin) && r == 0; i++)
+                r = add_namespace(b, builtin[i]);
+        static const enum se_kind kinds[] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE,
+                                              SE_KIND_POD };
+        for (size_t k = 0; k < SE_ARRAY_SIZE(kinds) && r == 0; k++) {
+                const char **names = NULL;
+                long m = se_store_namespaces(b->st, kinds[k], &names);
+                if (m < 0)
+                        return (int)m;
+                for (long i = 0; i < m && r == 0; i++)
+                        r = add_namespace(b, names[i]);
+                free(names);
+        }
+        return r;
+}
+
+/* ---- pods verified ---- */
+
+static int build_pods(struct build *b)
+{
+        const struct se_object **v = NULL;
+        long n = se_store_list(b->st, SE_KIND_POD, NULL, &v);
+        if (n < 0)
+                return (int)n;
+        int r = 0;
+        for (long i = 0; i < n && r == 0; i++) {
+                const struct se_pod *p = (const struct se_pod *)v[i];
+                const char *ns = p->obj.meta.namespace;
+                if (p->obj.meta.deletion_timestamp ||
+                    (p->phase && strcmp(p->phase, "Succeeded") == 0) || !se_hashmap_get(&b->ns, ns))
+                        continue;
+                /* CoreDNS matches status.podIP alone, not every podIPs entry */
+                const char *ips[1] = { p->pod_ip };
+                uint32_t n_ips = p->pod_ip ? 1 : 0;
+                const char *why = why_of(b->z, "Pod", &p->obj);
+                if (!why) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (uint32_t k = 0; k < n_ips && r == 0; k++) {
+                        struct dns_rr rr;
+                        char label[128], key[KEY_MAX];
+                        if (!addr_rr(b->z, ips[k], why, &rr))
+                                continue;
+                        struct se_slice_endpoint none = { 0 };
+                        bool pod_names = b->endpoint_pod_names;
+                        b->endpoint_pod_names = false;
+                        bool ok = endpoint_label(b, &none, ips[k], label, sizeof(label));
+                        b->endpoint_pod_names = pod_names;
+                        if (!ok)
+                                continue;
+                        keyf(key, sizeof(key), "%s.%s.pod.%s", label, ns, b->z->zone);
+                        struct dns_node *node = get_node(b->z, key, DNS_NODE_POD);
+                        r = node ? node_add(node, &rr) : -ENOMEM;
+                }
+        }
+        free(v);
+        return r;
+}
+
+/* ---- the frame of the zone ---- */
+
+static int build_frame(struct build *b)
+{
+        struct se_dns_zone *z = b->z;
+        char key[KEY_MAX];
+        struct dns_node *n;
+        if (!get_node(z, z->zone, DNS_NODE_APEX))
+                return -ENOMEM;
+        static const char *const branches[] = { "svc", "pod", "ns.dns" };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(branches); i++) {
+                keyf(key, sizeof(key), "%s.%s", branches[i], z->zone);
+                if (!get_node(z, key, DNS_NODE_BRANCH))
+                        return -ENOMEM;
+        }
+        keyf(key, sizeof(key), "dns-version.%s", z->zone);
+        if (!(n = get_node(z, key, DNS_NODE_VERSION)))
+                return -ENOMEM;
+        static const uint8_t txt[] = { sizeof(DNS_SCHEMA_VERSION) - 1, '1', '.', '1', '.', '0' };
+        struct dns_rr rr = { .type = DNS_T_TXT,
+                             .ttl = DNS_VERSION_TTL,
+                             .n_fixed = sizeof(txt),
+                             .fixed = txt,
+                             .why = "the DNS schema version (spec 2.2)" };
+        return node_add(n, &rr);
+}
+
+/* Weights of SRV answers: CoreDNS divides 100 among the (address, port)
+ * pairs it found before it dropped duplicates, at least 1 each. */
+static void finish_srv(struct se_dns_zone *z)
+{
+        for (size_t i = 0; i < z->n_nodes; i++) {
+                struct dns_node *n = z->nodes[i];
+                if (!n->srv_pairs)
+                        continue;
+                uint32_t w = 100 / n->srv_pairs;
+                if (w == 0)
+                        w = 1;
+                for (uint32_t k = 0; k < n->rrs.n; k++)
+                        if (n->rrs.v[k].type == DNS_T_SRV)
+                                dns_put16(SE_UNCONST(uint8_t, n->rrs.v[k].fixed) + 2, (uint16_t)w);
+        }
+}
+
+static int check_zone_name(const char *zone, char *out, struct se_diag *diag)
+{
+        size_t n = strlen(zone);
+        while (n > 0 && zone[n - 1] == '.')
+                n--;
+        if (n == 0 || n > 200) {
+                se_diag_set(diag, NULL, 0, 0, "zone \"%s\": %s", zone,
+                            n ? "longer than 200 characters" : "empty");
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++)
+                out[i] = (char)(zone[i] >= 'A' && zone[i] <= 'Z' ? zone[i] + 32 : zone[i]);
+        out[n] = '\0';
+        char copy[256];
+        memcpy(copy, out, n + 1);
+        for (char *save = NULL, *l = strtok_r(copy, ".", &save); l; l = strtok_r(NULL, ".", &save))
+                if (!label_ok(l)) {
+                        se_diag_set(diag, NULL, 0, 0,
+                                    "zone \"%s\": label \"%s\" is not 1-63 of [a-z0-9-]", zone, l);
+                        return -EINVAL;
+                }
+        if (strstr(out, "..")) {
+                se_diag_set(diag, NULL, 0, 0, "zone \"%s\": empty label", zone);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static void build_release(struct build *b)
+{
+        for (size_t i = 0; i < b->n_slice_keys; i++) {
+                struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
+                if (l) {
+                        free(l->v);
+                        free(l);
+                }
+                free(b->slice_keys[i]);
+        }
+        free(b->slice_keys);
+        se_hashmap_release(&b->slices);
+        se_hashmap_release(&b->ns);
+}
+
+static int build_all(struct build *b, enum se_dns_pods pods)
+{
+        int r = build_frame(b);
+        if (r == 0)
+                r = index_namespaces(b);
+        if (r == 0)
+                r = index_slices(b);
+        const struct se_object **v = NULL;
+        long n = r == 0 ? se_store_list(b->st, SE_KIND_SERVICE, NULL, &v) : 0;
+        if (n < 0)
+                r = (int)n;
+        for (long i = 0; i < n && r == 0; i++)
+                r = build_service(b, se_service_of(v[i]));
+        free(v);
+        if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
+                r = build_pods(b);
+        if (r == 0)
+                finish_srv(b->z);
+        return r;
+}
+
+int se_dns_zone_build(const struct se_store *st, const struct se_dns_options *o,
+                      struct se_dns_zone **out, struct se_diag *diag)
+{
+        static const struct se_dns_options defaults = { .ttl = 5 };
+        if (!o)
+                o = &defaults;
+        char zone[256];
+        int r = check_zone_name(o->zone ? o->zone : "cluster.local", zone, diag);
+        if (r < 0)
+                return r;
+        struct se_dns_zone *z = se_calloc(1, sizeof(*z));
+        if (!z || !(z->zone = se_strdup(zone))) {
+                free(z);
+                se_diag_set(diag, NULL, 0, 0, "DNS zone: out of memory");
+                return -ENOMEM;
+        }
+        z->refs = 1;
+        z->ttl = o->ttl > 3600 ? 3600 : o->ttl;
+        z->pods = o->pods;
+        z->reverse_fallthrough = o->reverse_fallthrough;
+        z->serial = o->serial ? o->serial : (uint32_t)time(NULL);
+        z->zone_wire_len = (size_t)dns_name_wire(zone, z->zone_wire);
+        struct build b = { .z = z, .st = st, .endpoint_pod_names = o->endpoint_pod_names };
+        se_store_rdlock(st);
+        r = build_all(&b, o->pods);
+        se_store_unlock(st);
+        build_release(&b);
+        if (r < 0) {
+                se_dns_zone_unref(z);
+                se_diag_set(diag, NULL, 0, 0, "DNS zone: out of memory");
+                return r;
+        }
+        *out = z;
+        return 0;
+}
