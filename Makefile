@@ -29,7 +29,7 @@ else
 Q := @
 endif
 
-DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && echo yes)
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka ldns 2>/dev/null && echo yes)
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -105,10 +105,13 @@ $(BUILD)/bin/%: $$(call objs_of,$$(wildcard cmd/$$*/*.c)) $(LIB)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
+# libraries one test binary needs beyond the rest (test-only decoders)
+$(BUILD)/test/dns/test_ldns: TEST_EXTRA_LIBS := $(shell pkg-config --libs ldns 2>/dev/null)
+
 $(BUILD)/test/%: $(BUILD)/obj/test/unit/%.o $(TEST_LIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DEP_LIBS) $(CMOCKA_LIBS) $(TEST_EXTRA_LIBS)
 
 $(BUILD)/fuzz-replay/%: $(BUILD)/obj/test/fuzz/%.o $(BUILD)/obj/test/fuzz/replay_main.o $(LIB)
 	@mkdir -p $(dir $@)

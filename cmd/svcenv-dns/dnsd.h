@@ -75,6 +75,8 @@ struct fwd_job {
         uint64_t start_ns;
         uint8_t *ap_query; /* autopath: the query the client sent (malloc'ed) */
         size_t ap_qlen, ap_udp_max;
+        uint8_t *chase; /* ExternalName: the zone's CNAME answer (malloc'ed) */
+        size_t chase_len;
         uint8_t *resp; /* filled by the forwarder (malloc'ed) */
         size_t rlen;
         size_t qlen;

@@ -284,6 +284,64 @@ static void reply_udp(struct dnsd_worker *w, const struct sockaddr_storage *peer
                 ;
 }
 
+/* ---- ExternalName targets outside the zone ---- */
+
+/* The zone answered q (A or AAAA) with a CNAME to a name outside the zone:
+ * the target's records come from the cache or upstream and are added to
+ * the answer, as CoreDNS's kubernetes plugin does through its server's
+ * chain. Upstream failing or denying: the CNAME alone (CoreDNS too). */
+static int chase(struct dnsd_worker *w, int proto, const struct sockaddr_storage *peer,
+                 socklen_t plen, struct dnsd_conn *conn, const uint8_t *q, size_t qlen,
+                 size_t udp_max, uint64_t t0, int fam, int type, uint8_t *out, size_t cap,
+                 size_t *olen)
+{
+        struct dnsd *d = w->d;
+        char target[SE_DNS_MAX_NAME + 1], name[SE_DNS_MAX_NAME + 1];
+        uint16_t qtype, qclass;
+        if (!d->n_upstreams || *olen < 12 || (out[2] & 0x02) || (out[3] & 0x0f) != 0 ||
+            se_dns_question(q, qlen, name, sizeof(name), &qtype, &qclass) < 0 ||
+            (qtype != 1 && qtype != 28) ||
+            se_dns_cname_target(out, *olen, target, sizeof(target)) < 0)
+                return AP_NONE;
+        size_t tl = strlen(target), zl = strlen(d->zone_name);
+        if (tl == zl ? strcmp(target, d->zone_name) == 0 :
+                       tl > zl && target[tl - zl - 1] == '.' &&
+                               strcmp(target + tl - zl, d->zone_name) == 0)
+                return AP_NONE; /* in the zone: pkg/dns followed it */
+        static __thread uint8_t cq[SE_DNS_MAX_NAME + 64], tmp[SE_DNS_MAX_MSG],
+                merged[SE_DNS_MAX_MSG];
+        int cl = se_dns_query_make(target, qtype == 1 ? "A" : "AAAA", 0, 0, cq, sizeof(cq), NULL);
+        if (cl < 0)
+                return AP_NONE;
+        size_t tlen;
+        if (d->cache && (tlen = se_dns_cache_get(d->cache, cq, (size_t)cl, t0 / 1000000000ull, 0,
+                                                 tmp, sizeof(tmp))) > 0) {
+                size_t n = (tmp[3] & 0x0f) == 0 ?
+                                   se_dns_append_answers(out, *olen, tmp, tlen, udp_max, merged,
+                                                         sizeof(merged)) :
+                                   0;
+                if (n && n <= cap) {
+                        memcpy(out, merged, n);
+                        *olen = n;
+                }
+                return AP_ANSWERED;
+        }
+        struct fwd_job *job = new_job(w, proto, peer, plen, conn, 0, t0, fam, type, cq, (size_t)cl);
+        if (job && (job->chase = malloc(*olen))) {
+                memcpy(job->chase, out, *olen);
+                job->chase_len = *olen;
+                job->ap_udp_max = udp_max;
+                if (dnsd_forward(d, job)) {
+                        if (conn)
+                                conn->in_flight++;
+                        return AP_QUEUED;
+                }
+                free(job->chase);
+        }
+        free(job);
+        return AP_NONE;
+}
+
 /* Answers q from the zone, the cache, or hands it to a forwarder. For TCP
  * conn is the connection (its answers go out through it; NULL once it
  * failed). Returns false when conn was closed meanwhile. */
@@ -318,6 +376,10 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
         int type = query_type_index(q, qlen);
         dnsd_count_request(&d->m, proto, fam, type);
         size_t udp_max = proto == DNSD_PROTO_UDP ? se_dns_udp_size(q, qlen) : 0;
+        if (v == SE_DNS_REPLY && (type == 0 || type == 1) &&
+            chase(w, proto, peer, plen, conn, q, qlen, udp_max, t0, fam, type, out, sizeof(out),
+                  &olen) == AP_QUEUED)
+                return true;
         if (v == SE_DNS_REPLY && d->autopath && w->index && olen >= 12 && (out[3] & 0x0f) == 3) {
                 size_t alen = 0;
                 int ap = autopath(w, proto, peer, plen, conn, &client, q, qlen, udp_max, t0, fam,
@@ -387,6 +449,25 @@ static void autopath_done(struct dnsd_worker *w, struct fwd_job *job)
                 memcpy(copy, buf, n);
 }
 
+/* The upstream's answer for an ExternalName's target: its records after
+ * the CNAME when it is NOERROR, else the CNAME alone. */
+static void chase_done(struct fwd_job *job)
+{
+        static __thread uint8_t buf[SE_DNS_MAX_MSG];
+        size_t n = job->rlen && (job->resp[3] & 0x0f) == 0 ?
+                           se_dns_append_answers(job->chase, job->chase_len, job->resp, job->rlen,
+                                                 job->ap_udp_max, buf, sizeof(buf)) :
+                           0;
+        const uint8_t *src = n ? buf : job->chase;
+        size_t len = n ? n : job->chase_len;
+        uint8_t *copy = malloc(len);
+        free(job->resp);
+        job->resp = copy;
+        job->rlen = copy ? len : 0;
+        if (copy)
+                memcpy(copy, src, len);
+}
+
 /* Answers from forwarders, back on the worker that owns the client. */
 static void drain_done(struct dnsd_worker *w)
 {
@@ -402,8 +483,12 @@ static void drain_done(struct dnsd_worker *w)
                 list = job->next;
                 if (job->rlen && job->ap_query)
                         autopath_done(w, job);
+                if (job->chase)
+                        chase_done(job);
                 if (job->rlen) {
-                        int plugin = job->ap_query ? DNSD_PLUGIN_AUTOPATH : DNSD_PLUGIN_FORWARD;
+                        int plugin = job->ap_query ? DNSD_PLUGIN_AUTOPATH :
+                                     job->chase    ? DNSD_PLUGIN_KUBERNETES :
+                                                     DNSD_PLUGIN_FORWARD;
                         dnsd_count_response(&w->d->m, plugin, job->resp, job->rlen, job->type,
                                             se_now_mono_ns() - job->start_ns);
                         if (job->proto == DNSD_PROTO_UDP) {
@@ -417,6 +502,7 @@ static void drain_done(struct dnsd_worker *w)
                         }
                 }
                 free(job->ap_query);
+                free(job->chase);
                 free(job->resp);
                 free(job);
         }
@@ -640,13 +726,15 @@ void dnsd_workers_stop(struct dnsd *d)
         atomic_store(&d->stopping, true);
         for (unsigned i = 0; i < d->n_workers; i++) {
                 struct dnsd_worker *w = &d->workers[i];
-                if (w->wake >= 0) {
+                if (w->d && w->wake >= 0) {
                         uint64_t one = 1;
                         (void)!write(w->wake, &one, sizeof(one));
                 }
         }
         for (unsigned i = 0; i < d->n_workers; i++) {
                 struct dnsd_worker *w = &d->workers[i];
+                if (!w->d)
+                        continue; /* never set up (start failed early) */
                 if (w->started)
                         pthread_join(w->thread, NULL);
                 w->started = false;

@@ -7,6 +7,7 @@
  * builder, and a snapshot a worker never picked up is released by the
  * builder (the exchange hands it back), so no reference is lost. */
 #include <errno.h>
+#include <malloc.h>
 #include <time.h>
 
 #include <svcenv/log.h>
@@ -85,6 +86,9 @@ int dnsd_build_now(struct dnsd *d)
         }
         atomic_fetch_add(&d->m.zone_builds, 1);
         publish(d, z);
+        /* the build's scratch (and, the first time, the manifest loader's
+         * JSON) back to the system: glibc keeps freed heap otherwise */
+        malloc_trim(0);
         se_log_info(4, "zone rebuilt (serial %u) in %.3f ms", se_dns_zone_serial(z),
                     (double)atomic_load(&d->m.zone_build_ns) / 1e6);
         return 0;

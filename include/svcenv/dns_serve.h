@@ -98,6 +98,20 @@ void se_dns_cache_stats(struct se_dns_cache *c, struct se_dns_cache_stats *ret);
 size_t se_dns_autopath_reply(const uint8_t *query, size_t qlen, const uint8_t *resp, size_t rlen,
                              size_t udp_max, uint8_t *out, size_t cap);
 
+/* The target of the last answer record of msg when that record is a
+ * CNAME (an ExternalName's), lower case, presentation form without the
+ * final dot, into name (>= 256 bytes). 0, -ENOENT (the last answer is not
+ * a CNAME, or there is none), -EBADMSG. */
+int se_dns_cname_target(const uint8_t *msg, size_t len, char *name, size_t cap);
+
+/* reply (the zone's answer, ending in a CNAME) with the answer records of
+ * extra (the answer for the CNAME's target) added after its own answers,
+ * before its authority and additional records (the OPT stays last); names
+ * written out whole; reply's header, flags and question. Cut to udp_max
+ * with TC when not 0. Returns the length, 0 when malformed or no room. */
+size_t se_dns_append_answers(const uint8_t *reply, size_t rlen, const uint8_t *extra, size_t elen,
+                             size_t udp_max, uint8_t *out, size_t cap);
+
 /* ---- a message as text ---- */
 
 /* Appends msg in dig's layout: the header line (opcode, status, id), flags

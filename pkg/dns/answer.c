@@ -70,6 +70,20 @@ static void drop_port_underscores(char *key, size_t rel_labels)
 
 /* ---- writing ---- */
 
+/* An SRV target (and the owner of its addresses in the additional
+ * section) with the zone part as the query spells it: CoreDNS writes the
+ * target from the zone cut out of the query name. Every SRV target is in
+ * the cluster zone; buf holds SE_DNS_MAX_NAME bytes. */
+static const uint8_t *srv_target(const struct reply *r, const uint8_t *name, uint8_t *buf)
+{
+        size_t len = dns_wire_len(name), zlen = r->z->zone_wire_len;
+        if (r->reverse || len < zlen)
+                return name;
+        memcpy(buf, name, len - zlen);
+        memcpy(buf + len - zlen, r->q->qname + r->apex_label, zlen);
+        return buf;
+}
+
 static int put_rr(struct reply *r, const uint8_t *owner, const struct dns_rr *rr)
 {
         struct dns_writer *w = &r->w;
@@ -85,8 +99,13 @@ static int put_rr(struct reply *r, const uint8_t *owner, const struct dns_rr *rr
         if (dns_put_bytes(w, rr->fixed, rr->n_fixed) < 0)
                 goto full;
         /* RFC 2782: no compression in an SRV target */
-        if (rr->name && dns_put_name(w, rr->name, rr->type != DNS_T_SRV) < 0)
+        uint8_t cased[SE_DNS_MAX_NAME];
+        if (rr->type == DNS_T_SRV) { /* RFC 2782: no compression of the target */
+                if (dns_put_name(w, srv_target(r, rr->name, cased), false) < 0)
+                        goto full;
+        } else if (rr->name && dns_put_name(w, rr->name, true) < 0) {
                 goto full;
+        }
         dns_put16(w->buf + rd - 2, (uint16_t)(w->len - rd));
         return 0;
 full:
@@ -126,10 +145,10 @@ static void emit_soa(struct reply *r, unsigned section)
         uint8_t mname[SE_DNS_MAX_NAME], rname[SE_DNS_MAX_NAME], tail[20];
         const uint8_t *apex = q->qname + r->apex_label;
         size_t alen = dns_wire_len(apex);
-        /* ns.dns.<apex> and hostmaster.<apex>, lower case */
-        const uint8_t *lc_apex = r->reverse ? apex : z->zone_wire;
-        size_t lc_len = r->reverse ? alen : z->zone_wire_len;
-        if (lc_len + 11 > SE_DNS_MAX_NAME)
+        /* ns.dns.<apex> and hostmaster.<apex> with the apex as the query
+         * spells it: CoreDNS builds the SOA from the zone cut out of the
+         * query name */
+        if (alen + 11 > SE_DNS_MAX_NAME)
                 return;
         memcpy(mname,
                "\x02"
@@ -137,18 +156,12 @@ static void emit_soa(struct reply *r, unsigned section)
                "\x03"
                "dns",
                7);
-        memcpy(mname + 7, lc_apex, lc_len);
+        memcpy(mname + 7, apex, alen);
         memcpy(rname,
                "\x0a"
                "hostmaster",
                11);
-        memcpy(rname + 11, lc_apex, lc_len);
-        /* in-addr.arpa as asked, lowered (length bytes are < 64: never a letter) */
-        for (size_t i = 0; r->reverse && i < lc_len; i++)
-                if (mname[7 + i] >= 'A' && mname[7 + i] <= 'Z') {
-                        mname[7 + i] = (uint8_t)(mname[7 + i] + 32);
-                        rname[11 + i] = (uint8_t)(rname[11 + i] + 32);
-                }
+        memcpy(rname + 11, apex, alen);
         dns_put32(tail, z->serial);
         dns_put32(tail + 4, 7200);
         dns_put32(tail + 8, 1800);
@@ -183,9 +196,11 @@ static void emit_additional(struct reply *r, const struct dns_rr_set *answered)
                 if (rr->type != DNS_T_SRV || !rr->add || rr->add == r->last_add)
                         continue;
                 r->last_add = rr->add;
+                uint8_t cased[SE_DNS_MAX_NAME];
+                const uint8_t *owner = srv_target(r, rr->name, cased);
                 for (uint32_t k = 0; k < rr->add->n; k++)
                         if (rr->add->v[k].type == DNS_T_A || rr->add->v[k].type == DNS_T_AAAA)
-                                emit(r, 2, rr->name, &rr->add->v[k]);
+                                emit(r, 2, owner, &rr->add->v[k]);
         }
 }
 

@@ -99,11 +99,15 @@ static int copy_record(const uint8_t *msg, size_t len, size_t *off, struct out *
                 r = copy_name(msg, end, &p, o);
                 break;
         case 15: /* MX */
+                if (rdlen < 3)
+                        return -EBADMSG;
                 put(o, msg + p, 2);
                 p += 2;
                 r = p < end ? copy_name(msg, end, &p, o) : -EBADMSG;
                 break;
         case 33: /* SRV */
+                if (rdlen < 7)
+                        return -EBADMSG;
                 put(o, msg + p, 6);
                 p += 6;
                 r = p < end ? copy_name(msg, end, &p, o) : -EBADMSG;
@@ -206,6 +210,94 @@ size_t se_dns_autopath_reply(const uint8_t *query, size_t qlen, const uint8_t *r
                 return 0;
         out[6] = (uint8_t)(an >> 8);
         out[7] = (uint8_t)an;
+        size_t n = o.len;
+        if (udp_max && n > udp_max)
+                n = se_dns_truncate(out, n, udp_max);
+        return n;
+}
+
+/* ---- an ExternalName's target, resolved upstream ---- */
+
+int se_dns_cname_target(const uint8_t *msg, size_t len, char *name, size_t cap)
+{
+        if (len < 12 || get16(msg + 4) != 1 || cap < SE_DNS_MAX_NAME + 1)
+                return -EBADMSG;
+        struct out skip = { NULL, 0, 0, true };
+        size_t off = 12;
+        if (copy_name(msg, len, &off, &skip) < 0 || len - off < 4)
+                return -EBADMSG;
+        off += 4;
+        unsigned an = get16(msg + 6);
+        uint8_t target[SE_DNS_MAX_NAME + 1] = { 0 };
+        bool last_is_cname = false;
+        for (unsigned i = 0; i < an; i++) {
+                if (copy_name(msg, len, &off, &skip) < 0 || len - off < 10)
+                        return -EBADMSG;
+                uint16_t type = get16(msg + off), rdlen = get16(msg + off + 8);
+                size_t rd = off + 10;
+                if (rdlen > len - rd)
+                        return -EBADMSG;
+                last_is_cname = type == 5;
+                if (last_is_cname) {
+                        struct out t = { target, 0, sizeof(target), false };
+                        size_t p = rd;
+                        if (copy_name(msg, rd + rdlen, &p, &t) < 0 || t.full)
+                                return -EBADMSG;
+                }
+                off = rd + rdlen;
+        }
+        if (!last_is_cname)
+                return -ENOENT;
+        /* wire to presentation, lower case, no final dot */
+        size_t o = 0;
+        for (size_t p = 0; target[p]; p += 1u + target[p]) {
+                if (o)
+                        name[o++] = '.';
+                for (size_t k = 1; k <= target[p]; k++) {
+                        char c = (char)target[p + k];
+                        name[o++] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+                }
+        }
+        name[o] = '\0';
+        return 0;
+}
+
+size_t se_dns_append_answers(const uint8_t *reply, size_t rlen, const uint8_t *extra, size_t elen,
+                             size_t udp_max, uint8_t *out, size_t cap)
+{
+        if (rlen < 12 || elen < 12 || cap < 12 || get16(reply + 4) != 1 || get16(extra + 4) != 1)
+                return 0;
+        struct out o = { out, 0, cap, false };
+        struct out skip = { NULL, 0, 0, true };
+        put(&o, reply, 12);
+        size_t off = 12, eoff = 12;
+        size_t qstart = off;
+        if (copy_name(reply, rlen, &off, &skip) < 0 || rlen - off < 4 ||
+            copy_name(extra, elen, &eoff, &skip) < 0 || elen - eoff < 4)
+                return 0;
+        off += 4;
+        eoff += 4;
+        /* the question as the reply has it: written out whole */
+        size_t q = qstart;
+        if (copy_name(reply, rlen, &q, &o) < 0)
+                return 0;
+        put(&o, reply + q, 4);
+        uint16_t an = get16(reply + 6), ns = get16(reply + 8), ar = get16(reply + 10);
+        uint16_t ean = get16(extra + 6);
+        for (unsigned i = 0; i < an; i++)
+                if (copy_record(reply, rlen, &off, &o, NULL, NULL) < 0)
+                        return 0;
+        for (unsigned i = 0; i < ean; i++)
+                if (copy_record(extra, elen, &eoff, &o, NULL, NULL) < 0)
+                        return 0;
+        for (unsigned i = 0; i < (unsigned)ns + ar; i++)
+                if (copy_record(reply, rlen, &off, &o, NULL, NULL) < 0)
+                        return 0;
+        if (o.full || (unsigned)an + ean > 65535)
+                return 0;
+        unsigned total = an + ean;
+        out[6] = (uint8_t)(total >> 8);
+        out[7] = (uint8_t)total;
         size_t n = o.len;
         if (udp_max && n > udp_max)
                 n = se_dns_truncate(out, n, udp_max);

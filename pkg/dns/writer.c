@@ -35,6 +35,8 @@ int dns_put_bytes(struct dns_writer *w, const void *p, size_t n)
 {
         if (w->len > w->limit || n > w->limit - w->len)
                 return -ENOSPC;
+        if (n == 0) /* p may be NULL then (a PTR has no fixed rdata) */
+                return 0;
         memcpy(w->buf + w->len, p, n);
         w->len += n;
         return 0;

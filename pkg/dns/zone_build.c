@@ -114,8 +114,8 @@ static bool same_rdata(const struct dns_rr *a, const struct dns_rr *b)
         if (a->type == DNS_T_SRV) /* the weight is set at the end: port only */
                 return memcmp(a->fixed + 4, b->fixed + 4, 2) == 0 &&
                        memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
-        if (memcmp(a->fixed, b->fixed, a->n_fixed) != 0)
-                return false;
+        if (a->n_fixed && memcmp(a->fixed, b->fixed, a->n_fixed) != 0)
+                return false; /* (a PTR's fixed part is empty and NULL) */
         if (!a->name || !b->name)
                 return a->name == b->name;
         return memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
@@ -187,15 +187,15 @@ static bool reverse_key(const char *ip, char *out, size_t cap)
 /* A PTR record. CoreDNS answers an address that is a ClusterIP with the
  * first such Service alone (services come in namespace/name order here);
  * only an address that is no ClusterIP gets one PTR per endpoint name. */
-static int add_ptr(struct build *b, const char *ip, const char *target, bool cluster_ip,
+static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool cluster_ip,
                    const char *why)
 {
         char key[KEY_MAX];
         if (!reverse_key(ip, key, sizeof(key)))
                 return 0;
-        struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .why = why };
+        struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
         struct dns_node *n = get_node(b->z, key, DNS_NODE_REVERSE);
-        if (!n || !(rr.name = wire_name(b->z, target)))
+        if (!n)
                 return -ENOMEM;
         if (n->cluster_ip_ptr)
                 return 0;
@@ -211,7 +211,7 @@ static int add_ptr(struct build *b, const char *ip, const char *target, bool clu
 static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
                            const char *why);
 
-/* An SRV record to target; the weight is filled in by finish_srv. */
+/* An SRV record to target; the weight is filled in by finish. */
 static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint8_t *target,
                    const struct dns_rr_set *add, const char *why)
 {
@@ -225,7 +225,7 @@ static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint
         if (!(rr.fixed = arena_copy(b->z, f, 6)))
                 return -ENOMEM;
         /* the (address, port) pairs CoreDNS counts before it dedups: the
-         * weight divides 100 among them (finish_srv) */
+         * weight divides 100 among them (finish) */
         n->srv_pairs++;
         return node_add(n, &rr);
 }
@@ -280,7 +280,7 @@ static bool endpoint_ready(const struct se_slice_endpoint *e)
 /* ---- services ---- */
 
 static int add_cluster_ips(struct build *b, const struct se_service *s, struct dns_node *svc,
-                           const char *fqdn, const char *why)
+                           const uint8_t *target, const char *why)
 {
         const char *one[1] = { s->cluster_ip };
         const char *const *v = s->cluster_ips.v;
@@ -295,7 +295,7 @@ static int add_cluster_ips(struct build *b, const struct se_service *s, struct d
                         continue;
                 int r = node_add(svc, &rr);
                 if (r == 0)
-                        r = add_ptr(b, v[i], fqdn, true, why);
+                        r = add_ptr(b, v[i], target, true, why);
                 if (r < 0)
                         return r;
         }
@@ -315,7 +315,7 @@ static int build_cluster_ip(struct build *b, const struct se_service *s, const c
         const uint8_t *target = wire_name(z, fqdn);
         if (!svc || !target)
                 return -ENOMEM;
-        int r = add_cluster_ips(b, s, svc, fqdn, why);
+        int r = add_cluster_ips(b, s, svc, target, why);
         if (r < 0)
                 return r;
         /* the service's own A/AAAA records are the additionals of its SRV
@@ -424,7 +424,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                                 if (r == 0)
                                         r = set_push(own, &rr);
                                 if (r == 0)
-                                        r = add_ptr(b, ep->addresses.v[a], efqdn, false, why);
+                                        r = add_ptr(b, ep->addresses.v[a], target, false, why);
                                 if (r < 0) {
                                         free(own->v);
                                         return r;
@@ -451,9 +451,10 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
         const char *one[1] = { s->cluster_ip };
         const char *const *v = s->cluster_ips.n ? s->cluster_ips.v : one;
         uint32_t n = s->cluster_ips.n ? s->cluster_ips.n : (s->cluster_ip ? 1 : 0);
-        int r = 0;
+        const uint8_t *target = wire_name(b->z, fqdn);
+        int r = target ? 0 : -ENOMEM;
         for (uint32_t i = 0; i < n && r == 0; i++)
-                r = add_ptr(b, v[i], fqdn, true, why);
+                r = add_ptr(b, v[i], target, true, why);
         char key[KEY_MAX];
         keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
@@ -465,8 +466,11 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
                             !endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
                                 continue;
                         keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
+                        const uint8_t *etarget = wire_name(b->z, efqdn);
+                        if (!etarget)
+                                return -ENOMEM;
                         for (uint32_t a = 0; a < ep->addresses.n && a < 100 && r == 0; a++)
-                                r = add_ptr(b, ep->addresses.v[a], efqdn, false, why);
+                                r = add_ptr(b, ep->addresses.v[a], etarget, false, why);
                 }
         return r;
 }
@@ -695,11 +699,19 @@ static int build_frame(struct build *b)
 }
 
 /* Weights of SRV answers: CoreDNS divides 100 among the (address, port)
- * pairs it found before it dropped duplicates, at least 1 each. */
-static void finish_srv(struct se_dns_zone *z)
+ * pairs it found before it dropped duplicates, at least 1 each. And every
+ * record array cut to its size: the zone is read-only from here. */
+static void finish(struct se_dns_zone *z)
 {
         for (size_t i = 0; i < z->n_nodes; i++) {
                 struct dns_node *n = z->nodes[i];
+                if (n->rrs.cap > n->rrs.n && n->rrs.n > 0) {
+                        struct dns_rr *v = se_reallocarray(n->rrs.v, n->rrs.n, sizeof(*v));
+                        if (v) { /* else keep the bigger one */
+                                n->rrs.v = v;
+                                n->rrs.cap = n->rrs.n;
+                        }
+                }
                 if (!n->srv_pairs)
                         continue;
                 uint32_t w = 100 / n->srv_pairs;
@@ -771,7 +783,7 @@ static int build_all(struct build *b, enum se_dns_pods pods)
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
                 r = build_pods(b);
         if (r == 0)
-                finish_srv(b->z);
+                finish(b->z);
         return r;
 }
 

@@ -1,4 +1,5 @@
-/* Fuzz target: the autopath rewrite of an upstream's answer (svcenv-dns).
+/* Fuzz target: the autopath rewrite of an upstream's answer, and an
+ * ExternalName answer with its target's records added (svcenv-dns).
  * The input is a query and a response, the first byte saying where the
  * query ends. */
 #include <stdlib.h>

@@ -267,6 +267,36 @@ static void options(void **state)
         se_store_free(st);
 }
 
+static void shared_addresses(void **state)
+{
+        (void)state;
+        /* one address under two names of one slice and in a second Service:
+         * one PTR per distinct name, in Service order (found by UBSan's
+         * null memcmp in the fuzzer: a PTR has no fixed rdata) */
+        struct se_dns_zone *z = t_zone(
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: default}\n"
+                "spec: {clusterIP: None}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: default}\n"
+                "spec: {clusterIP: None}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: a, namespace: default, labels: {kubernetes.io/service-name: a}}\n"
+                "addressType: IPv4\n"
+                "endpoints: [{addresses: [10.0.0.1], hostname: x}, {addresses: [10.0.0.1], hostname: x},"
+                " {addresses: [10.0.0.1], hostname: w}]\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: b, namespace: default, labels: {kubernetes.io/service-name: b}}\n"
+                "addressType: IPv4\nendpoints: [{addresses: [10.0.0.1]}]\n",
+                NULL);
+        assert_answer(z, "1.0.0.10.in-addr.arpa", 12,
+                      "NOERROR qr aa rd\n"
+                      "AN 1.0.0.10.in-addr.arpa. 5 PTR x.a.default.svc.cluster.local.\n"
+                      "AN 1.0.0.10.in-addr.arpa. 5 PTR w.a.default.svc.cluster.local.\n"
+                      "AN 1.0.0.10.in-addr.arpa. 5 PTR 10-0-0-1.b.default.svc.cluster.local.\n");
+        assert_answer(z, "x.a.default.svc.cluster.local", 1,
+                      "NOERROR qr aa rd\nAN x.a.default.svc.cluster.local. 5 A 10.0.0.1\n");
+        se_dns_zone_unref(z);
+}
+
 /* 130 ready endpoints: the sizes CoreDNS 1.15 gave (reference §1.2 sizes) */
 static char *big_cluster(void)
 {
@@ -338,7 +368,7 @@ int main(void)
                 cmocka_unit_test(namespace_gone),     cmocka_unit_test(no_namespace_objects),
                 cmocka_unit_test(pods_insecure),      cmocka_unit_test(pods_verified),
                 cmocka_unit_test(pods_disabled),      cmocka_unit_test(options),
-                cmocka_unit_test(truncation),
+                cmocka_unit_test(shared_addresses),   cmocka_unit_test(truncation),
         };
         return cmocka_run_group_tests_name("dns_cluster", tests, NULL, NULL);
 }

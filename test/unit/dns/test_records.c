@@ -261,8 +261,18 @@ static void case_is_kept(void **state)
                 "AN _HTTP._Tcp.SVC1.testns.SVC.cluster.local. 5 SRV 0 100 80 svc1.testns.svc.cluster.local.\n"
                 "AR svc1.testns.svc.cluster.local. 5 A 10.0.0.1\n");
         assert_answer(Z, "nope.TESTNS.svc.CLUSTER.local", 1,
-                      "NXDOMAIN qr aa rd\nNS CLUSTER.local. 5 SOA ns.dns.cluster.local. "
-                      "hostmaster.cluster.local. 1700000000 7200 1800 86400 5\n");
+                      "NXDOMAIN qr aa rd\nNS CLUSTER.local. 5 SOA ns.dns.CLUSTER.local. "
+                      "hostmaster.CLUSTER.local. 1700000000 7200 1800 86400 5\n");
+        /* SRV targets take the query's spelling of the zone too (CoreDNS
+         * builds them from the zone cut out of the query); PTR targets not */
+        assert_answer(
+                Z, "SVC1.testns.svc.Cluster.LOCAL", 33,
+                "NOERROR qr aa rd\n"
+                "AN SVC1.testns.svc.Cluster.LOCAL. 5 SRV 0 100 80 svc1.testns.svc.Cluster.LOCAL.\n"
+                "AR svc1.testns.svc.Cluster.LOCAL. 5 A 10.0.0.1\n");
+        assert_answer(Z, "9.9.9.9.IN-ADDR.arpa", 12,
+                      "NXDOMAIN qr aa rd\nNS IN-ADDR.arpa. 5 SOA ns.dns.IN-ADDR.arpa. "
+                      "hostmaster.IN-ADDR.arpa. 1700000000 7200 1800 86400 5\n");
 }
 
 static void reverse(void **state)

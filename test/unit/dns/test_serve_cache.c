@@ -234,6 +234,59 @@ static void test_autopath_reply__cname_in_front(void **state)
         se_dns_zone_unref(z);
 }
 
+/* An SRV or MX record whose rdata is shorter than its fixed part, last in
+ * the message: refused, not read past the end (found by fuzz_autopath). */
+static void test_autopath_reply__short_rdata(void **state)
+{
+        (void)state;
+        uint8_t q[512], out[4096];
+        size_t qlen = t_query(q, "a.ns.team.svc.cluster.local", 33, -1, false);
+        static const uint8_t head[] = { 0, 1, 0x81, 0,  0, 1,  0, 1, 0, 0, 0, 0, 1, 'a', 0, 0, 33,
+                                        0, 1, 0xc0, 12, 0, 33, 0, 1, 0, 0, 0, 5, 0, 2,   0, 0 };
+        for (int type = 15; type <= 33; type += 18) {
+                uint8_t *m = malloc(sizeof(head)); /* exact size: ASan sees any over-read */
+                memcpy(m, head, sizeof(head));
+                m[22] = (uint8_t)type;
+                assert_int_equal(
+                        se_dns_autopath_reply(q, qlen, m, sizeof(head), 0, out, sizeof(out)), 0);
+                free(m);
+        }
+}
+
+static void test_externalname__target_appended(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: ext, namespace: ns}\n"
+                "spec: {type: ExternalName, externalName: Web.Example.test}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns}\n"
+                "spec: {clusterIP: 10.96.0.20, clusterIPs: [10.96.0.20], ports: [{port: 80}]}\n";
+        struct se_dns_zone *z = t_zone(yaml, NULL);
+        uint8_t reply[4096], extra[4096], out[4096];
+        size_t rlen = upstream_answer(z, "ext.ns.svc.cluster.local", 1, reply, sizeof(reply));
+        char target[256];
+        assert_int_equal(se_dns_cname_target(reply, rlen, target, sizeof(target)), 0);
+        assert_string_equal(target, "web.example.test");
+        /* any answer stands in for the upstream's: web's A */
+        size_t elen = upstream_answer(z, "web.ns.svc.cluster.local", 1, extra, sizeof(extra));
+        size_t n = se_dns_append_answers(reply, rlen, extra, elen, 0, out, sizeof(out));
+        assert_true(n > rlen);
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        assert_int_equal(se_dns_msg_text(out, n, false, &sb), 0);
+        if (!strstr(sb.buf, "ANSWER: 2,"))
+                fail_msg("%s", sb.buf);
+        assert_non_null(strstr(sb.buf,
+                               "ext.ns.svc.cluster.local.\t5\tIN\tCNAME\tweb.example.test.\n"
+                               "web.ns.svc.cluster.local.\t5\tIN\tA\t10.96.0.20\n"));
+        se_strbuf_release(&sb);
+        /* not a CNAME last: -ENOENT */
+        assert_int_equal(se_dns_cname_target(extra, elen, target, sizeof(target)), -ENOENT);
+        assert_int_equal(se_dns_cname_target(extra, 11, target, sizeof(target)), -EBADMSG);
+        se_dns_zone_unref(z);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -244,6 +297,8 @@ int main(void)
                 cmocka_unit_test(test_cache__capped_in_entries),
                 cmocka_unit_test(test_cache__cut_to_the_askers_udp_size),
                 cmocka_unit_test(test_autopath_reply__cname_in_front),
+                cmocka_unit_test(test_autopath_reply__short_rdata),
+                cmocka_unit_test(test_externalname__target_appended),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,80 @@
+/* Fuzz target: a manifest (Services, EndpointSlices, Namespaces, Pods) into
+ * the DNS zone builder under every pods mode, the zone's master file, and a
+ * query of every owner it lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <svcenv/dns.h>
+#include <svcenv/manifest.h>
+#include <svcenv/store.h>
+
+#include "fuzz.h"
+
+/* A query for the dotted name (no escapes; long labels are cut). */
+static size_t query(const char *name, size_t n, uint16_t type, uint8_t *q)
+{
+        size_t o = 12;
+        memset(q, 0, 12);
+        q[5] = 1;
+        while (n > 0 && o < 12 + 250) {
+                const char *dot = memchr(name, '.', n);
+                size_t l = dot ? (size_t)(dot - name) : n;
+                if (l > 63)
+                        l = 63;
+                if (l > 0 && o + 1 + l < 12 + 254) {
+                        q[o++] = (uint8_t)l;
+                        memcpy(q + o, name, l);
+                        o += l;
+                }
+                size_t skip = dot ? (size_t)(dot - name) + 1 : n;
+                name += skip;
+                n -= skip;
+        }
+        q[o++] = 0;
+        q[o++] = (uint8_t)(type >> 8);
+        q[o++] = (uint8_t)type;
+        q[o++] = 0;
+        q[o++] = 1;
+        return o;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        static uint8_t q[300], out[SE_DNS_MAX_MSG];
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        if (!s)
+                return 0;
+        if (se_manifest_load_buffer(s, "fuzz", (const char *)data, size, NULL, NULL, &d) == 0) {
+                for (int pods = 0; pods < 3; pods++) {
+                        struct se_dns_options o = { .ttl = 5,
+                                                    .pods = (enum se_dns_pods)pods,
+                                                    .endpoint_pod_names = pods == 1 };
+                        struct se_dns_zone *z = NULL;
+                        char *m = NULL;
+                        if (se_dns_zone_build(s, &o, &z, &d) < 0)
+                                continue;
+                        if (se_dns_zone_explain(z, &m) == 0) {
+                                /* every owner, as A and SRV: at most 200 */
+                                int lines = 0;
+                                for (char *l = m; l && *l && lines < 200; lines++) {
+                                        char *tab = strchr(l, '\t'), *nl = strchr(l, '\n');
+                                        if (!tab || !nl)
+                                                break;
+                                        struct se_dns_client c = { .transport = SE_DNS_UDP };
+                                        size_t outlen;
+                                        size_t n = query(l, (size_t)(tab - l), 1, q);
+                                        (void)se_dns_answer(z, &c, q, n, out, sizeof(out), &outlen);
+                                        n = query(l, (size_t)(tab - l), 33, q);
+                                        c.transport = SE_DNS_TCP;
+                                        (void)se_dns_answer(z, &c, q, n, out, sizeof(out), &outlen);
+                                        l = nl + 1;
+                                }
+                                free(m);
+                        }
+                        se_dns_zone_unref(z);
+                }
+        }
+        se_store_free(s);
+        return 0;
+}
