@@ -73,13 +73,16 @@ enum se_dns_verdict {
         SE_DNS_REPLY, /* out[0..*outlen) is the response to send */
         SE_DNS_FORWARD, /* not ours: forward the query upstream (names outside the zone,
                            reverse names under fallthrough); *outlen is 0 */
-        SE_DNS_DROP, /* not worth an answer (a response, too short for a header) */
+        SE_DNS_DROP, /* not worth an answer (a response, too short for a header,
+                        or cap below 512) */
 };
 
 /* Answers one query. out must hold cap bytes (≥ 512); for UDP the answer is
  * cut to the client's EDNS0 size (or 512) with TC set and no half records.
  * Malformed queries get FORMERR (or NOTIMP for an opcode other than QUERY)
- * when a header could be read, else DROP. */
+ * when a header could be read, else DROP; an EDNS version other than 0 gets
+ * BADVERS for any name. Only c->transport is read (c may be NULL: UDP).
+ * Thread-safe on a shared zone: it reads the zone and writes only out. */
 enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_dns_client *c,
                                   const uint8_t *query, size_t qlen, uint8_t *out, size_t cap,
                                   size_t *outlen);
@@ -87,8 +90,11 @@ enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_d
 /* --- wire helpers the daemon's forwarder and cache need --- */
 
 /* The first question of a message: name in lower case, presentation form
- * without the final dot ("" for the root) into name (≥ 256 bytes), its type
- * and class. 0, or -EBADMSG when the message is malformed. */
+ * without the final dot ("" for the root; bytes outside [!-~], '.' and '\'
+ * inside a label as \DDD) into name, its type and class (either pointer may
+ * be NULL). 0; -EBADMSG when the message is malformed; -ENAMETOOLONG when
+ * the name does not fit namecap (1024 always fits, 256 fits every name
+ * without escapes). */
 int se_dns_question(const uint8_t *msg, size_t len, char *name, size_t namecap, uint16_t *qtype,
                     uint16_t *qclass);
 /* The smallest TTL of a response's answer and authority records (for a
@@ -101,7 +107,10 @@ int se_dns_age_ttls(uint8_t *msg, size_t len, uint32_t elapsed);
 /* The EDNS0 UDP payload size a query offers (SE_DNS_MIN_UDP without OPT). */
 size_t se_dns_udp_size(const uint8_t *query, size_t qlen);
 /* Cuts a response in place to at most max bytes at a record boundary, sets
- * TC and fixes the counts (keeps the OPT record). Returns the new length. */
+ * TC and fixes the counts (keeps the OPT record). Returns the new length:
+ * len when it fits already, the header alone (TC set, no question) when
+ * not even the question fits or the message does not parse, 0 when max is
+ * below a header. */
 size_t se_dns_truncate(uint8_t *msg, size_t len, size_t max);
 /* A response with only the header and question of query, rcode set (for
  * SERVFAIL when no upstream answers, REFUSED). Returns its length, 0 when
@@ -114,11 +123,18 @@ size_t se_dns_error_reply(const uint8_t *query, size_t qlen, unsigned rcode, uin
 /* Every record of the zone as an RFC 1035 master file: the cluster zone,
  * in-addr.arpa and ip6.arpa, each opened by its SOA, owners in RFC 4034
  * canonical order, then by type (A AAAA CNAME PTR SRV TXT). Pod names of
- * `pods insecure` are made up per query and not listed. *ret is a new string (free() it). 0 or
- * -ENOMEM. */
+ * `pods insecure` are made up per query and not listed. *ret is a new
+ * string (free() it). 0 or -ENOMEM. */
 int se_dns_zone_master(const struct se_dns_zone *z, char **ret);
 /* The same with `\t; <Kind> <ns>/<name>` after each record: the object it
  * comes from (`--explain`). */
 int se_dns_zone_explain(const struct se_dns_zone *z, char **ret);
+/* The lines of se_dns_zone_explain whose owner is name (any case, final
+ * dot optional, `_port._proto` or `port.proto`): every record the zone
+ * holds for that name and the object behind each, for `svcenv dns
+ * --explain NAME`. "" when the zone has none (NXDOMAIN, or a name made up
+ * per query like a `pods insecure` one). *ret is a new string (free() it).
+ * 0 or -ENOMEM. */
+int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **ret);
 
 #endif

@@ -362,13 +362,21 @@ static enum outcome cluster(struct reply *r, char *key, size_t rel_labels)
 static enum outcome reverse(struct reply *r, const char *key)
 {
         const struct dns_node *n = dns_zone_find(r->z, key);
+        bool at_apex = strcmp(key, "in-addr.arpa") == 0 || strcmp(key, "ip6.arpa") == 0;
+        const char *parent = at_apex ? key : strchr(key, '.') + 1;
         if (r->q->qtype == DNS_T_SOA) {
-                if (strcmp(key, "in-addr.arpa") == 0 || strcmp(key, "ip6.arpa") == 0) {
+                if (at_apex) {
                         emit_soa(r, 0);
                         return ANSWER;
                 }
                 return NODATA;
         }
+        /* CoreDNS's name parser sees the apex, and "svc" or "pod" right
+         * below it, as names without records, before it knows the zone is
+         * a reverse one */
+        if (at_apex || ((strncmp(key, "svc.", 4) == 0 || strncmp(key, "pod.", 4) == 0) &&
+                        (strcmp(parent, "in-addr.arpa") == 0 || strcmp(parent, "ip6.arpa") == 0)))
+                return NODATA;
         /* CoreDNS looks reverse names up for PTR alone: any other type, like
          * an address it does not know, is a name error (or falls through) */
         if (!n || r->q->qtype != DNS_T_PTR)
@@ -421,6 +429,22 @@ enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_d
         if (p != DNS_PARSE_OK) {
                 unsigned rc = p == DNS_PARSE_NOTIMP ? DNS_RC_NOTIMP : DNS_RC_FORMERR;
                 *outlen = header_reply(&q, query, rc, p == DNS_PARSE_FORMERR_Q, out, cap);
+                /* miekg/dns rejects from the query's own header: TC, RD, RA,
+                 * AD and CD stay as sent, Z is cleared, and a FORMERR says
+                 * opcode QUERY whatever was asked */
+                out[2] = (uint8_t)(0x80 | (rc == DNS_RC_NOTIMP ? query[2] & 0x78 : 0) |
+                                   (query[2] & 0x03));
+                out[3] = (uint8_t)((query[3] & 0xb0) | rc);
+                return SE_DNS_REPLY;
+        }
+        if (q.edns && q.edns_version != 0) { /* RFC 6891 6.1.3, for every name */
+                struct reply r = { .q = &q };
+                r.w.buf = out;
+                r.w.len = header_reply(&q, query, DNS_RC_BADVERS & 0xf, true, out, cap);
+                r.w.limit = r.w.len;
+                put_opt(&r, DNS_RC_BADVERS >> 4);
+                dns_put16(out + 10, (uint16_t)r.counts[2]);
+                *outlen = r.w.len;
                 return SE_DNS_REPLY;
         }
         char key[KEY_MAX];
@@ -442,13 +466,6 @@ enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_d
         size_t zone_labels = in_cluster ? n_labels(z->zone_wire) : 2;
         r.apex_label = label_at(q.qname, total - zone_labels);
 
-        if (q.edns && q.edns_version != 0) { /* RFC 6891 6.1.3 */
-                r.w.len = header_reply(&q, query, DNS_RC_BADVERS & 0xf, true, out, cap);
-                put_opt(&r, DNS_RC_BADVERS >> 4);
-                dns_put16(out + 10, (uint16_t)r.counts[2]);
-                *outlen = r.w.len;
-                return SE_DNS_REPLY;
-        }
         r.w.len = header_reply(&q, query, 0, false, out, cap);
         if (dns_put_name(&r.w, q.qname, false) < 0 || r.w.limit - r.w.len < 4)
                 return SE_DNS_DROP;

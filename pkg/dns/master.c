@@ -190,3 +190,49 @@ int se_dns_zone_explain(const struct se_dns_zone *z, char **ret)
 {
         return master(z, true, ret);
 }
+
+/* name, lower case, without a final dot, into out; false when too long. */
+static bool lower_name(const char *name, char *out, size_t cap)
+{
+        size_t n = strlen(name);
+        if (n > 0 && name[n - 1] == '.')
+                n--;
+        if (n >= cap)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                out[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+        out[n] = '\0';
+        return true;
+}
+
+int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **ret)
+{
+        char want[1100], text[1100];
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        if (!lower_name(name, want, sizeof(want))) {
+                *ret = se_strdup("");
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (strcmp(want, z->zone) == 0 || strcmp(want, "in-addr.arpa") == 0 ||
+            strcmp(want, "ip6.arpa") == 0)
+                put_soa(&sb, want, z);
+        for (size_t i = 0; i < z->n_nodes; i++) {
+                const struct dns_node *n = z->nodes[i];
+                owner_text(n, text, sizeof(text));
+                if (strcmp(n->key, want) != 0 && strcmp(text, want) != 0)
+                        continue;
+                for (size_t t = 0; t < SE_ARRAY_SIZE(type_order); t++)
+                        for (uint32_t k = 0; k < n->rrs.n; k++)
+                                if (n->rrs.v[k].type == type_order[t])
+                                        put_rr(&sb, n, &n->rrs.v[k], true);
+        }
+        if (se_strbuf_failed(&sb)) {
+                se_strbuf_release(&sb);
+                return -ENOMEM;
+        }
+        *ret = se_strbuf_detach(&sb, NULL);
+        if (!*ret)
+                *ret = se_strdup(""); /* nothing appended: an empty string */
+        return *ret ? 0 : -ENOMEM;
+}

@@ -17,8 +17,10 @@ struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z)
 {
         if (!z || __atomic_sub_fetch(&z->refs, 1, __ATOMIC_ACQ_REL) > 0)
                 return NULL;
-        for (size_t i = 0; i < z->n_nodes; i++)
+        for (size_t i = 0; i < z->n_nodes; i++) {
                 free(z->nodes[i]->rrs.v);
+                free(z->nodes[i]->seen); /* a build that failed half way */
+        }
         free(z->nodes);
         se_hashmap_release(&z->names);
         se_arena_release(&z->arena);

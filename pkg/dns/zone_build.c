@@ -212,22 +212,53 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
                            const char *why);
 
 /* An SRV record to target; the weight is filled in by finish. */
+static int make_srv(struct build *b, int32_t port, const uint8_t *target,
+                    const struct dns_rr_set *add, const char *why, struct dns_rr *rr)
+{
+        uint8_t f[6] = { 0, 0, 0, 0, (uint8_t)(port >> 8), (uint8_t)port };
+        *rr = (struct dns_rr){ .type = DNS_T_SRV,
+                               .ttl = b->z->ttl,
+                               .n_fixed = 6,
+                               .name = target,
+                               .add = add,
+                               .why = why };
+        return (rr->fixed = arena_copy(b->z, f, 6)) ? 0 : -ENOMEM;
+}
+
 static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint8_t *target,
                    const struct dns_rr_set *add, const char *why)
 {
-        uint8_t f[6] = { 0, 0, 0, 0, (uint8_t)(port >> 8), (uint8_t)port };
-        struct dns_rr rr = { .type = DNS_T_SRV,
-                             .ttl = b->z->ttl,
-                             .n_fixed = 6,
-                             .name = target,
-                             .add = add,
-                             .why = why };
-        if (!(rr.fixed = arena_copy(b->z, f, 6)))
-                return -ENOMEM;
         /* the (address, port) pairs CoreDNS counts before it dedups: the
          * weight divides 100 among them (finish) */
         n->srv_pairs++;
-        return node_add(n, &rr);
+        struct dns_rr rr;
+        int r = make_srv(b, port, target, add, why, &rr);
+        return r < 0 ? r : node_add(n, &rr);
+}
+
+/* An SRV to the endpoint name en on node n (en itself, its headless
+ * service, a port of it), made once per (n, port): the same name and port
+ * again (a second address, a hostname two endpoints share, the IPv6 slice
+ * of a dual-stack pod) only counts for the weight. Without a scan of n's
+ * records: a headless service may have thousands. */
+static int add_endpoint_srv(struct build *b, struct dns_node *en, struct dns_node *n, int32_t port,
+                            const uint8_t *target, const char *why)
+{
+        n->srv_pairs++;
+        for (uint32_t i = 0; i < en->n_seen; i++)
+                if (en->seen[i].node == n && en->seen[i].port == port)
+                        return 0;
+        if ((en->n_seen & (en->n_seen - 1)) == 0) { /* 0, 1, 2, 4...: grow */
+                struct dns_srv_seen *v =
+                        se_reallocarray(en->seen, en->n_seen ? 2 * en->n_seen : 1, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                en->seen = v;
+        }
+        en->seen[en->n_seen++] = (struct dns_srv_seen){ n, port };
+        struct dns_rr rr;
+        int r = make_srv(b, port, target, &en->rrs, why, &rr);
+        return r < 0 ? r : set_push(&n->rrs, &rr);
 }
 
 static const char *why_of(struct se_dns_zone *z, const char *kind, const struct se_object *o)
@@ -349,8 +380,7 @@ static int build_cluster_ip(struct build *b, const struct se_service *s, const c
  * on the endpoint's own name (one per port). */
 static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
                             struct dns_node *svc, const char *fqdn, struct dns_node *en,
-                            const uint8_t *target, const struct dns_rr_set *own,
-                            const struct dns_rr_set *add, const char *why)
+                            const uint8_t *target, const struct dns_rr_set *own, const char *why)
 {
         int r = 0;
         for (uint32_t a = 0; svc && a < own->n && r == 0; a++)
@@ -360,9 +390,9 @@ static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
                 if (!sp->has_port)
                         continue;
                 for (uint32_t a = 0; a < own->n && r == 0; a++) {
-                        r = add_srv(b, en, sp->port, target, add, why);
+                        r = add_endpoint_srv(b, en, en, sp->port, target, why);
                         if (r == 0 && svc)
-                                r = add_srv(b, svc, sp->port, target, add, why);
+                                r = add_endpoint_srv(b, en, svc, sp->port, target, why);
                 }
                 if (r < 0 || !svc || !sp->name || !label_ok(sp->name))
                         continue;
@@ -375,7 +405,7 @@ static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
                 for (uint32_t a = 0; a < own->n && r == 0; a++) {
                         r = set_push(&pn->rrs, &own->v[a]);
                         if (r == 0)
-                                r = add_srv(b, pn, sp->port, target, add, why);
+                                r = add_endpoint_srv(b, en, pn, sp->port, target, why);
                 }
         }
         return r;
@@ -415,7 +445,6 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                          * are all of its name's (two endpoints may share a
                          * hostname: both answer) */
                         struct dns_rr_set own_set = { 0 }, *own = &own_set;
-                        const struct dns_rr_set *add = &en->rrs;
                         for (uint32_t a = 0; a < ep->addresses.n && a < 100; a++) {
                                 struct dns_rr rr;
                                 if (!addr_rr(z, ep->addresses.v[a], why, &rr))
@@ -436,7 +465,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                                 free(own->v);
                                 return -ENOMEM;
                         }
-                        int r = endpoint_records(b, es, svc, fqdn, en, target, own, add, why);
+                        int r = endpoint_records(b, es, svc, fqdn, en, target, own, why);
                         free(own->v);
                         if (r < 0)
                                 return r;
@@ -522,7 +551,8 @@ static int build_service(struct build *b, const struct se_service *s)
                 return s->type == SE_SVC_EXTERNAL_NAME ? 0 : build_ptrs_only(b, s, fqdn, why);
         if (s->type == SE_SVC_EXTERNAL_NAME)
                 return build_external(b, s, fqdn, why);
-        bool headless = s->cluster_ip && strcmp(s->cluster_ip, "None") == 0;
+        const char *first = s->cluster_ips.n ? s->cluster_ips.v[0] : s->cluster_ip;
+        bool headless = first && strcmp(first, "None") == 0;
         /* a headless service without a ready endpoint gets no node at all:
          * NXDOMAIN for every type (spec 2.4.1) */
         int r = headless ? 0 : build_cluster_ip(b, s, fqdn, why);
@@ -705,6 +735,9 @@ static void finish(struct se_dns_zone *z)
 {
         for (size_t i = 0; i < z->n_nodes; i++) {
                 struct dns_node *n = z->nodes[i];
+                free(n->seen);
+                n->seen = NULL;
+                n->n_seen = 0;
                 if (n->rrs.cap > n->rrs.n && n->rrs.n > 0) {
                         struct dns_rr *v = se_reallocarray(n->rrs.v, n->rrs.n, sizeof(*v));
                         if (v) { /* else keep the bigger one */

@@ -182,6 +182,17 @@ static void no_namespace_objects(void **state)
         assert_answer(z, "kube-system.svc.cluster.local", 1, "NOERROR qr aa rd\n" SOA_CL);
         assert_answer(z, "nope.svc.cluster.local", 1, "NXDOMAIN qr aa rd\n" SOA_CL);
         se_dns_zone_unref(z);
+        /* headless said only in clusterIPs */
+        z = t_zone(
+                "apiVersion: v1\nkind: Service\nmetadata: {name: h, namespace: default}\n"
+                "spec: {clusterIPs: [None]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: h, namespace: default, labels: {kubernetes.io/service-name: h}}\n"
+                "addressType: IPv4\nendpoints: [{addresses: [10.0.0.1]}]\n",
+                NULL);
+        assert_answer(z, "h.default.svc.cluster.local", 1,
+                      "NOERROR qr aa rd\nAN h.default.svc.cluster.local. 5 A 10.0.0.1\n");
+        se_dns_zone_unref(z);
 }
 
 static void pods_insecure(void **state)

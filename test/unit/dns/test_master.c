@@ -59,6 +59,23 @@ static void master_file(void **state)
         assert_non_null(strstr(
                 m, "ext.ns1.svc.cluster.local.\t5\tIN\tCNAME\texample.com.\t; Service ns1/ext\n"));
         free(m);
+        /* one name: its records and their objects */
+        assert_int_equal(se_dns_name_explain(z, "_PG._tcp.db.ns1.svc.cluster.local.", &m), 0);
+        assert_string_equal(m, "_pg._tcp.db.ns1.svc.cluster.local.\t5\tIN\tA\t10.244.0.7\t; "
+                               "EndpointSlice ns1/db-1\n"
+                               "_pg._tcp.db.ns1.svc.cluster.local.\t5\tIN\tSRV\t0 100 5432 "
+                               "db-0.db.ns1.svc.cluster.local.\t; EndpointSlice ns1/db-1\n");
+        free(m);
+        assert_int_equal(se_dns_name_explain(z, "pg.tcp.db.ns1.svc.cluster.local", &m), 0);
+        assert_non_null(strstr(m, "IN\tSRV\t0 100 5432"));
+        free(m);
+        assert_int_equal(se_dns_name_explain(z, "in-addr.arpa", &m), 0);
+        assert_string_equal(m, "in-addr.arpa.\t5\tIN\tSOA\tns.dns.in-addr.arpa. "
+                               "hostmaster.in-addr.arpa. 1700000000 7200 1800 86400 5\n");
+        free(m);
+        assert_int_equal(se_dns_name_explain(z, "nope.ns1.svc.cluster.local", &m), 0);
+        assert_string_equal(m, "");
+        free(m);
         assert_int_equal(se_dns_zone_serial(z), 1700000000u);
         /* references: the zone lives until the last one goes */
         assert_ptr_equal(se_dns_zone_ref(z), z);

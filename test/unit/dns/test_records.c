@@ -310,6 +310,15 @@ static void reverse(void **state)
         assert_answer(f, "9.9.9.9.in-addr.arpa", 12, "FORWARD");
         assert_answer(f, "1.0.0.10.in-addr.arpa", 1, "FORWARD");
         assert_answer(f, "0.10.in-addr.arpa", 12, "FORWARD");
+        /* the apex, and svc or pod right below it, are names without
+         * records to CoreDNS's parser: NODATA, never forwarded */
+        assert_answer(f, "in-addr.arpa", 1,
+                      "NOERROR qr aa rd\nNS in-addr.arpa. 5 SOA ns.dns.in-addr.arpa. "
+                      "hostmaster.in-addr.arpa. 1700000000 7200 1800 86400 5\n");
+        assert_answer(f, "svc.ip6.arpa", 12,
+                      "NOERROR qr aa rd\nNS ip6.arpa. 5 SOA ns.dns.ip6.arpa. "
+                      "hostmaster.ip6.arpa. 1700000000 7200 1800 86400 5\n");
+        assert_answer(f, "x.svc.in-addr.arpa", 1, "FORWARD");
         assert_answer(f, "1.0.0.10.in-addr.arpa", 12,
                       "NOERROR qr aa rd\n"
                       "AN 1.0.0.10.in-addr.arpa. 5 PTR svc1.testns.svc.cluster.local.\n");

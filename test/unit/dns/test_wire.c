@@ -87,7 +87,7 @@ static void formerr_and_notimp(void **state)
         uint8_t q[600];
         size_t n = t_query(q, "kubernetes.default.svc.cluster.local", 1, -1, false);
         q[2] = (uint8_t)(2 << 3 | 1); /* STATUS, RD */
-        assert_bytes(q, n, "id=1234 op=2 qd=0 NOTIMP qr\n");
+        assert_bytes(q, n, "id=1234 op=2 qd=0 NOTIMP qr rd\n");
         q[2] = 1;
         q[5] = 0; /* no question */
         assert_bytes(q, n, "id=1234 op=0 qd=0 FORMERR qr rd\n");
@@ -102,6 +102,16 @@ static void formerr_and_notimp(void **state)
         q[11] = 0;
         /* a question cut short */
         assert_bytes(q, n - 2, "id=1234 op=0 qd=0 FORMERR qr rd\n");
+        /* the query's own header bits come back, opcode QUERY, AA and Z off */
+        q[2] = (uint8_t)(5 << 3 | 0x04 | 0x02 | 1);
+        q[3] = 0xf0;
+        assert_bytes(q, n, "id=1234 op=5 qd=0 NOTIMP qr tc rd ra cd\n");
+        q[2] = 0x04 | 0x02;
+        q[5] = 2;
+        assert_bytes(q, n, "id=1234 op=0 qd=0 FORMERR qr tc ra cd\n");
+        q[2] = 1;
+        q[3] = 0;
+        q[5] = 1;
         assert_bytes(q, 14, "id=1234 op=0 qd=0 FORMERR qr rd\n");
         /* an additional record announced but missing: the question is read */
         q[11] = 1;
@@ -193,6 +203,10 @@ static void flags_and_opt(void **state)
         assert_bytes(q, n + 11, "id=1234 op=0 qd=1 FORMERR qr rd\n");
         /* EDNS version 1: BADVERS (16: 1 in the OPT, 0 in the header) */
         n = t_query(q, "kubernetes.default.svc.cluster.local", 1, 4096, false);
+        q[n - 5] = 1;
+        assert_bytes(q, n, "id=1234 op=0 qd=1 NOERROR qr rd\nAR . OPT 4096 rcode-hi=1\n");
+        /* for names outside the zone too: the server says it, not upstream */
+        n = t_query(q, "example.com", 1, 4096, false);
         q[n - 5] = 1;
         assert_bytes(q, n, "id=1234 op=0 qd=1 NOERROR qr rd\nAR . OPT 4096 rcode-hi=1\n");
 }
