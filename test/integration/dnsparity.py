@@ -57,7 +57,18 @@ def _reverse_aged(up, ours, part):
     return len(a) == len(b) and all(y - 30 <= x <= y for x, y in zip(a, b))
 
 
+def _pod_srv_nodata(up, ours, part):
+    # CoreDNS answers the SRV form of a pod name with port 0 and the pod's
+    # address; svcenv-dns gives NODATA
+    theirs = up["sections"].get("ANSWER", [])
+    return (bool(theirs) and all(r[3] == "SRV" and r[4].split()[2] == "0" for r in theirs)
+            and ".pod." in theirs[0][0].lower() and ours["rcode"] == "NOERROR"
+            and not ours["sections"].get("ANSWER")
+            and part.split(":", 1)[0] in ("ANSWER", "AUTHORITY", "ADDITIONAL"))
+
+
 DIFFERENCES = [
+    ("the SRV form of a pod name is NODATA; CoreDNS answers port 0", _pod_srv_nodata),
     ("answers in the reverse zones are not cached; CoreDNS's cache (kubeadm "
      "disables it for the cluster domain only) serves them aged", _reverse_aged),
     ("the forwarder's cache keeps each record's own TTL, aged; CoreDNS's gives "
