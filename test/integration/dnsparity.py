@@ -38,15 +38,6 @@ def _forwarded_ttls(up, ours, part):
     return part.split(": ", 1)[-1].startswith("forwarded TTLs")
 
 
-def _cname_alone(up, ours, part):
-    # CoreDNS: the CNAME plus the target's records; svcenv-dns: that CNAME
-    mine = ours["sections"].get("ANSWER", [])
-    theirs = up["sections"].get("ANSWER", [])
-    # (TTL aside: CoreDNS gives the CNAME the smallest TTL of the answer)
-    return (part.startswith("ANSWER:") and len(mine) == 1 and mine[0][3] == "CNAME"
-            and any(r[0] == mine[0][0] and r[3:] == mine[0][3:] for r in theirs))
-
-
 def _reverse_aged(up, ours, part):
     # CoreDNS's cache serves the reverse zones' answers aged, by at most its
     # 30 s; svcenv-dns answers them from the snapshot, TTLs whole
@@ -73,8 +64,6 @@ DIFFERENCES = [
      "disables it for the cluster domain only) serves them aged", _reverse_aged),
     ("the forwarder's cache keeps each record's own TTL, aged; CoreDNS's gives "
      "every record the entry's remaining TTL", _forwarded_ttls),
-    ("an ExternalName answer is the CNAME alone; CoreDNS appends the target's "
-     "records resolved through its forwarder", _cname_alone),
 ]
 
 
