@@ -48,6 +48,28 @@ def _reverse_aged(up, ours, part):
     return len(a) == len(b) and all(y - 30 <= x <= y for x, y in zip(a, b))
 
 
+def _reverse_owner_case(up, ours, part):
+    # CoreDNS's cache (on for the reverse zones) answers a PTR query with the
+    # owner name spelt as the query that filled the entry (a lower-case one
+    # before a mixed-case one: lower case; the other way round: mixed case
+    # for everyone); svcenv-dns echoes each query's own spelling
+    if not part.startswith("ANSWER: upstream only"):
+        return False
+    a, b = up["sections"].get("ANSWER", []), ours["sections"].get("ANSWER", [])
+
+    def key(r):
+        return (r[0].lower(),) + tuple(r[2:])
+
+    if not a or len(a) != len(b) or sorted(map(key, a)) != sorted(map(key, b)):
+        return False
+    if not all(r[3] == "PTR" and r[0].lower().endswith(("in-addr.arpa.", "ip6.arpa."))
+               for r in a):
+        return False
+    ta = sorted(int(r[1]) for r in a)
+    tb = sorted(int(r[1]) for r in b)
+    return all(y - 30 <= x <= y for x, y in zip(ta, tb))
+
+
 def _pod_srv_nodata(up, ours, part):
     # CoreDNS answers the SRV form of a pod name with port 0 and the pod's
     # address; svcenv-dns gives NODATA
@@ -62,6 +84,8 @@ DIFFERENCES = [
     ("the SRV form of a pod name is NODATA; CoreDNS answers port 0", _pod_srv_nodata),
     ("answers in the reverse zones are not cached; CoreDNS's cache (kubeadm "
      "disables it for the cluster domain only) serves them aged", _reverse_aged),
+    ("a PTR answer's owner echoes the query's spelling; CoreDNS's cache answers "
+     "with the spelling of the query that filled it", _reverse_owner_case),
     ("the forwarder's cache keeps each record's own TTL, aged; CoreDNS's gives "
      "every record the entry's remaining TTL", _forwarded_ttls),
 ]
