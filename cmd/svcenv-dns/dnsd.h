@@ -83,8 +83,20 @@ struct fwd_job {
         uint8_t query[];
 };
 
+/* A worker's buffers: allocated once per worker (not thread-local, which
+ * every thread of the process would carry). */
+struct dnsd_scratch {
+        uint8_t in[SE_DNS_MAX_MSG]; /* a datagram */
+        uint8_t out[SE_DNS_MAX_MSG]; /* the answer being written */
+        uint8_t tmp[SE_DNS_MAX_MSG]; /* autopath and ExternalName lookups */
+        uint8_t merged[SE_DNS_MAX_MSG];
+        uint8_t done[SE_DNS_MAX_MSG]; /* finishing a forwarded answer */
+        uint8_t cq[SE_DNS_MAX_NAME + 64]; /* a query made here */
+};
+
 struct dnsd_worker {
         struct dnsd *d;
+        struct dnsd_scratch *s;
         unsigned idx;
         pthread_t thread;
         bool started;

@@ -223,7 +223,7 @@ static int autopath(struct dnsd_worker *w, int proto, const struct sockaddr_stor
         name[nl - (size_t)sl] = '\0'; /* the base */
         char type_text[16];
         snprintf(type_text, sizeof(type_text), "TYPE%u", qtype);
-        static __thread uint8_t cq[SE_DNS_MAX_NAME + 64], tmp[SE_DNS_MAX_MSG];
+        uint8_t *cq = w->s->cq, *tmp = w->s->tmp;
         struct se_dns_client whole = *client;
         whole.transport = SE_DNS_TCP; /* cut once, at the end */
         for (int i = 0; i < 3; i++) {
@@ -234,12 +234,12 @@ static int autopath(struct dnsd_worker *w, int proto, const struct sockaddr_stor
                         snprintf(cand, sizeof(cand), "%s.%s", name, d->zone_name);
                 else
                         snprintf(cand, sizeof(cand), "%s", name);
-                int cl = se_dns_query_make(cand, type_text, 0, 0, cq, sizeof(cq), NULL);
+                int cl = se_dns_query_make(cand, type_text, 0, 0, cq, sizeof(w->s->cq), NULL);
                 if (cl < 0)
                         continue;
                 size_t tlen = 0;
                 enum se_dns_verdict v =
-                        se_dns_answer(w->zone, &whole, cq, (size_t)cl, tmp, sizeof(tmp), &tlen);
+                        se_dns_answer(w->zone, &whole, cq, (size_t)cl, tmp, SE_DNS_MAX_MSG, &tlen);
                 if (v == SE_DNS_REPLY) {
                         unsigned rc = tlen >= 12 ? tmp[3] & 0x0f : 2;
                         if (rc == 3 || !client_writes(rc))
@@ -252,7 +252,7 @@ static int autopath(struct dnsd_worker *w, int proto, const struct sockaddr_stor
                 /* the bare name: the cache, else upstream */
                 if (d->cache &&
                     (tlen = se_dns_cache_get(d->cache, cq, (size_t)cl, t0 / 1000000000ull, 0, tmp,
-                                             sizeof(tmp))) > 0) {
+                                             SE_DNS_MAX_MSG)) > 0) {
                         if ((tmp[3] & 0x0f) != 0)
                                 return AP_NONE;
                         *olen = se_dns_autopath_reply(q, qlen, tmp, tlen, udp_max, out, cap);
@@ -308,17 +308,17 @@ static int chase(struct dnsd_worker *w, int proto, const struct sockaddr_storage
                        tl > zl && target[tl - zl - 1] == '.' &&
                                strcmp(target + tl - zl, d->zone_name) == 0)
                 return AP_NONE; /* in the zone: pkg/dns followed it */
-        static __thread uint8_t cq[SE_DNS_MAX_NAME + 64], tmp[SE_DNS_MAX_MSG],
-                merged[SE_DNS_MAX_MSG];
-        int cl = se_dns_query_make(target, qtype == 1 ? "A" : "AAAA", 0, 0, cq, sizeof(cq), NULL);
+        uint8_t *cq = w->s->cq, *tmp = w->s->tmp, *merged = w->s->merged;
+        int cl = se_dns_query_make(target, qtype == 1 ? "A" : "AAAA", 0, 0, cq, sizeof(w->s->cq),
+                                   NULL);
         if (cl < 0)
                 return AP_NONE;
         size_t tlen;
         if (d->cache && (tlen = se_dns_cache_get(d->cache, cq, (size_t)cl, t0 / 1000000000ull, 0,
-                                                 tmp, sizeof(tmp))) > 0) {
+                                                 tmp, SE_DNS_MAX_MSG)) > 0) {
                 size_t n = (tmp[3] & 0x0f) == 0 ?
                                    se_dns_append_answers(out, *olen, tmp, tlen, udp_max, merged,
-                                                         sizeof(merged)) :
+                                                         SE_DNS_MAX_MSG) :
                                    0;
                 if (n && n <= cap) {
                         memcpy(out, merged, n);
@@ -350,7 +350,7 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
 {
         struct dnsd *d = w->d;
         uint64_t t0 = se_now_mono_ns();
-        static __thread uint8_t out[SE_DNS_MAX_MSG];
+        uint8_t *out = w->s->out;
         struct se_dns_client client;
         client_of(peer, &client);
         client.transport = proto == DNSD_PROTO_TCP ? SE_DNS_TCP : SE_DNS_UDP;
@@ -361,10 +361,10 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
         enum se_dns_verdict v;
         int plugin = DNSD_PLUGIN_KUBERNETES;
         if (w->zone) {
-                v = se_dns_answer(w->zone, &client, q, qlen, out, sizeof(out), &olen);
+                v = se_dns_answer(w->zone, &client, q, qlen, out, SE_DNS_MAX_MSG, &olen);
         } else if (qlen >= 12 && !(q[2] & 0x80)) {
                 /* not synced yet: SERVFAIL, as CoreDNS before its informers sync */
-                olen = se_dns_error_reply(q, qlen, 2, out, sizeof(out));
+                olen = se_dns_error_reply(q, qlen, 2, out, SE_DNS_MAX_MSG);
                 v = olen ? SE_DNS_REPLY : SE_DNS_DROP;
         } else {
                 v = SE_DNS_DROP;
@@ -377,13 +377,13 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
         dnsd_count_request(&d->m, proto, fam, type);
         size_t udp_max = proto == DNSD_PROTO_UDP ? se_dns_udp_size(q, qlen) : 0;
         if (v == SE_DNS_REPLY && (type == 0 || type == 1) &&
-            chase(w, proto, peer, plen, conn, q, qlen, udp_max, t0, fam, type, out, sizeof(out),
+            chase(w, proto, peer, plen, conn, q, qlen, udp_max, t0, fam, type, out, SE_DNS_MAX_MSG,
                   &olen) == AP_QUEUED)
                 return true;
         if (v == SE_DNS_REPLY && d->autopath && w->index && olen >= 12 && (out[3] & 0x0f) == 3) {
                 size_t alen = 0;
                 int ap = autopath(w, proto, peer, plen, conn, &client, q, qlen, udp_max, t0, fam,
-                                  type, out + olen, sizeof(out) - olen, &alen);
+                                  type, out + olen, SE_DNS_MAX_MSG - olen, &alen);
                 if (ap == AP_QUEUED)
                         return true;
                 if (ap == AP_ANSWERED) {
@@ -396,7 +396,7 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
                 plugin = DNSD_PLUGIN_FORWARD;
                 olen = 0;
                 if (d->cache && (olen = se_dns_cache_get(d->cache, q, qlen, t0 / 1000000000ull,
-                                                         udp_max, out, sizeof(out))) > 0) {
+                                                         udp_max, out, SE_DNS_MAX_MSG)) > 0) {
                         plugin = DNSD_PLUGIN_CACHE;
                 } else if (d->n_upstreams) {
                         struct fwd_job *job = new_job(w, proto, peer, plen, conn, udp_max, t0, fam,
@@ -413,7 +413,7 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
                         }
                 }
                 if (!olen) /* no upstream, or no room to ask one */
-                        olen = se_dns_error_reply(q, qlen, 2, out, sizeof(out));
+                        olen = se_dns_error_reply(q, qlen, 2, out, SE_DNS_MAX_MSG);
                 if (!olen)
                         return true;
         }
@@ -432,15 +432,15 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
  * the client gets what the zone said to its own question (NXDOMAIN). */
 static void autopath_done(struct dnsd_worker *w, struct fwd_job *job)
 {
-        static __thread uint8_t buf[SE_DNS_MAX_MSG];
+        uint8_t *buf = w->s->done;
         size_t n = 0;
         if ((job->resp[3] & 0x0f) == 0)
                 n = se_dns_autopath_reply(job->ap_query, job->ap_qlen, job->resp, job->rlen,
-                                          job->ap_udp_max, buf, sizeof(buf));
+                                          job->ap_udp_max, buf, SE_DNS_MAX_MSG);
         if (!n && w->zone) {
                 struct se_dns_client c = { .transport = job->ap_udp_max ? SE_DNS_UDP : SE_DNS_TCP };
-                if (se_dns_answer(w->zone, &c, job->ap_query, job->ap_qlen, buf, sizeof(buf), &n) !=
-                    SE_DNS_REPLY)
+                if (se_dns_answer(w->zone, &c, job->ap_query, job->ap_qlen, buf, SE_DNS_MAX_MSG,
+                                  &n) != SE_DNS_REPLY)
                         n = 0;
         }
         uint8_t *copy = n ? malloc(n) : NULL;
@@ -455,10 +455,10 @@ static void autopath_done(struct dnsd_worker *w, struct fwd_job *job)
  * the CNAME when it is NOERROR, else the CNAME alone. */
 static void chase_done(struct fwd_job *job)
 {
-        static __thread uint8_t buf[SE_DNS_MAX_MSG];
+        uint8_t *buf = job->w->s->done;
         size_t n = job->rlen && (job->resp[3] & 0x0f) == 0 ?
                            se_dns_append_answers(job->chase, job->chase_len, job->resp, job->rlen,
-                                                 job->ap_udp_max, buf, sizeof(buf)) :
+                                                 job->ap_udp_max, buf, SE_DNS_MAX_MSG) :
                            0;
         const uint8_t *src = n ? buf : job->chase;
         size_t len = n ? n : job->chase_len;
@@ -527,11 +527,11 @@ void dnsd_job_done(struct fwd_job *job)
 
 static void on_udp(struct dnsd_worker *w)
 {
-        static __thread uint8_t buf[SE_DNS_MAX_MSG];
+        uint8_t *buf = w->s->in;
         for (int i = 0; i < BATCH; i++) {
                 struct sockaddr_storage peer;
                 socklen_t plen = sizeof(peer);
-                ssize_t n = recvfrom(w->udp, buf, sizeof(buf), MSG_DONTWAIT,
+                ssize_t n = recvfrom(w->udp, buf, SE_DNS_MAX_MSG, MSG_DONTWAIT,
                                      (struct sockaddr *)&peer, &plen);
                 if (n < 0)
                         return;
@@ -695,6 +695,8 @@ int dnsd_workers_start(struct dnsd *d)
                 struct dnsd_worker *w = &d->workers[i];
                 w->d = d;
                 w->idx = i;
+                if (!w->s && !(w->s = malloc(sizeof(*w->s))))
+                        return -ENOMEM;
                 w->ep = w->udp = w->tcp = w->wake = -1;
                 pthread_mutex_init(&w->done_lock, NULL);
                 int r;
@@ -758,6 +760,8 @@ void dnsd_workers_stop(struct dnsd *d)
                 w->zone = se_dns_zone_unref(w->zone);
                 dnsd_podindex_unref(atomic_exchange(&w->next_index, NULL));
                 w->index = dnsd_podindex_unref(w->index);
+                free(w->s);
+                w->s = NULL;
                 pthread_mutex_destroy(&w->done_lock);
         }
 }

@@ -28,6 +28,7 @@ static const char usage[] =
         "\n"
         "  --explain             name the object behind each record\n"
         "  --zone                print the whole cluster zone as an RFC 1035 master file\n"
+        "                        (with --explain: each record's object too)\n"
         "  --domain DOMAIN       cluster domain (default cluster.local; svcenv-dns --zone)\n"
         "  --ttl S               record TTL (default 5)\n"
         "  --pods disabled|insecure|verified (default disabled)\n"
@@ -354,7 +355,9 @@ int cmd_dns(int argc, char **argv)
                                    cli_fail(EXIT_SYSTEM, "out of memory");
         } else if (want_zone) {
                 char *text = NULL;
-                if (se_dns_zone_master(zone, &text) < 0)
+                /* --explain: each record followed by the object behind it */
+                if ((want_explain ? se_dns_zone_explain(zone, &text) :
+                                    se_dns_zone_master(zone, &text)) < 0)
                         r = cli_fail(EXIT_SYSTEM, "out of memory");
                 else
                         fputs(text, stdout);

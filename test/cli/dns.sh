@@ -22,6 +22,7 @@ golden "dns-version TXT" $g/txt-version.txt dns dns-version.cluster.local TXT
 golden "the ndots:5 walk of an external name is answered from the zone" $g/ndots.txt dns example.com.shop.svc.cluster.local
 golden "--ttl and --domain" $g/ttl-domain.txt dns --ttl 30 --domain k8s.test frontend.shop.svc.k8s.test
 golden "--zone prints the zone" $g/zone.txt dns --zone
+golden "--zone --explain names each record's object" $g/zone-explain.txt dns --zone --explain
 golden "a name outside the zone is forwarded" $g/forward.txt dns www.example.com
 fails_with "no name is a usage error" 2 "svcenv dns: a NAME to look up is required (see 'svcenv dns --help')" dns
 fails_with "unknown type is a usage error" 2 "svcenv dns: unknown record type \"BOGUS\" (see 'svcenv dns --help')" dns web.shop BOGUS
