@@ -86,8 +86,8 @@ DIFFERENCES = [
      "disables it for the cluster domain only) serves them aged", _reverse_aged),
     ("a PTR answer's owner echoes the query's spelling; CoreDNS's cache answers "
      "with the spelling of the query that filled it", _reverse_owner_case),
-    ("the forwarder's cache keeps each record's own TTL, aged; CoreDNS's gives "
-     "every record the entry's remaining TTL", _forwarded_ttls),
+    ("a cached answer's TTLs count from when each server's cache took it "
+     "(the two fill their caches at different moments)", _forwarded_ttls),
 ]
 
 
@@ -488,6 +488,9 @@ def normalize(r, zone):
     secs, apart = {}, {}
     for sec, rrs in r["sections"].items():
         out = []
+        # an ExternalName's CNAME in front of forwarded records: both servers'
+        # caches give the whole answer the cached target's remaining TTL
+        chased = any(not in_zone(n, zone) and not in_reverse(n) for n, *_ in rrs)
         for name, ttl, cls, typ, rdata in rrs:
             if typ == "SOA":
                 f = rdata.split()
@@ -499,6 +502,8 @@ def normalize(r, zone):
             if in_reverse(name):
                 kind = "rev"
             elif not in_zone(name, zone) and not in_reverse(name):
+                kind = "fwd"
+            elif chased and typ == "CNAME":
                 kind = "fwd"
             out.append(key + ("" if kind else f" ttl={ttl}"))
             if kind:
@@ -526,6 +531,13 @@ def difference(qline, up, ours, zone):
     truncated = "tc" in up["flags"].split()
     us, ua = normalize(up, zone)
     os_, oa = normalize(ours, zone)
+    # CoreDNS's cache gives all records of a reply one TTL; when its answer
+    # mixes cluster and forwarded records, so must ours (whatever the age)
+    if ua.get(("ANSWER", "fwd")) and any(in_zone(r[0], zone) for r in up["sections"]["ANSWER"]):
+        tu = {r[1] for r in up["sections"]["ANSWER"]}
+        to = {r[1] for r in ours["sections"].get("ANSWER", [])}
+        if len(tu) == 1 and len(to) != 1:
+            why.append(f"ANSWER: one TTL {sorted(tu)} vs several {sorted(to)}")
     for sec in ("ANSWER", "AUTHORITY", "ADDITIONAL"):
         a, b = us.get(sec, []), os_.get(sec, [])
         if truncated:
