@@ -147,6 +147,8 @@ struct dnsd {
 
         /* forwarder (forward.c) */
         struct se_dns_cache *cache; /* NULL: no cache */
+        /* with the cache: every reply's TTLs as CoreDNS's cache sets them */
+        struct se_dns_ttl_bounds ttl_bounds;
         pthread_mutex_t fwd_lock;
         pthread_cond_t fwd_cond;
         struct fwd_job *fwd_head, *fwd_tail;

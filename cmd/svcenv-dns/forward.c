@@ -193,8 +193,11 @@ static void forward_one(struct dnsd *d, struct fwd_job *job, uint8_t *buf, size_
         free(q);
         if (n < 12)
                 goto fail;
-        if (d->cache)
+        if (d->cache) {
+                /* what CoreDNS's cache writes and keeps: one TTL for all */
+                (void)se_dns_cache_ttls(buf, (size_t)n, &d->ttl_bounds);
                 (void)se_dns_cache_put(d->cache, buf, (size_t)n, se_now_mono_ns() / 1000000000ull);
+        }
         buf[0] = job->query[0];
         buf[1] = job->query[1];
         size_t len = (size_t)n;

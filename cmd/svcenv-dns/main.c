@@ -559,6 +559,10 @@ int main(int argc, char **argv)
                 copts.max_ttl = copts.max_neg_ttl = cache_ttl;
                 if (cache_ttl < 5)
                         copts.min_ttl = cache_ttl;
+                /* CoreDNS's cache: the floors and the failure TTL stay 5 */
+                d.ttl_bounds = (struct se_dns_ttl_bounds){
+                        .min = 5, .max = cache_ttl, .min_neg = 5, .max_neg = cache_ttl, .fail = 5
+                };
                 if (!(d.cache = se_dns_cache_new(&copts))) {
                         se_log_error("out of memory");
                         return 4;

@@ -418,6 +418,8 @@ static bool handle_query(struct dnsd_worker *w, int proto, const struct sockaddr
                 if (!olen)
                         return true;
         }
+        if (d->cache && plugin != DNSD_PLUGIN_CACHE) /* a hit has its aged TTLs */
+                (void)se_dns_cache_ttls(out, olen, &d->ttl_bounds);
         dnsd_count_response(&d->m, plugin, out, olen, type, se_now_mono_ns() - t0);
         if (proto == DNSD_PROTO_UDP) {
                 reply_udp(w, peer, plen, out, olen);
@@ -486,6 +488,8 @@ static void drain_done(struct dnsd_worker *w)
                         autopath_done(w, job);
                 if (job->chase)
                         chase_done(job);
+                if (job->rlen && w->d->cache && (job->chase || job->ap_query))
+                        (void)se_dns_cache_ttls(job->resp, job->rlen, &w->d->ttl_bounds);
                 if (job->rlen) {
                         int plugin = job->ap_query ? DNSD_PLUGIN_AUTOPATH :
                                      job->chase    ? DNSD_PLUGIN_KUBERNETES :

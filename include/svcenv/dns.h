@@ -104,6 +104,19 @@ int se_dns_min_ttl(const uint8_t *msg, size_t len, uint32_t *ttl);
 /* Subtracts elapsed seconds from every TTL of a cached response in place
  * (not below 0; the OPT record untouched). 0 or -EBADMSG. */
 int se_dns_age_ttls(uint8_t *msg, size_t len, uint32_t elapsed);
+/* The bounds of CoreDNS's cache plugin (`cache 30`: 30 and 30; minimum
+ * TTLs and the failure TTL 5 by default). */
+struct se_dns_ttl_bounds {
+        uint32_t min, max; /* positive answers */
+        uint32_t min_neg, max_neg; /* NXDOMAIN and NODATA */
+        uint32_t fail; /* SERVFAIL and NOTIMP */
+};
+/* Gives every record of a response (not the OPT) the one TTL CoreDNS's
+ * cache gives a reply passing through it: the smallest TTL in the message
+ * clamped to b by the kind of answer (positive, denial, server error; 5
+ * clamped for a delegation or other error), in place. 0 or -EBADMSG
+ * (nothing changed then). */
+int se_dns_cache_ttls(uint8_t *msg, size_t len, const struct se_dns_ttl_bounds *b);
 /* The EDNS0 UDP payload size a query offers (SE_DNS_MIN_UDP without OPT). */
 size_t se_dns_udp_size(const uint8_t *query, size_t qlen);
 /* Cuts a response in place to at most max bytes at a record boundary, sets

@@ -116,15 +116,15 @@ full:
 
 /* Appends a record to a section; once one does not fit, the section and
  * those after it stay as they are (no half records, no records out of
- * order), and TC says so when an answer or authority record was lost. */
+ * order), and TC says so whichever section lost it: miekg/dns's Truncate
+ * under CoreDNS sets TC for a cut additional section too. */
 static void emit(struct reply *r, unsigned section, const uint8_t *owner, const struct dns_rr *rr)
 {
         if (r->full)
                 return;
         if (put_rr(r, owner, rr) < 0) {
-                r->full = true;
-                if (section < 2)
-                        r->tc = true;
+                (void)section;
+                r->full = r->tc = true;
                 return;
         }
         r->counts[section]++;

@@ -210,6 +210,78 @@ int se_dns_age_ttls(uint8_t *msg, size_t len, uint32_t elapsed)
         return each_rr(msg, len, age_one, &a) < 0 ? -EBADMSG : 0;
 }
 
+/* CoreDNS's cache plugin rewrites every answer that passes through it, cached
+ * or not (plugin/cache WriteMsg): all records get one TTL, the message's
+ * smallest clamped to the cache's bounds, by the kind of answer
+ * (response.Typify). */
+struct whole_ttl {
+        uint8_t *msg;
+        bool soa, ns, any;
+        uint32_t min;
+};
+
+static int scan_whole(void *data, unsigned section, const struct rr_pos *rr)
+{
+        struct whole_ttl *w = data;
+        if (rr->type == DNS_T_OPT)
+                return 0;
+        w->any = true;
+        if (section == 1 && rr->type == DNS_T_SOA)
+                w->soa = true;
+        if (section == 1 && rr->type == DNS_T_NS)
+                w->ns = true;
+        uint32_t t = dns_get32(w->msg + rr->ttl_at);
+        if (t < w->min)
+                w->min = t;
+        return 0;
+}
+
+static int set_whole(void *data, unsigned section, const struct rr_pos *rr)
+{
+        struct whole_ttl *w = data;
+        (void)section;
+        if (rr->type != DNS_T_OPT)
+                dns_put32(w->msg + rr->ttl_at, w->min);
+        return 0;
+}
+
+static uint32_t clamp(uint32_t v, uint32_t lo, uint32_t hi)
+{
+        v = v < lo ? lo : v;
+        return v > hi ? hi : v;
+}
+
+int se_dns_cache_ttls(uint8_t *msg, size_t len, const struct se_dns_ttl_bounds *b)
+{
+        /* CoreDNS's MinimalDefaultTTL: the message TTL of a kind it does not
+         * take from the records */
+        const uint32_t fallback = 5;
+        if (len < DNS_HDR)
+                return -EBADMSG;
+        unsigned rcode = msg[3] & 0x0f;
+        bool answers = dns_get16(msg + 6) > 0;
+        struct whole_ttl w = { .msg = msg, .min = UINT32_MAX };
+        if (each_rr(msg, len, scan_whole, &w) < 0)
+                return -EBADMSG;
+        if (!w.any)
+                return 0;
+        uint32_t ttl;
+        if (answers && rcode == DNS_RC_NOERROR) { /* success */
+                ttl = clamp(w.min < b->max ? w.min : b->max, b->min, b->max);
+        } else if (!answers &&
+                   ((w.soa && rcode == DNS_RC_NOERROR) || rcode == DNS_RC_NXDOMAIN)) { /* denial */
+                ttl = clamp(w.min < b->max_neg ? w.min : b->max_neg, b->min_neg, b->max_neg);
+        } else if (rcode == DNS_RC_SERVFAIL || rcode == DNS_RC_NOTIMP) {
+                ttl = b->fail; /* server error: the failure TTL as it is */
+        } else if (!w.ns && rcode == DNS_RC_NOERROR) { /* success, empty */
+                ttl = clamp(w.min < b->max ? w.min : b->max, b->min, b->max);
+        } else { /* a delegation, NXDOMAIN with answers, other errors */
+                ttl = clamp(fallback, b->min, b->max);
+        }
+        w.min = ttl;
+        return each_rr(msg, len, set_whole, &w) < 0 ? -EBADMSG : 0;
+}
+
 size_t se_dns_udp_size(const uint8_t *query, size_t qlen)
 {
         struct dns_query q;

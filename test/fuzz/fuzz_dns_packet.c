@@ -66,6 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(copy, data, size);
         (void)se_dns_age_ttls(copy, size, 17);
         memcpy(copy, data, size);
+        const struct se_dns_ttl_bounds b = {
+                .min = 5, .max = 30, .min_neg = 5, .max_neg = 30, .fail = 5
+        };
+        (void)se_dns_cache_ttls(copy, size, &b);
+        memcpy(copy, data, size);
         size_t max = size ? (size_t)data[size - 1] * 3 : 0;
         if (se_dns_truncate(copy, size, max) > (size > max ? max : size))
                 abort();

@@ -193,6 +193,12 @@ check "ExternalName: the CNAME, then the target's A from upstream" \
         test "$(q +noall +answer ext.$ns.$d | awk '{print $4, $5}' | tr '\n' ' ')" = "CNAME api.ext.svc.upstream.test. A 192.0.2.10 "
 check "ExternalName: a target without AAAA upstream, the CNAME alone" \
         test "$(q +noall +answer ext.$ns.$d AAAA | awk '{print $4, $5}' | tr '\n' ' ')" = "CNAME api.ext.svc.upstream.test. "
+# CoreDNS's `cache 30` rewrites every reply passing through it: one TTL for
+# all records, the smallest clamped to 5..30
+check "dns-version TXT through the cache: TTL 30, not 28800 (as CoreDNS)" \
+        test "$(q +noall +answer dns-version.cluster.local TXT | awk '{print $2}')" = 30
+check "ExternalName: the CNAME and the target's A under one TTL (as CoreDNS)" \
+        test "$(q +noall +answer ext.$ns.$d | awk '{print $2}' | sort -u | wc -l)" = 1
 # --autopath: the first query of the pod's search walk gets the final answer
 ap() { q -b "$pod_ip" +noall +answer "$@" | awk '{print $4, $5}' | tr '\n' ' '; }
 check "autopath: <svc>.<ns> from a pod of <ns> (CNAME, then the A)" \

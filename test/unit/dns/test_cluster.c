@@ -371,15 +371,60 @@ static void truncation(void **state)
         se_dns_zone_unref(z);
 }
 
+/* A headless SRV answer whose records all fit the client's 1232 bytes but
+ * whose additional A records do not: CoreDNS (miekg/dns Truncate) sets TC
+ * for a cut additional section too, not only for lost answers. */
+static void truncation_of_additional(void **state)
+{
+        (void)state;
+        char *y = NULL;
+        size_t ylen = 0;
+        FILE *f = open_memstream(&y, &ylen);
+        fputs("apiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n---\n"
+              "apiVersion: v1\nkind: Service\nmetadata: {name: hs-abcdefghij, namespace: default}\n"
+              "spec: {clusterIP: None, ports: [{name: http, port: 80}]}\n---\n"
+              "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+              "metadata: {name: hs-1, namespace: default, labels: {kubernetes.io/service-name: "
+              "hs-abcdefghij}}\n"
+              "addressType: IPv4\nports: [{name: http, port: 80, protocol: TCP}]\nendpoints:\n",
+              f);
+        for (int i = 1; i <= 15; i++)
+                fprintf(f, "- {addresses: [10.1.0.%d], conditions: {ready: true}}\n", i);
+        fclose(f);
+        struct se_dns_zone *z = t_zone(y, NULL);
+        free(y);
+        static uint8_t out[65535];
+        size_t len = t_raw(z, "hs-abcdefghij.default.svc.cluster.local", 33, 1232, SE_DNS_UDP, out,
+                           sizeof(out));
+        assert_true(len <= 1232);
+        assert_int_equal(t_u16(out + 6), 15); /* every SRV */
+        assert_true(t_u16(out + 10) < 16); /* not every A (+ the OPT) */
+        assert_true(out[2] & 0x02);
+        free(t_render(out, len));
+        /* room for all: no TC */
+        len = t_raw(z, "hs-abcdefghij.default.svc.cluster.local", 33, 4096, SE_DNS_UDP, out,
+                    sizeof(out));
+        assert_int_equal(t_u16(out + 10), 16);
+        assert_false(out[2] & 0x02);
+        se_dns_zone_unref(z);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(dual_stack_srv),     cmocka_unit_test(clusterip_endpoints),
-                cmocka_unit_test(headless_hostnames), cmocka_unit_test(external_corners),
-                cmocka_unit_test(namespace_gone),     cmocka_unit_test(no_namespace_objects),
-                cmocka_unit_test(pods_insecure),      cmocka_unit_test(pods_verified),
-                cmocka_unit_test(pods_disabled),      cmocka_unit_test(options),
-                cmocka_unit_test(shared_addresses),   cmocka_unit_test(truncation),
+                cmocka_unit_test(dual_stack_srv),
+                cmocka_unit_test(clusterip_endpoints),
+                cmocka_unit_test(headless_hostnames),
+                cmocka_unit_test(external_corners),
+                cmocka_unit_test(namespace_gone),
+                cmocka_unit_test(no_namespace_objects),
+                cmocka_unit_test(pods_insecure),
+                cmocka_unit_test(pods_verified),
+                cmocka_unit_test(pods_disabled),
+                cmocka_unit_test(options),
+                cmocka_unit_test(shared_addresses),
+                cmocka_unit_test(truncation),
+                cmocka_unit_test(truncation_of_additional),
         };
         return cmocka_run_group_tests_name("dns_cluster", tests, NULL, NULL);
 }

@@ -20,6 +20,14 @@ static const char cluster[] =
 
 static struct se_dns_zone *Z;
 
+static void dns_put32_for_test(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)(v >> 24);
+        p[1] = (uint8_t)(v >> 16);
+        p[2] = (uint8_t)(v >> 8);
+        p[3] = (uint8_t)v;
+}
+
 static int setup(void **state)
 {
         (void)state;
@@ -282,6 +290,55 @@ static void ttl_helpers(void **state)
         assert_memory_equal(copy, out, n);
 }
 
+/* What CoreDNS's cache plugin does to every reply passing through it
+ * (kubeadm's `cache 30`): one TTL for all records, the message's smallest
+ * clamped; e.g. dns-version's 28800 leaves as 30. */
+static void cache_ttls(void **state)
+{
+        (void)state;
+        static uint8_t out[4096];
+        const struct se_dns_ttl_bounds b = {
+                .min = 5, .max = 30, .min_neg = 5, .max_neg = 30, .fail = 5
+        };
+        struct se_dns_options o = { .ttl = 30 };
+        struct se_dns_zone *z = t_zone(cluster, &o);
+        size_t n = t_raw(z, "dns-version.cluster.local", 16, -1, SE_DNS_UDP, out, sizeof(out));
+        assert_int_equal(se_dns_cache_ttls(out, n, &b), 0);
+        char *text = t_render(out, n);
+        assert_non_null(strstr(text, "AN dns-version.cluster.local. 30 TXT \"1.1.0\"\n"));
+        free(text);
+
+        /* the smallest of all sections, the additional one too; the OPT kept */
+        n = t_raw(z, "kubernetes.default.svc.cluster.local", 33, -1, SE_DNS_UDP, out, sizeof(out));
+        dns_put32_for_test(out + n - 10, 12); /* the additional A's TTL */
+        assert_int_equal(se_dns_cache_ttls(out, n, &b), 0);
+        text = t_render(out, n);
+        assert_non_null(strstr(text, "AN kubernetes.default.svc.cluster.local. 12 SRV"));
+        assert_non_null(strstr(text, "AR kubernetes.default.svc.cluster.local. 12 A 10.96.0.1\n"));
+        free(text);
+        /* below the floor: lifted to it; a denial by its own bounds */
+        dns_put32_for_test(out + n - 10, 1);
+        const struct se_dns_ttl_bounds neg = {
+                .min = 5, .max = 30, .min_neg = 2, .max_neg = 3, .fail = 5
+        };
+        assert_int_equal(se_dns_cache_ttls(out, n, &neg), 0);
+        text = t_render(out, n);
+        assert_non_null(strstr(text, "AR kubernetes.default.svc.cluster.local. 5 A 10.96.0.1\n"));
+        free(text);
+        n = t_raw(Z, "nope.cluster.local", 1, 1232, SE_DNS_UDP, out, sizeof(out));
+        assert_int_equal(se_dns_cache_ttls(out, n, &neg), 0);
+        text = t_render(out, n);
+        assert_non_null(strstr(text, "NS cluster.local. 3 SOA"));
+        assert_non_null(strstr(text, "AR . OPT 1232"));
+        free(text);
+        /* malformed: -EBADMSG, nothing changed */
+        uint8_t copy[4096];
+        memcpy(copy, out, n);
+        assert_int_equal(se_dns_cache_ttls(out, n - 1, &b), -EBADMSG);
+        assert_memory_equal(copy, out, n);
+        se_dns_zone_unref(z);
+}
+
 static void udp_size(void **state)
 {
         (void)state;
@@ -361,6 +418,7 @@ int main(void)
                 cmocka_unit_test(refused_and_forward),
                 cmocka_unit_test(question_helper),
                 cmocka_unit_test(ttl_helpers),
+                cmocka_unit_test(cache_ttls),
                 cmocka_unit_test(udp_size),
                 cmocka_unit_test(truncate_helper),
                 cmocka_unit_test(error_reply),
