@@ -11,7 +11,8 @@
 # not appear), $(VAR) chains, $$ escapes and undefined references, an
 # override of a service variable, envFrom with a prefix from a ConfigMap and
 # a Secret, configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef, two
-# containers and an init container.
+# containers and an init container. Also: the svcenv image runs, and a pull
+# of an image that is not there fails at once without leaving the machine.
 # Then the node is stopped and nothing of it may be left.
 #
 # Needs root (else one SKIP line). KUBE_DIR: a control plane started by
@@ -50,7 +51,7 @@ cleanup() {
 	else
 		# The pods' kubelet is gone: remove them now rather than leave
 		# them Terminating for the tests after this one.
-		for p in links nolinks; do
+		for p in links nolinks image pull; do
 			kapi delete "/api/v1/namespaces/$NS/pods/$p?gracePeriodSeconds=0" >/dev/null 2>&1
 		done
 		kapi delete "/api/v1/namespaces/$NS" >/dev/null 2>&1
@@ -253,6 +254,40 @@ check "links/app: fieldRef status.podIP is the pod's real address" \
 	"$tmp/links.app.process"
 check "nolinks/app: no service variables of its namespace, KUBERNETES_* still there" \
 	eval '! grep -q "^DB_SERVICE_HOST=" "$tmp/nolinks.app.process" && grep -q "^KUBERNETES_SERVICE_HOST=10.96.0.1$" "$tmp/nolinks.app.process"'
+
+# --- the images and the no-pull rule -------------------------------------------
+# The svcenv image from `make image` runs as is (its ldd closure is complete),
+# and an image that is not there fails at once: containerd's only way to a
+# registry is a proxy at 127.0.0.1:9 that is not there.
+if [ -n "${SVCENV_IMAGE:-}" ]; then
+	post "/api/v1/namespaces/$NS/pods" <<EOF
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"image"},
+ "spec":{"restartPolicy":"Never","containers":[{"name":"svcenv","image":"$SVCENV_IMAGE",
+  "imagePullPolicy":"Never","command":["/usr/local/bin/svcenv","--version"]}]}}
+EOF
+	deadline=$((SECONDS + 60))
+	until [ "$(kapi get "/api/v1/namespaces/$NS/pods/image" 2>/dev/null | jq -r .status.phase)" = Succeeded ] ||
+		[ $SECONDS -ge $deadline ]; do sleep 0.3; done
+	check "the svcenv image (make image) runs svcenv in a pod" \
+		eval 'kapi get "/api/v1/namespaces/$NS/pods/image/log" | grep -q "^svcenv "'
+else
+	not_ok "the svcenv image was imported (run make image first)"
+fi
+post "/api/v1/namespaces/$NS/pods" <<EOF
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pull"},
+ "spec":{"terminationGracePeriodSeconds":1,
+  "containers":[{"name":"c","image":"registry.invalid/nothing:1","imagePullPolicy":"Always"}]}}
+EOF
+pull_msg() {
+	kapi get "/api/v1/namespaces/$NS/pods/pull" 2>/dev/null | jq -r '.status.containerStatuses[0].state.waiting |
+		select(.reason == "ErrImagePull" or .reason == "ImagePullBackOff") | .message'
+}
+deadline=$((SECONDS + 30)) msg=''
+until msg=$(pull_msg) && [ -n "$msg" ] || [ $SECONDS -ge $deadline ]; do sleep 0.3; done
+case $msg in
+*127.0.0.1:9*) ok "a pull fails at once, at the proxy that is not there" ;;
+*) not_ok "a pull fails at the local proxy: ${msg:-no pull error in 30 s}" ;;
+esac
 
 # --- memory, then stop -------------------------------------------------------------
 rss() { # pid... -> MiB
