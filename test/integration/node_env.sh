@@ -11,8 +11,9 @@
 # not appear), $(VAR) chains, $$ escapes and undefined references, an
 # override of a service variable, envFrom with a prefix from a ConfigMap and
 # a Secret, configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef, two
-# containers and an init container. Also: the svcenv image runs, and a pull
-# of an image that is not there fails at once without leaving the machine.
+# containers and an init container. Also: the svcenv image runs, the echo
+# image answers HTTP and UDP from the node over the bridge, and a pull of an
+# image that is not there fails at once without leaving the machine.
 # Then the node is stopped and nothing of it may be left.
 #
 # Needs root (else one SKIP line). KUBE_DIR: a control plane started by
@@ -23,6 +24,14 @@ cd "$(dirname "$0")/../.."
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+until_ok() { # SECONDS CMD...: retries CMD every 0.3 s until it succeeds or time is up
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.3
+	done
+}
 check() { # check NAME CMD...: ok when CMD succeeds
 	local name=$1
 	shift
@@ -51,7 +60,7 @@ cleanup() {
 	else
 		# The pods' kubelet is gone: remove them now rather than leave
 		# them Terminating for the tests after this one.
-		for p in links nolinks image pull; do
+		for p in links nolinks image echo pull; do
 			kapi delete "/api/v1/namespaces/$NS/pods/$p?gracePeriodSeconds=0" >/dev/null 2>&1
 		done
 		kapi delete "/api/v1/namespaces/$NS" >/dev/null 2>&1
@@ -273,6 +282,31 @@ EOF
 else
 	not_ok "the svcenv image was imported (run make image first)"
 fi
+# The echo image answers HTTP and echoes UDP; the node reaches its pod over
+# the bridge (the only address range the node uses besides loopback).
+post "/api/v1/namespaces/$NS/pods" <<EOF
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"echo"},
+ "spec":{"terminationGracePeriodSeconds":1,
+  "containers":[{"name":"echo","image":"$ECHO_IMAGE","imagePullPolicy":"Never"}]}}
+EOF
+deadline=$((SECONDS + 60))
+until running echo || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
+echo_ip=$(kapi get "/api/v1/namespaces/$NS/pods/echo" | jq -r '.status.podIP // empty')
+http_ok() {
+	curl -fsS --max-time 3 "http://$echo_ip:8080/hi" 2>/dev/null | grep -qx 'hello from echo'
+}
+check "echo image: HTTP from the node to the pod ($echo_ip:8080) names the pod" until_ok 10 http_ok
+udp_ok() {
+	python3 - "$echo_ip" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+s.sendto(b"ping-svcenv", (sys.argv[1], 8080))
+sys.exit(0 if s.recvfrom(100)[0] == b"ping-svcenv" else 1)
+PY
+}
+check "echo image: a UDP datagram comes back unchanged" until_ok 10 udp_ok
+
 post "/api/v1/namespaces/$NS/pods" <<EOF
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"pull"},
  "spec":{"terminationGracePeriodSeconds":1,
