@@ -84,7 +84,51 @@ fixed_paths="/var/lib/kubelet /var/log/containers /run/containerd"
 sysctls="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
 before_paths=$(for p in $fixed_paths; do [ -e "$p" ] && echo "$p"; done)
 before_sysctls=$(sysctl $sysctls)
-before_netns=$(ls /run/netns 2>/dev/null | sort)
+# only containerd's (cni-*): other tests on this machine make their own
+before_netns=$(ls /run/netns 2>/dev/null | grep '^cni-' | sort)
+
+live() { # pid: exists and is not a zombie (the servers' reaper is init)
+	local st
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) && [ "${st:0:1}" != Z ]
+}
+# Sets left=() to what of a node is still there; $@: pids that must be gone.
+# A process in the node's mount namespace shows its tmpfs "svcenv-node".
+leftovers() {
+	left=()
+	local p r
+	for p in "$@"; do live "$p" && left+=("process $p ($(cat "/proc/$p/comm" 2>/dev/null))"); done
+	for p in /proc/[0-9]*; do
+		if grep -qa "$KUBE_DIR/node" "$p/cmdline" 2>/dev/null ||
+			grep -q ' - tmpfs svcenv-node ' "$p/mountinfo" 2>/dev/null; then
+			live "${p#/proc/}" && left+=("process ${p#/proc/} ($(cat "$p/comm" 2>/dev/null))")
+		fi
+	done
+	for r in /sys/fs/cgroup/*/; do
+		[ -d "${r}svcenv-node" ] || [ -d "${r}svcenv-node-daemons" ] && left+=("cgroup ${r}svcenv-node*")
+	done
+	grep -q "$KUBE_DIR/node" /proc/self/mountinfo && left+=("mounts under $KUBE_DIR/node")
+	ip link show svcenv-br0 >/dev/null 2>&1 && left+=("bridge svcenv-br0")
+	iptables -w 5 -S FORWARD | grep -q svcenv-node && left+=("FORWARD rules")
+	[ "$(ls /run/netns 2>/dev/null | grep '^cni-' | sort)" = "$before_netns" ] || left+=("cni-* netns in /run/netns")
+	[ "$(sysctl $sysctls)" = "$before_sysctls" ] || left+=("sysctls: $(sysctl $sysctls | tr '\n' ' ')")
+	for p in $fixed_paths; do
+		[ -e "$p" ] && ! printf '%s\n' "$before_paths" | grep -qx "$p" && left+=("$p")
+	done
+	[ -e /run/svcenv-node.dir ] && left+=("/run/svcenv-node.dir")
+}
+
+# A start that fails half-way (here: no time to wait for containerd) says so
+# in one line and undoes what it did.
+SVCENV_NODE_TIMEOUT=0 test/k8s/node start "$KUBE_DIR" >"$tmp/failed.out" 2>"$tmp/failed.err"
+rc=$?
+leftovers
+if [ $rc = 1 ] && [ "$(wc -l <"$tmp/failed.err")" = 1 ] &&
+	grep -qx 'node: containerd did not answer in 0s (see .*/containerd.log)' "$tmp/failed.err" &&
+	[ ${#left[@]} -eq 0 ]; then
+	ok "a failed start: one line, exit 1, nothing left ($(cat "$tmp/failed.err"))"
+else
+	not_ok "a failed start: exit $rc, $(head -n 3 "$tmp/failed.err" | tr '\n' ' ') left: ${left[*]}"
+fi
 
 t0=$(date +%s.%N)
 if ! test/k8s/node start "$KUBE_DIR" >"$tmp/node.log" 2>&1; then
@@ -356,26 +400,7 @@ else
 	not_ok "node stops: $(tail -n 1 "$tmp/stop.log")"
 fi
 node_up=0
-left=()
-live() { # pid: exists and is not a zombie (the servers' reaper is init)
-	local st
-	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) && [ "${st:0:1}" != Z ]
-}
-for p in $pids; do live "$p" && left+=("process $p ($(cat "/proc/$p/comm" 2>/dev/null))"); done
-for p in /proc/[0-9]*; do
-	grep -qa "$KUBE_DIR/node" "$p/cmdline" 2>/dev/null && live "${p#/proc/}" && left+=("process ${p#/proc/}")
-done
-for r in /sys/fs/cgroup/*/; do
-	[ -d "${r}svcenv-node" ] || [ -d "${r}svcenv-node-daemons" ] && left+=("cgroup ${r}svcenv-node*")
-done
-grep -q "$KUBE_DIR/node" /proc/self/mountinfo && left+=("mounts under $KUBE_DIR/node")
-ip link show svcenv-br0 >/dev/null 2>&1 && left+=("bridge svcenv-br0")
-iptables -w 5 -S FORWARD | grep -q svcenv-node && left+=("FORWARD rules")
-[ "$(ls /run/netns 2>/dev/null | sort)" = "$before_netns" ] || left+=("network namespaces in /run/netns")
-[ "$(sysctl $sysctls)" = "$before_sysctls" ] || left+=("sysctls: $(sysctl $sysctls | tr '\n' ' ')")
-for p in $fixed_paths; do
-	[ -e "$p" ] && ! printf '%s\n' "$before_paths" | grep -qx "$p" && left+=("$p")
-done
+leftovers $pids
 if [ ${#left[@]} -eq 0 ]; then
 	ok "after stop: no process, cgroup, mount, bridge, rule, netns, sysctl or path of the node is left"
 else
