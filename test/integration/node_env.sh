@@ -208,7 +208,7 @@ post "/api/v1/namespaces/$NS/pods" <<EOF
      {"name":"PW","valueFrom":{"secretKeyRef":{"name":"sec","key":"pw"}}},
      {"name":"IP_AGAIN","value":"\$(POD_IP)"}]},
    {"name":"printer","image":"$SHELL_IMAGE","imagePullPolicy":"Never",
-    "command":["/bin/sh","-c","$report; exec sleep 3600"]}]}}
+    "command":["/bin/sh","-c","$report; cat /etc/resolv.conf; exec sleep 3600"]}]}}
 EOF
 post "/api/v1/namespaces/$NS/pods" <<EOF
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"nolinks"},
@@ -298,6 +298,20 @@ compare links init
 compare links app
 compare links printer
 compare nolinks app
+
+# The kubelet's ClusterFirst resolv.conf names only the cluster DNS and the
+# cluster's search path: nothing of the machine's resolver.
+resolv_ok() {
+	kapi get "/api/v1/namespaces/$NS/pods/links/log?container=printer" | sed '1,/^ENV-END$/d' >"$tmp/resolv"
+	printf 'search %s.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n' \
+		"$NS" | diff - "$tmp/resolv" >/dev/null
+}
+if until_ok 10 resolv_ok; then
+	ok "a pod's resolv.conf names only the cluster DNS 10.96.0.10 and the cluster search path"
+else
+	not_ok "a pod's resolv.conf names only the cluster DNS"
+	sed 's/^/# /' "$tmp/resolv"
+fi
 
 # Spot checks that the comparison is not vacuous: real values the kubelet set.
 check "links/app: \$(VAR) chain and service host expanded by the kubelet" \
