@@ -141,6 +141,16 @@ ok "node starts ($(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s)"
 # shellcheck disable=SC1091
 . "$KUBE_DIR/node.env"
 
+# A second start, while this node runs, names the running one and disturbs nothing.
+test/k8s/node start "$KUBE_DIR" >/dev/null 2>"$tmp/second.err"
+rc=$?
+if [ $rc = 1 ] && [ "$(cat "$tmp/second.err")" = "node: a node is already running for $KUBE_DIR (test/k8s/node stop $KUBE_DIR)" ] &&
+	kill -0 "$KUBELET_PID" && kill -0 "$CONTAINERD_PID" && ip link show svcenv-br0 >/dev/null 2>&1; then
+	ok "a second start refuses and names the running node; the node stays up"
+else
+	not_ok "a second start: exit $rc, $(head -n 2 "$tmp/second.err" | tr '\n' ' ')"
+fi
+
 # --- cluster state -------------------------------------------------------------
 post() { # path, JSON/YAML on stdin
 	kapi post "$1" - >/dev/null || echo "post $1 failed" >>"$tmp/setup.err"
