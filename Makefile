@@ -7,7 +7,7 @@
 #   PREFIX=/usr/local DESTDIR=  for `make install`
 #   FUZZ_SECONDS=30             time per target for `make fuzz`
 #
-# Targets: all test demo bench fuzz lint hdr-check install clean deps
+# Targets: all test demo bench fuzz lint hdr-check install image clean deps
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -87,7 +87,7 @@ INTEG_BINS := $(INTEG_SRCS:test/integration/%.c=$(BUILD)/integration/%)
 BENCH_SRCS := $(sort $(wildcard test/bench/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:test/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test demo bench fuzz lint hdr-check install clean deps unit FORCE
+.PHONY: all test demo bench fuzz lint hdr-check install image clean deps unit FORCE
 .DEFAULT_GOAL := all
 
 all: deps $(BINS)
@@ -157,8 +157,16 @@ unit: deps $(BINS) $(TEST_BINS) $(FUZZ_REPLAY) $(INTEG_BINS) $(BENCH_BINS)
 
 # The test command of the README: unit tests, corpus replay, golden and CLI tests,
 # integration tests. Ends with one line `N passed, N failed`.
-test: unit
+test: unit image
 	$(Q)BUILD=$(BUILD) test/run-all
+
+# The svcenv image as a docker-archive tarball (binaries + their ldd closure),
+# made without a container engine; test/k8s/node imports it into containerd.
+IMAGE := $(BUILD)/image/svcenv.tar
+image: $(IMAGE)
+$(IMAGE): $(BINS) test/k8s/images/svcenv-image test/k8s/images/pack
+	@mkdir -p $(dir $@)
+	$(Q)test/k8s/images/svcenv-image $(BUILD)/bin $@
 
 demo: all
 	$(Q)test/demo $(BUILD)/bin/svcenv
