@@ -222,7 +222,8 @@ synced() {
         v=$(inns "$1" curl -s http://127.0.0.1:10249/metrics | awk '$1 == "svcenv_proxy_syncs_total{kind=\"full\"}" { print $2 }')
         [ "${v:-0}" -ge 1 ]
 }
-check "svcenv-proxy: first full sync applied" until_ok 30 synced "$A"
+# generous: on a loaded machine the informers' first lists take a while
+check "svcenv-proxy: first full sync applied" until_ok 90 synced "$A"
 check "/healthz answers 200" healthy "$A"
 # kube-proxy's JSON: encoding/json of its ProxyHealth, RFC 3339 times
 body_ok() {
@@ -488,12 +489,13 @@ check "--cleanup leaves exactly what was there before (iptables-save)" same_befo
 # nftables backend: its table made, then removed by --cleanup
 start_proxy "$A" "$tmp/pxn.log" --backend nftables
 pxn=$last_pid
-check "svcenv-proxy --backend nftables syncs" until_ok 30 eval 'synced "$A" && inns "$A" nft list table ip svcenv >/dev/null 2>&1'
+check "svcenv-proxy --backend nftables syncs" until_ok 90 eval 'synced "$A" && inns "$A" nft list table ip svcenv >/dev/null 2>&1'
 check "nftables: TCP to the ClusterIP reaches both endpoints" until_ok 10 spread "$A" tcp 10.96.100.10 80 30 b1 b2
 # cluster-ips-check, the range from the API server's own ServiceCIDR "kubernetes"
 check "nftables: a port the ClusterIP lacks is refused (cluster-ips-check)" refused 10.96.100.10 81
+# the ServiceCIDR informer's list may land after the first sync: wait for its resync
 check "nftables: the ServiceCIDR from the API server is dropped when unallocated" \
-        eval 'inns "$A" nft list chain ip svcenv cluster-ips-check | grep -q "ip daddr 10.96.0.0/16 drop"' 
+        until_ok 30 eval 'inns "$A" nft list chain ip svcenv cluster-ips-check | grep -q "ip daddr 10.96.0.0/16 drop"' 
 slice_put web TCP 10.244.2.2@node-b
 check "nftables: endpoint removed through the API, traffic to the other only" until_ok 10 spread "$A" tcp 10.96.100.10 80 20 b2
 svc bbb 10.96.100.6 TCP 80 && slice_post bbb TCP 10.244.1.2@node-a
