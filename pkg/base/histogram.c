@@ -104,7 +104,8 @@ void se_format_go_float(double v, char *buf, size_t size)
                         break;
         }
         snprintf(e, sizeof(e), "%.*e", digits - 1, v);
-        int exp = atoi(strchr(e, 'e') + 1);
+        /* our own %e output: the exponent always parses */
+        int exp = (int)strtol(strchr(e, 'e') + 1, NULL, 10);
         if (exp < -4 || exp >= 6) { /* Go's %e: two exponent digits at least, as C's */
                 snprintf(buf, size, "%s", e);
                 return;
