@@ -12,13 +12,11 @@
 
 #include <cmocka.h>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <svcenv/alloc.h>
 #include <svcenv/envvars.h>
 #include <svcenv/manifest.h>
+
+#include "cpu_budget.h"
 
 /* ---- helpers ---- */
 
@@ -758,21 +756,7 @@ static int many_ports_env(void)
 static void test_envvars__many_ports_linear(void **state)
 {
         (void)state;
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                const char *vg = getenv("VALGRIND");
-                struct rlimit cpu = { 20, 20 };
-                if (!vg || strcmp(vg, "1") != 0)
-                        setrlimit(RLIMIT_CPU, &cpu);
-                _exit(many_ports_env());
-        }
-        int status = 0;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status))
-                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
-        if (WEXITSTATUS(status))
-                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+        t_run_with_cpu_budget(many_ports_env, 20);
 }
 
 /* ---- svcenv's own rules and edge cases ---- */

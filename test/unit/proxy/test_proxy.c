@@ -12,7 +12,6 @@
 
 #include <cmocka.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,8 @@
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
+
+#include "cpu_budget.h"
 
 /* ---- sortIPTablesRules (proxier_test.go), to compare with upstream data ---- */
 
@@ -1794,21 +1795,7 @@ static int many_ports_table(void)
 static void test_proxy__many_ports_linear(void **state)
 {
         (void)state;
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                const char *vg = getenv("VALGRIND");
-                struct rlimit cpu = { 20, 20 };
-                if (!vg || strcmp(vg, "1") != 0)
-                        setrlimit(RLIMIT_CPU, &cpu);
-                _exit(many_ports_table());
-        }
-        int status = 0;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status))
-                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
-        if (WEXITSTATUS(status))
-                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+        t_run_with_cpu_budget(many_ports_table, 20);
 }
 
 int main(void)
