@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <svcenv/dns.h>
+#include <svcenv/dns_serve.h>
 #include <svcenv/store.h>
 
 #include "bench_objects.h"
@@ -85,32 +86,19 @@ static void add_service(struct se_store *st, unsigned i)
                 abort();
 }
 
-static size_t query(uint8_t *q, const char *name, uint16_t type)
-{
-        size_t o = 12;
-        memset(q, 0, 12);
-        q[2] = 1;
-        q[5] = 1;
-        for (const char *p = name; *p;) {
-                const char *dot = strchr(p, '.');
-                size_t n = dot ? (size_t)(dot - p) : strlen(p);
-                q[o++] = (uint8_t)n;
-                memcpy(q + o, p, n);
-                o += n;
-                p += n + (dot ? 1 : 0);
-        }
-        q[o++] = 0;
-        q[o++] = (uint8_t)(type >> 8);
-        q[o++] = (uint8_t)type;
-        q[o++] = 0;
-        q[o++] = 1;
-        return o;
-}
-
 struct q {
         uint8_t b[300];
         size_t n;
 };
+
+/* The query a stub resolver sends (RD, no EDNS), as the library makes it. */
+static void query(struct q *q, const char *name, const char *type)
+{
+        int n = se_dns_query_make(name, type, 0, 0, q->b, sizeof(q->b), NULL);
+        if (n < 0)
+                abort();
+        q->n = (size_t)n;
+}
 
 static void run_mix(const struct se_dns_zone *z, const char *label, const struct q *qs, size_t n)
 {
@@ -161,21 +149,21 @@ static void bench(unsigned n_services)
         for (size_t i = 0; i < n; i++) {
                 unsigned s = (unsigned)(i * (n_services / n));
                 snprintf(name, sizeof(name), "svc-%05u.%s.svc.cluster.local", s, ns_of(s));
-                pos[i].n = query(pos[i].b, name, 1);
-                srv[i].n = query(srv[i].b, name, 33);
+                query(&pos[i], name, "A");
+                query(&srv[i], name, "SRV");
                 /* ndots:5: the name and two search candidates, A and AAAA... as the
                  * reference's mix: 2 positive, 3 NXDOMAIN per service */
-                mix[nm].n = query(mix[nm].b, name, 1), nm++;
-                mix[nm].n = query(mix[nm].b, name, 28), nm++;
+                query(&mix[nm++], name, "A");
+                query(&mix[nm++], name, "AAAA");
                 snprintf(name, sizeof(name), "api.example.com.%s.svc.cluster.local", ns_of(s));
-                mix[nm].n = query(mix[nm].b, name, 1), nm++;
+                query(&mix[nm++], name, "A");
                 snprintf(name, sizeof(name), "api.example.com.svc.cluster.local");
-                mix[nm].n = query(mix[nm].b, name, 28), nm++;
+                query(&mix[nm++], name, "AAAA");
                 snprintf(name, sizeof(name), "api.example.com.cluster.local");
-                mix[nm].n = query(mix[nm].b, name, 1), nm++;
+                query(&mix[nm++], name, "A");
                 snprintf(name, sizeof(name), "%u.%u.%u.10.in-addr.arpa", s % 256, (s / 256) % 256,
                          96 + s / 65536);
-                ptr[i].n = query(ptr[i].b, name, 12);
+                query(&ptr[i], name, "PTR");
         }
         run_mix(z, "A, positive", pos, n);
         run_mix(z, "ndots:5 mix (60 % NXDOMAIN)", mix, nm);
