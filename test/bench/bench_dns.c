@@ -30,6 +30,25 @@ static const char *ns_of(unsigned i)
         return buf;
 }
 
+/* A slice of Service svc in ns named svc-abcde, IPv4, with room for n
+ * endpoints (the caller fills them and the ports). */
+static struct se_endpoint_slice *new_slice(const char *ns, const char *svc, unsigned n)
+{
+        struct se_endpoint_slice *es =
+                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
+        char name[80];
+        if (!es)
+                abort();
+        es->obj.meta.namespace = dup(&es->obj, ns);
+        snprintf(name, sizeof(name), "%s-abcde", svc);
+        es->obj.meta.name = dup(&es->obj, name);
+        one_kv(&es->obj, &es->obj.meta.labels, "kubernetes.io/service-name", svc);
+        es->address_type = "IPv4";
+        es->n_endpoints = n;
+        es->endpoints = se_arena_array(&es->obj.arena, n, sizeof(*es->endpoints));
+        return es;
+}
+
 static void add_service(struct se_store *st, unsigned i)
 {
         struct se_service *s = (struct se_service *)se_object_new(SE_KIND_SERVICE);
@@ -52,18 +71,8 @@ static void add_service(struct se_store *st, unsigned i)
         if (se_store_put(st, &s->obj) < 0)
                 abort();
 
-        struct se_endpoint_slice *es =
-                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
-        if (!es)
-                abort();
-        es->obj.meta.namespace = dup(&es->obj, ns_of(i));
-        snprintf(buf, sizeof(buf), "svc-%05u-abcde", i);
-        es->obj.meta.name = dup(&es->obj, buf);
         snprintf(buf, sizeof(buf), "svc-%05u", i);
-        one_kv(&es->obj, &es->obj.meta.labels, "kubernetes.io/service-name", buf);
-        es->address_type = "IPv4";
-        es->n_endpoints = 15;
-        es->endpoints = se_arena_array(&es->obj.arena, 15, sizeof(*es->endpoints));
+        struct se_endpoint_slice *es = new_slice(ns_of(i), buf, 15);
         for (unsigned e = 0; e < 15; e++) {
                 unsigned ip = i * 15 + e;
                 snprintf(buf, sizeof(buf), "10.%u.%u.%u", 128 + ip / 65536, (ip / 256) % 256,
@@ -190,16 +199,7 @@ static void bench_headless(unsigned n)
         s->cluster_ip = "None";
         if (se_store_put(st, &s->obj) < 0)
                 abort();
-        struct se_endpoint_slice *es =
-                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
-        if (!es)
-                abort();
-        es->obj.meta.namespace = "default";
-        es->obj.meta.name = "sts-abcde";
-        one_kv(&es->obj, &es->obj.meta.labels, "kubernetes.io/service-name", "sts");
-        es->address_type = "IPv4";
-        es->n_endpoints = n;
-        es->endpoints = se_arena_array(&es->obj.arena, n, sizeof(*es->endpoints));
+        struct se_endpoint_slice *es = new_slice("default", "sts", n);
         char buf[32];
         for (unsigned e = 0; e < n; e++) {
                 snprintf(buf, sizeof(buf), "10.%u.%u.%u", 64 + e / 65536, (e / 256) % 256, e % 256);
