@@ -40,6 +40,13 @@ void cli_source_release(struct cli_source *src)
         se_strv_release(&src->files);
 }
 
+int cli_help(struct cli_source *src, const char *usage)
+{
+        fputs(usage, stdout);
+        cli_source_release(src);
+        return EXIT_OK;
+}
+
 const char *cli_source_namespace(const struct cli_source *src)
 {
         return src->ns ? src->ns : "default";
