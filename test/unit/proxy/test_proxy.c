@@ -22,6 +22,7 @@
 #include <svcenv/strv.h>
 
 #include "cpu_budget.h"
+#include "store_yaml.h"
 
 /* ---- sortIPTablesRules (proxier_test.go), to compare with upstream data ---- */
 
@@ -157,17 +158,6 @@ static char *normalise(const char *text)
 
 /* ---- helpers ---- */
 
-static struct se_store *load(const char *yaml)
-{
-        struct se_store *s = se_store_new();
-        struct se_diag d;
-        assert_non_null(s);
-        int r = se_manifest_load_buffer(s, "test", yaml, strlen(yaml), NULL, NULL, &d);
-        if (r < 0)
-                fail_msg("manifest: %s", d.text);
-        return s;
-}
-
 static void base_options(struct se_proxy_options *o)
 {
         se_proxy_options_init(o);
@@ -196,7 +186,7 @@ static char *rules(const struct se_store *s, const struct se_proxy_options *o,
 
 static char *rules_yaml(const char *yaml, const struct se_proxy_options *o)
 {
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         char *out = rules(s, o, SE_IPV4);
         se_store_free(s);
         return out;
@@ -402,7 +392,7 @@ static void test_proxy__endpoint_address_family(void **state)
         assert_int_equal(se_strbuf_failed(&y), 0);
         struct se_proxy_options o;
         base_options(&o);
-        struct se_store *s = load(y.buf);
+        struct se_store *s = t_load(y.buf);
         se_strbuf_release(&y);
         const struct se_object *obj = se_store_get(s, SE_KIND_ENDPOINT_SLICE, "ns1", "svc1-b");
         struct se_endpoint_slice *es =
@@ -683,7 +673,7 @@ static void test_proxy__headless_label(void **state)
         no_text(got, "10.1.0.2");
         no_text(got, "10.1.0.3");
         free(got);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
@@ -736,7 +726,7 @@ static void test_proxy__nodeport_addresses_per_family(void **state)
                 "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS";
         static const char ipt_all4[] =
                 "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS";
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_options o;
         base_options(&o);
         assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
@@ -811,7 +801,7 @@ static void test_proxy__cluster_ips_check(void **state)
                 "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
                 "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns}\n"
                 "spec: {clusterIP: 172.30.0.6, ports: [{port: 53, protocol: UDP}]}\n";
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_options o;
         base_options(&o);
         char *v4 = nft_text(s, &o, SE_IPV4), *v6 = nft_text(s, &o, SE_IPV6);
@@ -838,7 +828,7 @@ static void test_proxy__cluster_ips_check(void **state)
         free(v6);
         se_store_free(s);
         /* no ServiceCIDR objects: the reject rule alone */
-        s = load(strstr(yaml, "apiVersion: v1\nkind: Service"));
+        s = t_load(strstr(yaml, "apiVersion: v1\nkind: Service"));
         v4 = nft_text(s, &o, SE_IPV4);
         assert_non_null(
                 strstr(v4, "\tchain cluster-ips-check {\n\t\tip daddr @cluster-ips reject\n\t}\n"));
@@ -870,8 +860,8 @@ static void test_proxy__ipv6_base_rules_on_ipv4_node(void **state)
         assert_int_equal(fams[0], SE_IPV4);
         assert_int_equal(fams[1], SE_IPV6);
         struct se_store *s =
-                load("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
-                     "spec: {clusterIP: 172.30.0.5, ports: [{port: 80}]}\n");
+                t_load("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                       "spec: {clusterIP: 172.30.0.5, ports: [{port: 80}]}\n");
         char *v6 = rules(s, &o, SE_IPV6);
         has_line(v6, ":KUBE-FORWARD - [0:0]");
         has_line(v6, ":KUBE-PROXY-FIREWALL - [0:0]");
@@ -916,7 +906,7 @@ static void test_proxy__ipv6_and_dual_stack(void **state)
         o.n_cluster_cidrs = 2;
         enum se_ip_family fams[2];
         assert_int_equal(se_proxy_families(&o, fams), 2);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         char *v4 = rules(s, &o, SE_IPV4);
         char *v6 = rules(s, &o, SE_IPV6);
         has_line(
@@ -1067,7 +1057,7 @@ static void test_proxy__apply_errors(void **state)
 
 static char *nft_rules(const char *yaml, const struct se_proxy_options *o, enum se_ip_family fam)
 {
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         char *out = nft_text(s, o, fam);
         se_store_free(s);
         return out;
@@ -1220,7 +1210,7 @@ static char *sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
         struct se_proxy_options o;
         base_options(&o);
         o.nfacct = false; /* the counters do not exist where these are applied */
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_table *t = NULL;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
         se_strbuf_release(&last_out); /* the sync's output, for tracker_done */
@@ -1423,7 +1413,7 @@ static char *rep_sync(struct se_proxy_tracker *tr, const char *const *parts)
         struct se_proxy_options o;
         base_options(&o);
         o.nfacct = false; /* this upstream test's fake had no nfacct counters */
-        struct se_store *s = load(y.buf);
+        struct se_store *s = t_load(y.buf);
         se_strbuf_release(&y);
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
@@ -1543,7 +1533,7 @@ static void test_proxy__source_ranges_node_ip(void **state)
                 "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 1.2.3.4 -j KUBE-EXT-XPGD46QRK7WJZT7O");
         no_text(got, "fd00");
         free(got);
-        struct se_store *st = load(yaml);
+        struct se_store *st = t_load(yaml);
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(st, &o, SE_IPV4, &t), 0);
@@ -1570,7 +1560,7 @@ static char *nft_sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
 {
         struct se_proxy_options o;
         base_options(&o);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_table *t = NULL;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
         se_strbuf_release(&last_out); /* the sync's output, for tracker_done */
