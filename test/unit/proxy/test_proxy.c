@@ -170,18 +170,27 @@ static void base_options(struct se_proxy_options *o)
         o->nfacct = true;
 }
 
-static char *rules(const struct se_store *s, const struct se_proxy_options *o,
-                   enum se_ip_family fam)
+/* The table of s for fam, as one backend writes it. New string. */
+static char *table_text(const struct se_store *s, const struct se_proxy_options *o,
+                        enum se_ip_family fam,
+                        int (*write)(const struct se_proxy_table *, const struct se_proxy_options *,
+                                     struct se_strbuf *))
 {
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
         se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_iptables_write(t, o, &sb), 0);
+        assert_int_equal(write(t, o, &sb), 0);
         se_proxy_table_free(t);
         char *out = se_strbuf_detach(&sb, NULL);
         assert_non_null(out);
         return out;
+}
+
+static char *rules(const struct se_store *s, const struct se_proxy_options *o,
+                   enum se_ip_family fam)
+{
+        return table_text(s, o, fam, se_proxy_iptables_write);
 }
 
 static char *rules_yaml(const char *yaml, const struct se_proxy_options *o)
@@ -691,15 +700,7 @@ static void test_proxy__headless_label(void **state)
 static char *nft_text(const struct se_store *s, const struct se_proxy_options *o,
                       enum se_ip_family fam)
 {
-        struct se_proxy_table *t = NULL;
-        struct se_strbuf sb;
-        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
-        se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
-        se_proxy_table_free(t);
-        char *out = se_strbuf_detach(&sb, NULL);
-        assert_non_null(out);
-        return out;
+        return table_text(s, o, fam, se_proxy_nft_write);
 }
 
 /* --nodeport-addresses per family, as kube-proxy's NodePortAddresses: a
