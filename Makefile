@@ -106,8 +106,9 @@ $(DEPS_MK): FORCE
 	$(Q)echo "# packages installed by test/ensure-deps; make restarted to read their flags" >$@
 FORCE:
 
-# tests dereference typed views right after asserting them
-$(BUILD)/obj/test/%.o: EXTRA_CFLAGS := -Wno-null-dereference
+# tests dereference typed views right after asserting them; test/lib/ holds
+# the helpers every unit test links, with their headers
+$(BUILD)/obj/test/%.o: EXTRA_CFLAGS := -Wno-null-dereference -Itest/lib
 # banned.h (strcpy, sprintf, ... as compile errors) in every library and
 # command source, after the libc headers it shadows
 $(BUILD)/obj/pkg/%.o: EXTRA_CFLAGS := -include svcenv/banned.h

@@ -398,16 +398,11 @@ bad:
 /* The API client from the kubeconfig (or in-cluster): 0 or 4, logged. */
 static int make_client(const struct cli *cli, struct se_kube_client **client)
 {
-        struct se_diag diag = { 0 };
-        struct se_kube_config *cfg = NULL;
-        int r = se_kube_config_load(&cli->kopts, &cfg, &diag);
-        if (r == 0)
-                r = se_kube_client_new(cfg, &cli->client_opts, client, &diag);
-        se_kube_config_free(cfg);
-        if (r < 0) {
+        struct se_diag diag;
+        if (se_kube_client_load(&cli->kopts, &cli->client_opts, client, &diag) < 0) {
                 char msg[1024];
                 se_diag_format(&diag, msg, sizeof(msg));
-                se_log_error("%s", msg[0] ? msg : strerror(-r));
+                se_log_error("%s", msg);
                 return 4;
         }
         return 0;

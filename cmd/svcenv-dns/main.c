@@ -297,18 +297,12 @@ static int load_offline(struct dnsd *d, struct source *src)
 static int start_online(struct dnsd *d, struct source *src)
 {
         struct se_kube_config_opts o = { .kubeconfig = src->kubeconfig, .master = src->master };
-        struct se_kube_config *cfg = NULL;
-        struct se_diag diag = { 0 };
-        int r = se_kube_config_load(&o, &cfg, &diag);
-        if (r == 0) {
-                struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
-                r = se_kube_client_new(cfg, &co, &src->client, &diag);
-                se_kube_config_free(cfg);
-        }
-        if (r < 0) {
+        struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
+        struct se_diag diag;
+        if (se_kube_client_load(&o, &co, &src->client, &diag) < 0) {
                 char msg[1024];
                 se_diag_format(&diag, msg, sizeof(msg));
-                se_log_error("%s", msg[0] ? msg : strerror(-r));
+                se_log_error("%s", msg);
                 return 4;
         }
         enum se_kind kinds[4] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE, SE_KIND_NAMESPACE,

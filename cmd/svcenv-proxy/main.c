@@ -164,14 +164,9 @@ static void on_error(void *data, int err, const char *message)
 static int start_informers(struct proxyd *d, const char *kubeconfig, const char *master)
 {
         struct se_kube_config_opts o = { .kubeconfig = kubeconfig, .master = master };
-        struct se_kube_config *cfg = NULL;
-        struct se_diag diag = { 0 };
-        int r = se_kube_config_load(&o, &cfg, &diag);
-        if (r == 0) {
-                struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
-                r = se_kube_client_new(cfg, &co, &d->client, &diag);
-                se_kube_config_free(cfg);
-        }
+        struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
+        struct se_diag diag;
+        int r = se_kube_client_load(&o, &co, &d->client, &diag);
         if (r < 0) {
                 char buf[1024];
                 se_diag_format(&diag, buf, sizeof(buf));

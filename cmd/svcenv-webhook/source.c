@@ -34,14 +34,9 @@ static void on_error(void *data, int err, const char *message)
 static int start_informer(struct source *s)
 {
         struct se_kube_config_opts o = { .kubeconfig = s->kubeconfig, .master = s->master };
-        struct se_kube_config *cfg = NULL;
-        struct se_diag d = { 0 };
-        int r = se_kube_config_load(&o, &cfg, &d);
-        if (r == 0) {
-                struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
-                r = se_kube_client_new(cfg, &co, &s->client, &d);
-                se_kube_config_free(cfg);
-        }
+        struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
+        struct se_diag d;
+        int r = se_kube_client_load(&o, &co, &s->client, &d);
         if (r < 0) {
                 char buf[1024];
                 se_diag_format(&d, buf, sizeof(buf));

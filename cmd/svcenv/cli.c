@@ -40,6 +40,13 @@ void cli_source_release(struct cli_source *src)
         se_strv_release(&src->files);
 }
 
+int cli_help(struct cli_source *src, const char *usage)
+{
+        fputs(usage, stdout);
+        cli_source_release(src);
+        return EXIT_OK;
+}
+
 const char *cli_source_namespace(const struct cli_source *src)
 {
         return src->ns ? src->ns : "default";
@@ -76,16 +83,11 @@ static int put_item(void *data, struct se_object *obj)
 static int load_online(const struct cli_source *src, struct se_store **ret)
 {
         struct se_kube_config_opts o = { .kubeconfig = src->kubeconfig, .context = src->context };
-        struct se_kube_config *cfg = NULL;
+        struct se_kube_client_opts co = { .qps = 50, .burst = 100 };
         struct se_kube_client *client = NULL;
         struct se_diag diag;
-        int r = se_kube_config_load(&o, &cfg, &diag);
-        if (r == 0) {
-                struct se_kube_client_opts co = { .qps = 50, .burst = 100 };
-                r = se_kube_client_new(cfg, &co, &client, &diag);
-        }
+        int r = se_kube_client_load(&o, &co, &client, &diag);
         if (r < 0) {
-                se_kube_config_free(cfg);
                 return cli_fail(r == -ENOENT && !src->kubeconfig ? EXIT_USAGE :
                                 r == -EINVAL                     ? EXIT_INVALID :
                                                                    EXIT_SYSTEM,
@@ -101,7 +103,6 @@ static int load_online(const struct cli_source *src, struct se_store **ret)
                                  store, NULL, &diag);
         }
         se_kube_client_free(client);
-        se_kube_config_free(cfg);
         if (!store)
                 return cli_fail(EXIT_SYSTEM, "out of memory");
         if (r < 0) {

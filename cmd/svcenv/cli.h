@@ -41,6 +41,9 @@ struct cli_source {
  * negative errno. */
 int cli_source_option(struct cli_source *src, int opt, const char *arg);
 void cli_source_release(struct cli_source *src);
+/* --help: usage on stdout, src released; returns EXIT_OK for the
+ * subcommand to return. */
+int cli_help(struct cli_source *src, const char *usage);
 /* The namespace for namespaced defaults ("default" when -n is absent). */
 const char *cli_source_namespace(const struct cli_source *src);
 

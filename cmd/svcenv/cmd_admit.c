@@ -138,9 +138,7 @@ int cmd_admit(int argc, char **argv)
                         decode = true;
                         break;
                 case 'h':
-                        fputs(usage, stdout);
-                        cli_source_release(&src);
-                        return EXIT_OK;
+                        return cli_help(&src, usage);
                 default:
                         cli_source_release(&src);
                         return cli_usage_error("admit", "unknown option");

@@ -306,9 +306,7 @@ int cmd_dns(int argc, char **argv)
                         break;
                 }
                 case 'h':
-                        fputs(usage, stdout);
-                        cli_source_release(&src);
-                        return EXIT_OK;
+                        return cli_help(&src, usage);
                 default:
                         r = cli_usage_error("dns", "unknown option");
                         break;

@@ -286,9 +286,7 @@ int cmd_endpoints(int argc, char **argv)
                                 rc = cli_usage_error("endpoints", "--managed-by is empty");
                         break;
                 case 'h':
-                        fputs(usage, stdout);
-                        cli_source_release(&src);
-                        return EXIT_OK;
+                        return cli_help(&src, usage);
                 default:
                         rc = cli_usage_error("endpoints", "unknown option");
                 }

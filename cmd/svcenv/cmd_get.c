@@ -91,9 +91,7 @@ int cmd_get(int argc, char **argv)
                         headers = false;
                         break;
                 case 'h':
-                        fputs(usage, stdout);
-                        cli_source_release(&src);
-                        return EXIT_OK;
+                        return cli_help(&src, usage);
                 default:
                         cli_source_release(&src);
                         return cli_usage_error("get", "unknown option");

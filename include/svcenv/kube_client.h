@@ -95,6 +95,13 @@ struct se_kube_client_opts {
  * 0 or -ENOMEM/-EINVAL/-EIO with diag filled. */
 int se_kube_client_new(const struct se_kube_config *cfg, const struct se_kube_client_opts *opts,
                        struct se_kube_client **ret, struct se_diag *diag);
+/* What every binary does with --kubeconfig/--master: se_kube_config_load(
+ * config_opts), then se_kube_client_new(opts). 0 and a new client in *ret, or
+ * the first step's negative errno with diag's text never empty (strerror when
+ * the step said nothing more), so the caller only prints it. */
+int se_kube_client_load(const struct se_kube_config_opts *config_opts,
+                        const struct se_kube_client_opts *opts, struct se_kube_client **ret,
+                        struct se_diag *diag);
 /* NULL-safe; returns NULL. No request may be running. */
 struct se_kube_client *se_kube_client_free(struct se_kube_client *c);
 /* Borrowed: the config the client uses (namespace, server). */

@@ -66,6 +66,22 @@ int dns_skip_name(const uint8_t *msg, size_t len, size_t *off);
 /* Length of an uncompressed wire name (with the root byte). */
 size_t dns_wire_len(const uint8_t *wire);
 
+/* The labels of a (possibly compressed) name in a message of any origin,
+ * one at a time: what the autopath rewrite and the dig-style text share.
+ * More lenient than dns_read_name (pointers may go forward, as some servers
+ * write them) yet bounded: at most 64 pointers, the name with its root at
+ * most SE_DNS_MAX_NAME bytes (serve_name.c). */
+struct dns_label_walk {
+        const uint8_t *msg;
+        size_t len, pos, end, total;
+        unsigned jumps;
+};
+void dns_label_walk_init(struct dns_label_walk *w, const uint8_t *msg, size_t len, size_t off);
+/* The next label's length (1..63) with *label at its bytes; 0 at the root,
+ * when the name is done and w->end is where the field after it starts;
+ * -EBADMSG when the name is malformed. */
+int dns_label_walk_next(struct dns_label_walk *w, const uint8_t **label);
+
 static inline uint16_t dns_get16(const uint8_t *p)
 {
         return (uint16_t)(p[0] << 8 | p[1]);

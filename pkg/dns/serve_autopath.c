@@ -9,7 +9,7 @@
 #include <svcenv/dns.h>
 #include <svcenv/dns_serve.h>
 
-#define MAX_JUMPS 64
+#include "dns_internal.h"
 
 static uint16_t get16(const uint8_t *p)
 {
@@ -42,30 +42,16 @@ static void put16(struct out *o, uint16_t v)
  * *off past it. -EBADMSG when malformed. */
 static int copy_name(const uint8_t *msg, size_t len, size_t *off, struct out *o)
 {
-        size_t pos = *off, end = 0, total = 0;
-        int jumps = 0;
-        for (;;) {
-                if (pos >= len)
-                        return -EBADMSG;
-                uint8_t l = msg[pos];
-                if ((l & 0xc0) == 0xc0) {
-                        if (pos + 1 >= len || ++jumps > MAX_JUMPS)
-                                return -EBADMSG;
-                        if (!end)
-                                end = pos + 2;
-                        pos = (size_t)(l & 0x3f) << 8 | msg[pos + 1];
-                        continue;
-                }
-                if (l & 0xc0)
-                        return -EBADMSG;
-                if (pos + 1 + l > len || (total += 1u + l) > SE_DNS_MAX_NAME)
-                        return -EBADMSG;
-                put(o, msg + pos, 1u + l);
-                if (l == 0)
-                        break;
-                pos += 1u + l;
-        }
-        *off = end ? end : pos + 1;
+        struct dns_label_walk w;
+        const uint8_t *label;
+        int l;
+        dns_label_walk_init(&w, msg, len, *off);
+        while ((l = dns_label_walk_next(&w, &label)) > 0)
+                put(o, label - 1, 1u + (size_t)l); /* with its length byte */
+        if (l < 0)
+                return l;
+        put(o, "", 1);
+        *off = w.end;
         return 0;
 }
 

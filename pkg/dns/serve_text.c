@@ -12,7 +12,7 @@
 #include <svcenv/dns.h>
 #include <svcenv/dns_serve.h>
 
-#define MAX_JUMPS 64
+#include "dns_internal.h"
 
 static const struct {
         uint16_t code;
@@ -96,32 +96,14 @@ static uint32_t get32(const uint8_t *p)
  * moves *off past it. -EBADMSG when it is malformed. */
 static int put_name(const uint8_t *msg, size_t len, size_t *off, struct se_strbuf *sb)
 {
-        size_t pos = *off, end = 0, total = 0;
-        int jumps = 0;
+        struct dns_label_walk w;
+        const uint8_t *label;
+        int l;
         bool any = false;
-        for (;;) {
-                if (pos >= len)
-                        return -EBADMSG;
-                uint8_t l = msg[pos];
-                if ((l & 0xc0) == 0xc0) {
-                        if (pos + 1 >= len || ++jumps > MAX_JUMPS)
-                                return -EBADMSG;
-                        if (!end)
-                                end = pos + 2;
-                        pos = (size_t)(l & 0x3f) << 8 | msg[pos + 1];
-                        continue;
-                }
-                if (l & 0xc0)
-                        return -EBADMSG;
-                if (l == 0) {
-                        if (!end)
-                                end = pos + 1;
-                        break;
-                }
-                if (pos + 1 + l > len || (total += 1u + l) > SE_DNS_MAX_NAME)
-                        return -EBADMSG;
-                for (size_t i = 0; i < l; i++) {
-                        unsigned char ch = msg[pos + 1 + i];
+        dns_label_walk_init(&w, msg, len, *off);
+        while ((l = dns_label_walk_next(&w, &label)) > 0) {
+                for (int i = 0; i < l; i++) {
+                        unsigned char ch = label[i];
                         if (ch == '.' || ch == '\\' || ch == '"' || ch == ';' || ch == '(' ||
                             ch == ')' || ch == '@' || ch == '$')
                                 se_strbuf_printf(sb, "\\%c", ch);
@@ -132,11 +114,12 @@ static int put_name(const uint8_t *msg, size_t len, size_t *off, struct se_strbu
                 }
                 se_strbuf_putc(sb, '.');
                 any = true;
-                pos += 1u + l;
         }
+        if (l < 0)
+                return l;
         if (!any)
                 se_strbuf_putc(sb, '.');
-        *off = end;
+        *off = w.end;
         return 0;
 }
 

@@ -225,6 +225,25 @@ int se_kube_client_new(const struct se_kube_config *cfg, const struct se_kube_cl
         return 0;
 }
 
+int se_kube_client_load(const struct se_kube_config_opts *config_opts,
+                        const struct se_kube_client_opts *opts, struct se_kube_client **ret,
+                        struct se_diag *diag)
+{
+        struct se_diag local;
+        if (!diag)
+                diag = &local;
+        *diag = (struct se_diag){ 0 };
+        struct se_kube_config *cfg = NULL;
+        int r = se_kube_config_load(config_opts, &cfg, diag);
+        if (r == 0)
+                r = se_kube_client_new(cfg, opts, ret, diag);
+        se_kube_config_free(cfg);
+        /* out of memory is returned without words */
+        if (r < 0 && !diag->text[0])
+                se_diag_set(diag, NULL, 0, 0, "%s", strerror(-r));
+        return r;
+}
+
 struct se_kube_client *se_kube_client_free(struct se_kube_client *c)
 {
         if (!c)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <svcenv/dns.h>
+#include <svcenv/dns_serve.h>
 #include <svcenv/store.h>
 
 #include "bench_objects.h"
@@ -27,6 +28,25 @@ static const char *ns_of(unsigned i)
         static char buf[16];
         snprintf(buf, sizeof(buf), "ns-%03u", i % 50);
         return buf;
+}
+
+/* A slice of Service svc in ns named svc-abcde, IPv4, with room for n
+ * endpoints (the caller fills them and the ports). */
+static struct se_endpoint_slice *new_slice(const char *ns, const char *svc, unsigned n)
+{
+        struct se_endpoint_slice *es =
+                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
+        char name[80];
+        if (!es)
+                abort();
+        es->obj.meta.namespace = dup(&es->obj, ns);
+        snprintf(name, sizeof(name), "%s-abcde", svc);
+        es->obj.meta.name = dup(&es->obj, name);
+        one_kv(&es->obj, &es->obj.meta.labels, "kubernetes.io/service-name", svc);
+        es->address_type = "IPv4";
+        es->n_endpoints = n;
+        es->endpoints = se_arena_array(&es->obj.arena, n, sizeof(*es->endpoints));
+        return es;
 }
 
 static void add_service(struct se_store *st, unsigned i)
@@ -51,18 +71,8 @@ static void add_service(struct se_store *st, unsigned i)
         if (se_store_put(st, &s->obj) < 0)
                 abort();
 
-        struct se_endpoint_slice *es =
-                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
-        if (!es)
-                abort();
-        es->obj.meta.namespace = dup(&es->obj, ns_of(i));
-        snprintf(buf, sizeof(buf), "svc-%05u-abcde", i);
-        es->obj.meta.name = dup(&es->obj, buf);
         snprintf(buf, sizeof(buf), "svc-%05u", i);
-        one_kv(&es->obj, &es->obj.meta.labels, "kubernetes.io/service-name", buf);
-        es->address_type = "IPv4";
-        es->n_endpoints = 15;
-        es->endpoints = se_arena_array(&es->obj.arena, 15, sizeof(*es->endpoints));
+        struct se_endpoint_slice *es = new_slice(ns_of(i), buf, 15);
         for (unsigned e = 0; e < 15; e++) {
                 unsigned ip = i * 15 + e;
                 snprintf(buf, sizeof(buf), "10.%u.%u.%u", 128 + ip / 65536, (ip / 256) % 256,
@@ -85,32 +95,19 @@ static void add_service(struct se_store *st, unsigned i)
                 abort();
 }
 
-static size_t query(uint8_t *q, const char *name, uint16_t type)
-{
-        size_t o = 12;
-        memset(q, 0, 12);
-        q[2] = 1;
-        q[5] = 1;
-        for (const char *p = name; *p;) {
-                const char *dot = strchr(p, '.');
-                size_t n = dot ? (size_t)(dot - p) : strlen(p);
-                q[o++] = (uint8_t)n;
-                memcpy(q + o, p, n);
-                o += n;
-                p += n + (dot ? 1 : 0);
-        }
-        q[o++] = 0;
-        q[o++] = (uint8_t)(type >> 8);
-        q[o++] = (uint8_t)type;
-        q[o++] = 0;
-        q[o++] = 1;
-        return o;
-}
-
 struct q {
         uint8_t b[300];
         size_t n;
 };
+
+/* The query a stub resolver sends (RD, no EDNS), as the library makes it. */
+static void query(struct q *q, const char *name, const char *type)
+{
+        int n = se_dns_query_make(name, type, 0, 0, q->b, sizeof(q->b), NULL);
+        if (n < 0)
+                abort();
+        q->n = (size_t)n;
+}
 
 static void run_mix(const struct se_dns_zone *z, const char *label, const struct q *qs, size_t n)
 {
@@ -161,21 +158,21 @@ static void bench(unsigned n_services)
         for (size_t i = 0; i < n; i++) {
                 unsigned s = (unsigned)(i * (n_services / n));
                 snprintf(name, sizeof(name), "svc-%05u.%s.svc.cluster.local", s, ns_of(s));
-                pos[i].n = query(pos[i].b, name, 1);
-                srv[i].n = query(srv[i].b, name, 33);
+                query(&pos[i], name, "A");
+                query(&srv[i], name, "SRV");
                 /* ndots:5: the name and two search candidates, A and AAAA... as the
                  * reference's mix: 2 positive, 3 NXDOMAIN per service */
-                mix[nm].n = query(mix[nm].b, name, 1), nm++;
-                mix[nm].n = query(mix[nm].b, name, 28), nm++;
+                query(&mix[nm++], name, "A");
+                query(&mix[nm++], name, "AAAA");
                 snprintf(name, sizeof(name), "api.example.com.%s.svc.cluster.local", ns_of(s));
-                mix[nm].n = query(mix[nm].b, name, 1), nm++;
+                query(&mix[nm++], name, "A");
                 snprintf(name, sizeof(name), "api.example.com.svc.cluster.local");
-                mix[nm].n = query(mix[nm].b, name, 28), nm++;
+                query(&mix[nm++], name, "AAAA");
                 snprintf(name, sizeof(name), "api.example.com.cluster.local");
-                mix[nm].n = query(mix[nm].b, name, 1), nm++;
+                query(&mix[nm++], name, "A");
                 snprintf(name, sizeof(name), "%u.%u.%u.10.in-addr.arpa", s % 256, (s / 256) % 256,
                          96 + s / 65536);
-                ptr[i].n = query(ptr[i].b, name, 12);
+                query(&ptr[i], name, "PTR");
         }
         run_mix(z, "A, positive", pos, n);
         run_mix(z, "ndots:5 mix (60 % NXDOMAIN)", mix, nm);
@@ -202,16 +199,7 @@ static void bench_headless(unsigned n)
         s->cluster_ip = "None";
         if (se_store_put(st, &s->obj) < 0)
                 abort();
-        struct se_endpoint_slice *es =
-                (struct se_endpoint_slice *)se_object_new(SE_KIND_ENDPOINT_SLICE);
-        if (!es)
-                abort();
-        es->obj.meta.namespace = "default";
-        es->obj.meta.name = "sts-abcde";
-        one_kv(&es->obj, &es->obj.meta.labels, "kubernetes.io/service-name", "sts");
-        es->address_type = "IPv4";
-        es->n_endpoints = n;
-        es->endpoints = se_arena_array(&es->obj.arena, n, sizeof(*es->endpoints));
+        struct se_endpoint_slice *es = new_slice("default", "sts", n);
         char buf[32];
         for (unsigned e = 0; e < n; e++) {
                 snprintf(buf, sizeof(buf), "10.%u.%u.%u", 64 + e / 65536, (e / 256) % 256, e % 256);

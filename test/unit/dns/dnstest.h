@@ -19,18 +19,9 @@
 #include <svcenv/dns.h>
 #include <svcenv/manifest.h>
 
-#define T_SERIAL 1700000000u
+#include "store_yaml.h"
 
-static SE_UNUSED struct se_store *t_load(const char *yaml)
-{
-        struct se_store *s = se_store_new();
-        struct se_diag d = { 0 };
-        assert_non_null(s);
-        int r = se_manifest_load_buffer(s, "test.yaml", yaml, strlen(yaml), NULL, NULL, &d);
-        if (r < 0)
-                fail_msg("load: %d: %s (line %u)", r, d.text, d.line);
-        return s;
-}
+#define T_SERIAL 1700000000u
 
 static SE_UNUSED struct se_dns_zone *t_zone(const char *yaml, const struct se_dns_options *o)
 {

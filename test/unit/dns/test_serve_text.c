@@ -193,6 +193,38 @@ static void test_msg_text__malformed(void **state)
         se_strbuf_release(&sb);
 }
 
+/* A name is at most 255 bytes with its root byte (RFC 1035 3.1), as the
+ * autopath rewrite reads it: 63+63+63+61 letters fit, one more does not. */
+static size_t question_of(uint8_t *m, const unsigned *labels, size_t n)
+{
+        size_t o = 12;
+        memset(m, 0, 12);
+        m[5] = 1;
+        for (size_t i = 0; i < n; i++) {
+                m[o++] = (uint8_t)labels[i];
+                memset(m + o, 'a', labels[i]);
+                o += labels[i];
+        }
+        static const uint8_t tail[] = { 0, 0, 1, 0, 1 };
+        memcpy(m + o, tail, sizeof(tail));
+        return o + sizeof(tail);
+}
+
+static void test_msg_text__name_length(void **state)
+{
+        (void)state;
+        uint8_t m[300];
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        static const unsigned fits[] = { 63, 63, 63, 61 }, over[] = { 63, 63, 63, 62 };
+        assert_int_equal(se_dns_msg_text(m, question_of(m, fits, 4), false, &sb), 0);
+        assert_non_null(strstr(sb.buf, "\n;aaa"));
+        se_strbuf_reset(&sb);
+        assert_int_equal(se_dns_msg_text(m, question_of(m, over, 4), false, &sb), -EBADMSG);
+        assert_non_null(strstr(sb.buf, ";; malformed message"));
+        se_strbuf_release(&sb);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -204,6 +236,7 @@ int main(void)
                 cmocka_unit_test(test_query_make__wire),
                 cmocka_unit_test(test_msg_text__response),
                 cmocka_unit_test(test_msg_text__malformed),
+                cmocka_unit_test(test_msg_text__name_length),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

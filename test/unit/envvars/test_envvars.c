@@ -12,26 +12,14 @@
 
 #include <cmocka.h>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <svcenv/alloc.h>
 #include <svcenv/envvars.h>
 #include <svcenv/manifest.h>
 
-/* ---- helpers ---- */
+#include "cpu_budget.h"
+#include "store_yaml.h"
 
-static struct se_store *load(const char *yaml)
-{
-        struct se_store *s = se_store_new();
-        struct se_diag d = { 0 };
-        assert_non_null(s);
-        int r = se_manifest_load_buffer(s, "test.yaml", yaml, strlen(yaml), NULL, NULL, &d);
-        if (r < 0)
-                fail_msg("load: %d: %s (line %u)", r, d.text, d.line);
-        return s;
-}
+/* ---- helpers ---- */
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -598,7 +586,7 @@ static void test_envvars__make_environment_variables_upstream(void **state)
         for (size_t i = 0; i < SE_ARRAY_SIZE(mk_cases); i++) {
                 const struct mk_case *c = &mk_cases[i];
                 char *yaml = case_yaml(c);
-                struct se_store *s = load(yaml);
+                struct se_store *s = t_load(yaml);
                 const struct se_pod *pod = get_pod(s, c->ns, "dapi-test-pod-name");
                 struct se_envvars_input in = { .store = s };
                 struct se_env_list l = SE_ENV_LIST_INIT;
@@ -636,7 +624,7 @@ static void test_envvars__pod_ips_filtered(void **state)
                                    false,
                                    { NULL } };
         char *yaml = case_yaml(&c);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_pod *pod = SE_UNCONST(struct se_pod, get_pod(s, c.ns, "dapi-test-pod-name"));
         static const char *ips[] = { "1.2.3.4", "192.168.1.1.", "fd00::6", "1.2.3.5" };
         pod->pod_ips.v = ips;
@@ -758,21 +746,7 @@ static int many_ports_env(void)
 static void test_envvars__many_ports_linear(void **state)
 {
         (void)state;
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                const char *vg = getenv("VALGRIND");
-                struct rlimit cpu = { 20, 20 };
-                if (!vg || strcmp(vg, "1") != 0)
-                        setrlimit(RLIMIT_CPU, &cpu);
-                _exit(many_ports_env());
-        }
-        int status = 0;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status))
-                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
-        if (WEXITSTATUS(status))
-                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+        t_run_with_cpu_budget(many_ports_env, 20);
 }
 
 /* ---- svcenv's own rules and edge cases ---- */
@@ -802,7 +776,7 @@ static const char shop_yaml[] =
 static void test_envvars__namespace_selection_and_order(void **state)
 {
         (void)state;
-        struct se_store *s = load(shop_yaml);
+        struct se_store *s = t_load(shop_yaml);
         struct se_envvars_input in = { .store = s };
         struct se_env_list l = SE_ENV_LIST_INIT;
         assert_int_equal(se_envvars_services(&in, "shop", true, &l), 0);
@@ -909,7 +883,7 @@ static void test_envvars__collision_other_direction(void **state)
 {
         (void)state;
         /* x-port-80-tcp's X_PORT_80_TCP_PORT (tcp://...) against x's (80): x wins */
-        struct se_store *s = load(
+        struct se_store *s = t_load(
                 "apiVersion: v1\nkind: Service\nmetadata: {name: x-port-80-tcp, namespace: nn}\n"
                 "spec: {clusterIP: 10.0.0.2, ports: [{port: 81}]}\n---\n"
                 "apiVersion: v1\nkind: Service\nmetadata: {name: x, namespace: nn}\n"
@@ -968,7 +942,7 @@ static void test_envvars__container_rules(void **state)
                         /* no recursion */
                         "    - {name: R, value: $$(A)}\n"
                         "    - {name: S, value: $(R)}\n") > 0);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_env_list l = SE_ENV_LIST_INIT;
         build(s, "shop", "p", 0, &l, 0, NULL);
         static const char *const head[] = {
@@ -1011,7 +985,7 @@ static void test_envvars__links_off_keeps_references_literal(void **state)
                         "spec:\n  enableServiceLinks: false\n  containers:\n  - name: c\n"
                         "    env: [{name: X, value: \"$(REDIS_SERVICE_HOST) $(KUBERNETES_SERVICE_HOST)\"}]\n") >
                 0);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_env_list l = SE_ENV_LIST_INIT;
         build(s, "shop", "p", 0, &l, 0, NULL);
         assert_string_equal(se_env_list_find(&l, "X")->value, "$(REDIS_SERVICE_HOST) 10.96.0.1");
@@ -1052,7 +1026,7 @@ static const char pod_refs_yaml[] =
 static void test_envvars__value_from(void **state)
 {
         (void)state;
-        struct se_store *s = load(pod_refs_yaml);
+        struct se_store *s = t_load(pod_refs_yaml);
         struct se_env_list l = SE_ENV_LIST_INIT;
         build(s, "ns", "p", 0, &l, 0, NULL);
         static const char *const want[] = {
@@ -1092,7 +1066,7 @@ static void test_envvars__value_from(void **state)
 static void test_envvars__host_ips_from_node(void **state)
 {
         (void)state;
-        struct se_store *s = load(
+        struct se_store *s = t_load(
                 "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  addresses:\n"
                 "  - {type: Hostname, address: n1}\n  - {type: ExternalIP, address: 203.0.113.5}\n"
                 "  - {type: InternalIP, address: \"fd00:0:0::0011\"}\n  - {type: InternalIP, address: \"fd00::12\"}\n"
@@ -1114,7 +1088,7 @@ static void test_envvars__host_ips_from_node(void **state)
 static void test_envvars__resource_field_ref(void **state)
 {
         (void)state;
-        struct se_store *s = load(
+        struct se_store *s = t_load(
                 "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  containers:\n"
                 "  - name: c\n    resources: {limits: {cpu: 1500m, memory: 129Mi}, requests: {memory: 64Mi}}\n"
                 "    env:\n"
@@ -1164,7 +1138,7 @@ static void test_envvars__expansion_total_cap(void **state)
                 se_strbuf_printf(&y, "    - {name: V%d, value: \"$(V%d)$(V%d)\"}\n", i, i - 1,
                                  i - 1);
         /* V5 would be 32 MiB: over the per-value cap */
-        struct se_store *s = load(y.buf);
+        struct se_store *s = t_load(y.buf);
         struct se_env_list l = SE_ENV_LIST_INIT;
         build(s, "ns", "p", 0, &l, -E2BIG, NULL);
         assert_int_equal(l.n, 0);
@@ -1179,7 +1153,7 @@ static void test_envvars__expansion_total_cap(void **state)
                 big);
         for (int i = 1; i < 80; i++)
                 se_strbuf_printf(&y, "    - {name: V%d, value: \"$(V0)\"}\n", i);
-        s = load(y.buf);
+        s = t_load(y.buf);
         struct se_diag d = { 0 };
         struct se_envvars_input in = { .store = s };
         const struct se_pod *p = get_pod(s, "ns", "p");
@@ -1207,7 +1181,7 @@ static void test_envvars__allocation_failures(void **state)
                          "    - {name: B, value: \"$(a) $(WEB_SERVICE_PORT) $(NOPE)\"}\n"
                          "    - {name: C, valueFrom: {fieldRef: {fieldPath: metadata.labels}}}\n") >
                 0);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         const struct se_pod *p = get_pod(s, "shop", "p");
         struct se_envvars_input in = { .store = s };
         struct se_env_list l = SE_ENV_LIST_INIT;
@@ -1243,7 +1217,7 @@ static void test_envvars__allocation_failures(void **state)
 static void test_envvars__size_and_describe(void **state)
 {
         (void)state;
-        struct se_store *s = load(shop_yaml);
+        struct se_store *s = t_load(shop_yaml);
         struct se_envvars_input in = { .store = s };
         struct se_env_list l = SE_ENV_LIST_INIT;
         assert_int_equal(se_envvars_services(&in, "other", false, &l), 0);

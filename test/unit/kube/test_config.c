@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include <svcenv/kube.h>
+#include <svcenv/kube_client.h>
 
 static int parse(size_t n, const char *const *texts, const char *context,
                  struct se_kube_config **ret, struct se_diag *d)
@@ -212,6 +214,51 @@ static void test_config__exec_credential(void **state)
                                     "(such as CR or LF), which an HTTP header cannot carry");
 }
 
+/* se_kube_client_load: both steps in one call, and each step's error comes
+ * back with words, for the daemons to print as is. */
+static void write_text(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void test_config__client_load(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/svcenv-test-config-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[sizeof(dir) + 16];
+        snprintf(path, sizeof(path), "%s/kubeconfig", dir);
+        struct se_kube_config_opts o = { .kubeconfig = path, .master = "http://127.0.0.1:9" };
+        struct se_kube_client_opts co = { .qps = 20, .burst = 40 };
+        struct se_kube_client *c = NULL;
+        struct se_diag d;
+
+        /* first step: no such file */
+        assert_true(se_kube_client_load(&o, &co, &c, &d) < 0);
+        assert_null(c);
+        assert_non_null(strstr(d.text, path));
+
+        /* second step: the CA file the config names is missing */
+        write_text(path, one);
+        assert_true(se_kube_client_load(&o, &co, &c, &d) < 0);
+        assert_null(c);
+        assert_non_null(strstr(d.text, "certificate-authority"));
+
+        /* both steps pass; --master wins over the file's server */
+        write_text(path, "clusters:\n- name: k\n  cluster: {server: 'https://one:6443'}\n"
+                         "contexts:\n- name: a\n  context: {cluster: k}\n"
+                         "current-context: a\n");
+        assert_int_equal(se_kube_client_load(&o, &co, &c, &d), 0);
+        assert_non_null(c);
+        assert_string_equal(se_kube_client_config(c)->server, "http://127.0.0.1:9");
+        se_kube_client_free(c);
+        unlink(path);
+        rmdir(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -220,6 +267,7 @@ int main(void)
                 cmocka_unit_test(test_config__errors_name_file_and_field),
                 cmocka_unit_test(test_config__exec_plugin),
                 cmocka_unit_test(test_config__exec_credential),
+                cmocka_unit_test(test_config__client_load),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -10,14 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-
 #include <cmocka.h>
 
 #include <svcenv/manifest.h>
 #include <svcenv/model.h>
 #include <svcenv/store.h>
+
+#include "cpu_budget.h"
 
 static int load(struct se_store *s, const char *text, char *msg, size_t msg_size)
 {
@@ -584,22 +583,7 @@ static int big_decodes(void)
 static void test_manifest__many_ports_and_containers_checked_linearly(void **state)
 {
         (void)state;
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                const char *vg = getenv("VALGRIND");
-                struct rlimit cpu = { 30, 30 };
-                if (!vg || strcmp(vg, "1") != 0)
-                        setrlimit(RLIMIT_CPU, &cpu);
-                _exit(big_decodes());
-        }
-        int status = 0;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status))
-                fail_msg("the decode was killed by signal %d (SIGXCPU: over the budget)",
-                         WTERMSIG(status));
-        if (WEXITSTATUS(status))
-                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+        t_run_with_cpu_budget(big_decodes, 30);
 }
 
 static void test_manifest__folders_and_missing_files(void **state)

@@ -12,7 +12,6 @@
 
 #include <cmocka.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,9 @@
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
+
+#include "cpu_budget.h"
+#include "store_yaml.h"
 
 /* ---- sortIPTablesRules (proxier_test.go), to compare with upstream data ---- */
 
@@ -156,17 +158,6 @@ static char *normalise(const char *text)
 
 /* ---- helpers ---- */
 
-static struct se_store *load(const char *yaml)
-{
-        struct se_store *s = se_store_new();
-        struct se_diag d;
-        assert_non_null(s);
-        int r = se_manifest_load_buffer(s, "test", yaml, strlen(yaml), NULL, NULL, &d);
-        if (r < 0)
-                fail_msg("manifest: %s", d.text);
-        return s;
-}
-
 static void base_options(struct se_proxy_options *o)
 {
         se_proxy_options_init(o);
@@ -179,23 +170,32 @@ static void base_options(struct se_proxy_options *o)
         o->nfacct = true;
 }
 
-static char *rules(const struct se_store *s, const struct se_proxy_options *o,
-                   enum se_ip_family fam)
+/* The table of s for fam, as one backend writes it. New string. */
+static char *table_text(const struct se_store *s, const struct se_proxy_options *o,
+                        enum se_ip_family fam,
+                        int (*write)(const struct se_proxy_table *, const struct se_proxy_options *,
+                                     struct se_strbuf *))
 {
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
         se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_iptables_write(t, o, &sb), 0);
+        assert_int_equal(write(t, o, &sb), 0);
         se_proxy_table_free(t);
         char *out = se_strbuf_detach(&sb, NULL);
         assert_non_null(out);
         return out;
 }
 
+static char *rules(const struct se_store *s, const struct se_proxy_options *o,
+                   enum se_ip_family fam)
+{
+        return table_text(s, o, fam, se_proxy_iptables_write);
+}
+
 static char *rules_yaml(const char *yaml, const struct se_proxy_options *o)
 {
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         char *out = rules(s, o, SE_IPV4);
         se_store_free(s);
         return out;
@@ -401,7 +401,7 @@ static void test_proxy__endpoint_address_family(void **state)
         assert_int_equal(se_strbuf_failed(&y), 0);
         struct se_proxy_options o;
         base_options(&o);
-        struct se_store *s = load(y.buf);
+        struct se_store *s = t_load(y.buf);
         se_strbuf_release(&y);
         const struct se_object *obj = se_store_get(s, SE_KIND_ENDPOINT_SLICE, "ns1", "svc1-b");
         struct se_endpoint_slice *es =
@@ -682,7 +682,7 @@ static void test_proxy__headless_label(void **state)
         no_text(got, "10.1.0.2");
         no_text(got, "10.1.0.3");
         free(got);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
@@ -700,15 +700,7 @@ static void test_proxy__headless_label(void **state)
 static char *nft_text(const struct se_store *s, const struct se_proxy_options *o,
                       enum se_ip_family fam)
 {
-        struct se_proxy_table *t = NULL;
-        struct se_strbuf sb;
-        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
-        se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
-        se_proxy_table_free(t);
-        char *out = se_strbuf_detach(&sb, NULL);
-        assert_non_null(out);
-        return out;
+        return table_text(s, o, fam, se_proxy_nft_write);
 }
 
 /* --nodeport-addresses per family, as kube-proxy's NodePortAddresses: a
@@ -735,7 +727,7 @@ static void test_proxy__nodeport_addresses_per_family(void **state)
                 "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS";
         static const char ipt_all4[] =
                 "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS";
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_options o;
         base_options(&o);
         assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
@@ -810,7 +802,7 @@ static void test_proxy__cluster_ips_check(void **state)
                 "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
                 "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns}\n"
                 "spec: {clusterIP: 172.30.0.6, ports: [{port: 53, protocol: UDP}]}\n";
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_options o;
         base_options(&o);
         char *v4 = nft_text(s, &o, SE_IPV4), *v6 = nft_text(s, &o, SE_IPV6);
@@ -837,7 +829,7 @@ static void test_proxy__cluster_ips_check(void **state)
         free(v6);
         se_store_free(s);
         /* no ServiceCIDR objects: the reject rule alone */
-        s = load(strstr(yaml, "apiVersion: v1\nkind: Service"));
+        s = t_load(strstr(yaml, "apiVersion: v1\nkind: Service"));
         v4 = nft_text(s, &o, SE_IPV4);
         assert_non_null(
                 strstr(v4, "\tchain cluster-ips-check {\n\t\tip daddr @cluster-ips reject\n\t}\n"));
@@ -869,8 +861,8 @@ static void test_proxy__ipv6_base_rules_on_ipv4_node(void **state)
         assert_int_equal(fams[0], SE_IPV4);
         assert_int_equal(fams[1], SE_IPV6);
         struct se_store *s =
-                load("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
-                     "spec: {clusterIP: 172.30.0.5, ports: [{port: 80}]}\n");
+                t_load("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                       "spec: {clusterIP: 172.30.0.5, ports: [{port: 80}]}\n");
         char *v6 = rules(s, &o, SE_IPV6);
         has_line(v6, ":KUBE-FORWARD - [0:0]");
         has_line(v6, ":KUBE-PROXY-FIREWALL - [0:0]");
@@ -915,7 +907,7 @@ static void test_proxy__ipv6_and_dual_stack(void **state)
         o.n_cluster_cidrs = 2;
         enum se_ip_family fams[2];
         assert_int_equal(se_proxy_families(&o, fams), 2);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         char *v4 = rules(s, &o, SE_IPV4);
         char *v6 = rules(s, &o, SE_IPV6);
         has_line(
@@ -1066,16 +1058,9 @@ static void test_proxy__apply_errors(void **state)
 
 static char *nft_rules(const char *yaml, const struct se_proxy_options *o, enum se_ip_family fam)
 {
-        struct se_store *s = load(yaml);
-        struct se_proxy_table *t = NULL;
-        struct se_strbuf sb;
-        assert_int_equal(se_proxy_table_build(s, o, fam, &t), 0);
-        se_strbuf_init(&sb, 0);
-        assert_int_equal(se_proxy_nft_write(t, o, &sb), 0);
-        se_proxy_table_free(t);
+        struct se_store *s = t_load(yaml);
+        char *out = nft_text(s, o, fam);
         se_store_free(s);
-        char *out = se_strbuf_detach(&sb, NULL);
-        assert_non_null(out);
         return out;
 }
 
@@ -1226,7 +1211,7 @@ static char *sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
         struct se_proxy_options o;
         base_options(&o);
         o.nfacct = false; /* the counters do not exist where these are applied */
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_table *t = NULL;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
         se_strbuf_release(&last_out); /* the sync's output, for tracker_done */
@@ -1429,7 +1414,7 @@ static char *rep_sync(struct se_proxy_tracker *tr, const char *const *parts)
         struct se_proxy_options o;
         base_options(&o);
         o.nfacct = false; /* this upstream test's fake had no nfacct counters */
-        struct se_store *s = load(y.buf);
+        struct se_store *s = t_load(y.buf);
         se_strbuf_release(&y);
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
@@ -1549,7 +1534,7 @@ static void test_proxy__source_ranges_node_ip(void **state)
                 "-A KUBE-FW-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 loadbalancer IP\" -s 1.2.3.4 -j KUBE-EXT-XPGD46QRK7WJZT7O");
         no_text(got, "fd00");
         free(got);
-        struct se_store *st = load(yaml);
+        struct se_store *st = t_load(yaml);
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         assert_int_equal(se_proxy_table_build(st, &o, SE_IPV4, &t), 0);
@@ -1576,7 +1561,7 @@ static char *nft_sync_yaml(const char *yaml, struct se_proxy_tracker *tr)
 {
         struct se_proxy_options o;
         base_options(&o);
-        struct se_store *s = load(yaml);
+        struct se_store *s = t_load(yaml);
         struct se_proxy_table *t = NULL;
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
         se_strbuf_release(&last_out); /* the sync's output, for tracker_done */
@@ -1794,21 +1779,7 @@ static int many_ports_table(void)
 static void test_proxy__many_ports_linear(void **state)
 {
         (void)state;
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                const char *vg = getenv("VALGRIND");
-                struct rlimit cpu = { 20, 20 };
-                if (!vg || strcmp(vg, "1") != 0)
-                        setrlimit(RLIMIT_CPU, &cpu);
-                _exit(many_ports_table());
-        }
-        int status = 0;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status))
-                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
-        if (WEXITSTATUS(status))
-                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+        t_run_with_cpu_budget(many_ports_table, 20);
 }
 
 int main(void)

@@ -12,15 +12,14 @@
 #include <time.h>
 
 #include <cmocka.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <svcenv/decode.h>
 #include <svcenv/manifest.h>
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
+
+#include "cpu_budget.h"
 
 #define S (1000000000LL)
 
@@ -360,21 +359,7 @@ static int many_endpoints_plan(void)
 static void test_proxyd__conntrack_plan_many_endpoints(void **state)
 {
         (void)state;
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                const char *vg = getenv("VALGRIND");
-                struct rlimit cpu = { 20, 20 };
-                if (!vg || strcmp(vg, "1") != 0)
-                        setrlimit(RLIMIT_CPU, &cpu);
-                _exit(many_endpoints_plan());
-        }
-        int status = 0;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status))
-                fail_msg("killed by signal %d (SIGXCPU: over the budget)", WTERMSIG(status));
-        if (WEXITSTATUS(status))
-                fail_msg("check %d failed in the child", WEXITSTATUS(status));
+        t_run_with_cpu_budget(many_endpoints_plan, 20);
 }
 
 int main(void)
