@@ -58,7 +58,7 @@ void endpoints_slice_ep_digest(const struct se_endpoint_slice *s, uint32_t k,
 void endpoints_port_order_key(const struct se_endpoint_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
 void endpoints_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[EP_ORDER_KEY_LEN]);
 /* The same for an EndpointSlice port (discovery/v1's struct). */
-void ep_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
+void endpoints_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN]);
 /* Sorts each subset's ports, then the subsets, by those digests (the
  * addresses must already be in order). 0 or -ENOMEM. */
 int endpoints_sort_subsets(struct se_endpoint_subset *subs, uint32_t n);

@@ -122,7 +122,7 @@ void endpoints_subset_order_key(const struct se_endpoint_subset *s, uint8_t out[
 }
 
 /* discovery/v1 EndpointPort: every field a pointer, in its own order */
-void ep_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN])
+void endpoints_slice_port_order_key(const struct se_slice_port *p, uint8_t out[EP_ORDER_KEY_LEN])
 {
         struct se_fnv128a h;
         char num[16];

@@ -106,8 +106,8 @@ static int cmp_slice_port(const struct se_slice_port *a, const struct se_slice_p
 static int cmp_slice_port_order(const struct se_slice_port *a, const struct se_slice_port *b)
 {
         uint8_t ka[EP_ORDER_KEY_LEN], kb[EP_ORDER_KEY_LEN];
-        ep_slice_port_order_key(a, ka);
-        ep_slice_port_order_key(b, kb);
+        endpoints_slice_port_order_key(a, ka);
+        endpoints_slice_port_order_key(b, kb);
         int c = memcmp(ka, kb, sizeof(ka));
         return c ? c : cmp_slice_port(a, b);
 }

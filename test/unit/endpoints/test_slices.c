@@ -585,11 +585,11 @@ static void test_slices__ports_in_upstream_order(void **state)
         char hex[33];
         struct se_slice_port http = { "http", true, 8080, true, SE_PROTO_TCP, NULL };
         struct se_slice_port dns = { "", true, 53, true, SE_PROTO_UDP, "dns" };
-        ep_slice_port_order_key(&http, k);
+        endpoints_slice_port_order_key(&http, k);
         for (int i = 0; i < 16; i++)
                 snprintf(hex + 2 * i, 3, "%02x", k[i]);
         assert_string_equal(hex, "0e874d5677090ee5c32afa85f637c347");
-        ep_slice_port_order_key(&dns, k);
+        endpoints_slice_port_order_key(&dns, k);
         for (int i = 0; i < 16; i++)
                 snprintf(hex + 2 * i, 3, "%02x", k[i]);
         assert_string_equal(hex, "d6a7cc0ba93f91f1be3d8d231be996c3");
