@@ -9,7 +9,8 @@
 # predicts for the pod as the Deployment wrote it, and for the pod as
 # admitted (the kubelet gives both the same). Sending an admitted pod to the
 # webhook again changes nothing. A pod created before a Service does not see
-# it, one created after does. A pod annotated svcenv.io/inject "false", and a
+# it, one created after does. A real reinvocation (a second webhook changes
+# the pod after ours) adds nothing. A pod annotated svcenv.io/inject "false", and a
 # container with envFrom of a ConfigMap (which the webhook, watching only
 # Services, cannot see), are left to the kubelet.
 #
@@ -29,10 +30,12 @@ NS=node-wh-$$
 MWC=svcenv-node-wh-$$
 MWC_PATH=/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations
 tmp=$(mktemp -d /tmp/svcenv-node-wh.XXXXXX)
-wh_pid=''
+wh_pid='' extra_pid=''
 cleanup() {
 	[ -n "$wh_pid" ] && kill "$wh_pid" 2>/dev/null && wait "$wh_pid" 2>/dev/null
-	[ -f "$KUBE_DIR/env" ] && kapi delete "$MWC_PATH/$MWC" >/dev/null 2>&1
+	[ -n "$extra_pid" ] && kill "$extra_pid" 2>/dev/null && wait "$extra_pid" 2>/dev/null
+	[ -f "$KUBE_DIR/env" ] && kapi delete "$MWC_PATH/$MWC" >/dev/null 2>&1 &&
+		kapi delete "$MWC_PATH/$MWC-zz" >/dev/null 2>&1
 	node_cleanup "$NS"
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
@@ -257,6 +260,45 @@ check "later pod's process: WEB_API_SERVICE_PORT is the container's own 8080" \
 check "envFrom container's process: the ConfigMap's DB_SERVICE_HOST wins, as under the kubelet" \
 	eval 'grep -qx "DB_SERVICE_HOST=from-cm" "$tmp/$later.cm.process.saved" &&
 		grep -qx "SEEN=from-cm" "$tmp/$later.cm.process.saved"'
+
+# --- a real reinvocation --------------------------------------------------------------
+# A second webhook, called after ours (configurations run in name order),
+# changes the pod: a second svcenv-webhook whose only Service, "extra", the
+# cluster does not have, for pods labelled reinvoke=yes. The API server then
+# calls ours again (IfNeeded), which must find nothing to add.
+cat >"$tmp/extra.json" <<EOF
+{"apiVersion":"v1","kind":"Service","metadata":{"name":"extra","namespace":"$NS"},
+ "spec":{"clusterIP":"10.96.254.254","ports":[{"port":1234}]}}
+EOF
+metric() { # result: our webhook's count of reviews answered so
+	curl -sf --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$port/metrics" |
+		awk -v r="svcenv_webhook_admissions_total{result=\"$1\"}" '$1 == r { print $2 }'
+}
+reinvoked_pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"again","labels":{"reinvoke":"yes"}},
+ "spec":{"containers":[{"name":"c","image":"none","env":[{"name":"DSN","value":"$(DB_SERVICE_HOST)"}]}]}}'
+if webhook_start "$tmp/pki" "$tmp/extra.log" -f "$tmp/extra.json"; then
+	extra_pid=$started_pid
+	webhook_config "$MWC-zz" "$started_port" "$NS" Fail "$tmp/pki/cabundle" |
+		jq '.webhooks[0] |= (.name = "extra.svcenv.io" | .reinvocationPolicy = "Never" |
+			.objectSelector = {matchLabels: {reinvoke: "yes"}})' | kapi post "$MWC_PATH" - >/dev/null
+	dry_again() { printf '%s' "$reinvoked_pod" | kapi post "/api/v1/namespaces/$NS/pods?dryRun=All" - 2>/dev/null; }
+	extra_active() { dry_again | grep -q EXTRA_SERVICE_HOST; }
+	until_ok 10 extra_active
+	patched=$(metric patched) unchanged=$(metric unchanged)
+	dry_again >"$tmp/again.json"
+	jq -r '.spec.containers[0].env[].name' "$tmp/again.json" >"$tmp/again.names"
+	check "reinvoked after another webhook's change: ours answered twice, the second time with no patch" \
+		test "$(metric patched)/$(metric unchanged)" = "$((patched + 1))/$((unchanged + 1))"
+	check "... and the pod has both webhooks' variables, each name once, the container's DSN last" \
+		eval 'grep -qx DB_SERVICE_HOST "$tmp/again.names" && grep -qx EXTRA_SERVICE_HOST "$tmp/again.names" &&
+			[ -z "$(sort "$tmp/again.names" | uniq -d)" ] && [ "$(tail -n 1 "$tmp/again.names")" = DSN ]'
+	kapi delete "$MWC_PATH/$MWC-zz" >/dev/null
+	kill "$extra_pid" && wait "$extra_pid"
+	extra_pid=''
+else
+	not_ok "a second svcenv-webhook (-f) serves"
+	sed 's/^/# /' "$tmp/extra.log" | tail -n 5
+fi
 
 # --- the end -------------------------------------------------------------------------
 kapi delete "$MWC_PATH/$MWC" >/dev/null
