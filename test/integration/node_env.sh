@@ -20,64 +20,20 @@
 # test/run-all (else one is started); the node is started and stopped here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-until_ok() { # SECONDS CMD...: retries CMD every 0.3 s until it succeeds or time is up
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.3
-	done
-}
-check() { # check NAME CMD...: ok when CMD succeeds
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-if [ "$(id -u)" != 0 ]; then
-	echo "ok 1 # SKIP integration node_env: a node needs root (containerd, cgroups, a bridge)"
-	echo "1..1"
-	exit 0
-fi
+# shellcheck source=test/integration/node.bash
+. test/integration/node.bash
+node_require_root node_env
 
 # Unique per run: the same control plane may run this twice.
 NS=node-env-$$
 OTHER_NS=node-env-other-$$
 tmp=$(mktemp -d /tmp/svcenv-node-env.XXXXXX)
-own_cp=0 node_up=0
-kapi() { test/k8s/kapi "$KUBE_DIR" "$@"; }
 cleanup() {
-	if [ "$node_up" = 1 ]; then
-		test/k8s/node stop "$KUBE_DIR" >/dev/null 2>&1
-		rm -rf "$KUBE_DIR/node" "$KUBE_DIR/node.env"
-	fi
-	if [ "$own_cp" = 1 ]; then
-		test/k8s/controlplane stop "$KUBE_DIR" >/dev/null 2>&1
-	else
-		# The pods' kubelet is gone: remove them now rather than leave
-		# them Terminating for the tests after this one.
-		for p in links nolinks image echo pull; do
-			kapi delete "/api/v1/namespaces/$NS/pods/$p?gracePeriodSeconds=0" >/dev/null 2>&1
-		done
-		kapi delete "/api/v1/namespaces/$NS" >/dev/null 2>&1
-		kapi delete "/api/v1/namespaces/$OTHER_NS" >/dev/null 2>&1
-	fi
+	node_cleanup "$NS" "$OTHER_NS"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-if [ -z "${KUBE_DIR:-}" ]; then
-	KUBE_DIR=$tmp/kube
-	test/k8s/controlplane start "$KUBE_DIR" >"$tmp/cp.log" 2>&1 || {
-		not_ok "control plane starts"
-		tail -20 "$tmp/cp.log" | sed 's/^/# /'
-		exit 1
-	}
-	own_cp=1
-fi
+node_control_plane
 
 # --- what the machine looks like before the node -----------------------------
 fixed_paths="/var/lib/kubelet /var/log/containers /run/containerd"
@@ -130,16 +86,7 @@ else
 	not_ok "a failed start: exit $rc, $(head -n 3 "$tmp/failed.err" | tr '\n' ' ') left: ${left[*]}"
 fi
 
-t0=$(date +%s.%N)
-if ! test/k8s/node start "$KUBE_DIR" >"$tmp/node.log" 2>&1; then
-	not_ok "node starts: $(tail -n 1 "$tmp/node.log")"
-	echo "1..$n"
-	exit 1
-fi
-node_up=1
-ok "node starts ($(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s)"
-# shellcheck disable=SC1091
-. "$KUBE_DIR/node.env"
+node_start
 
 # A second start, while this node runs, names the running one and disturbs nothing.
 test/k8s/node start "$KUBE_DIR" >/dev/null 2>"$tmp/second.err"
@@ -182,10 +129,8 @@ post "/api/v1/namespaces/$NS/secrets" <<'EOF'
 {"apiVersion":"v1","kind":"Secret","metadata":{"name":"sec"},"stringData":{"pw":"s3cr=t","user":"u"}}
 EOF
 
-# Each process prints its own initial environment (NUL-separated, base64 so
-# any byte survives the log) and sleeps; `; true` keeps sh from exec'ing
-# base64 in place, which would then read its own, empty-looking environ.
-report='base64 /proc/1/environ; echo ENV-END; true'
+# Each process prints its own initial environment (NODE_REPORT) and sleeps.
+report=$NODE_REPORT
 post "/api/v1/namespaces/$NS/pods" <<EOF
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"links","labels":{"app":"links"},"annotations":{"note":"a b"}},
  "spec":{"terminationGracePeriodSeconds":1,
@@ -237,10 +182,7 @@ else
 fi
 
 # --- running processes -----------------------------------------------------------
-running() { # pod: every container running
-	kapi get "/api/v1/namespaces/$NS/pods/$1" 2>/dev/null | jq -e \
-		'.status.phase == "Running" and ([.status.containerStatuses[]? | .state.running != null] | all)' >/dev/null
-}
+running() { pod_running "$NS" "$1"; }
 waited=$(date +%s.%N)
 for p in links nolinks; do
 	deadline=$((SECONDS + 90))
@@ -255,14 +197,6 @@ else
 	done
 fi
 
-# NAME=VALUE lines of a container's process, sorted; empty when not readable.
-process_env() { # pod container
-	local log
-	log=$(kapi get "/api/v1/namespaces/$NS/pods/$1/log?container=$2" 2>/dev/null) || return 1
-	case $log in *ENV-END*) ;; *) return 1 ;; esac
-	printf '%s\n' "$log" | sed '/^ENV-END$/,$d' | base64 -d | tr '\0' '\n' | sort
-}
-
 kapi get /api/v1/services >"$tmp/services.json"
 kapi get "/api/v1/namespaces/$NS/pods" >"$tmp/pods.json"
 kapi get "/api/v1/namespaces/$NS/configmaps" >"$tmp/configmaps.json"
@@ -273,7 +207,7 @@ kapi get "/api/v1/namespaces/$NS/secrets" >"$tmp/secrets.json"
 # not compared: the kubelet appends in Go map order.
 compare() { # pod container
 	local pod=$1 c=$2 name=$1/$2 got=$tmp/$1.$2.process want=$tmp/$1.$2.svcenv
-	if ! until_env "$pod" "$c" >"$got"; then
+	if ! until_env "$NS" "$pod" "$c" >"$got"; then
 		not_ok "$name: no environment in the container's log"
 		return
 	fi
@@ -283,26 +217,7 @@ compare() { # pod container
 		return
 	fi
 	sort "$tmp/raw" >"$want"
-	local v set_aside=''
-	for v in PATH HOSTNAME HOME; do
-		grep -q "^$v=" "$want" && continue
-		grep -q "^$v=" "$got" && set_aside+=" $(grep "^$v=" "$got")"
-		grep -v "^$v=" "$got" >"$got.tmp"
-		mv "$got.tmp" "$got"
-	done
-	if diff "$want" "$got" >"$tmp/diff"; then
-		ok "$name: the process has exactly the $(wc -l <"$want") variables svcenv env predicts (set aside:${set_aside:- none})"
-	else
-		not_ok "$name: process environment differs from svcenv env"
-		grep '^[<>]' "$tmp/diff" | sed 's/^</# only svcenv env:/; s/^>/# only the process:/' | head -20
-	fi
-}
-until_env() { # the log may lag the Running state a little
-	local deadline=$((SECONDS + 20))
-	until process_env "$1" "$2"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.3
-	done
+	env_compare "$name: the process has" "$want" "$got"
 }
 compare links init
 compare links app
@@ -418,17 +333,15 @@ check "namespaces deleted (their pods stopped by the kubelet)" gone
 
 pids="$KUBELET_PID $CONTAINERD_PID $SCHEDULER_PID $HOLDER_PID $kcm_pid $shims"
 stop_t=$(date +%s.%N)
-if test/k8s/node stop "$KUBE_DIR" >"$tmp/stop.log" 2>&1; then
-	ok "node stops ($(printf '%.1f' "$(echo "$(date +%s.%N) - $stop_t" | bc)") s)"
+if node_stop; then
+	ok "node stops ($(elapsed "$stop_t") s)"
 else
-	not_ok "node stops: $(tail -n 1 "$tmp/stop.log")"
+	not_ok "node stops: $node_stop_err"
 fi
-node_up=0
 leftovers $pids
 if [ ${#left[@]} -eq 0 ]; then
 	ok "after stop: no process, cgroup, mount, bridge, rule, netns, sysctl or path of the node is left"
 else
 	not_ok "after stop, left behind: ${left[*]}"
 fi
-rm -rf "$KUBE_DIR/node" "$KUBE_DIR/node.env"
 echo "1..$n"

@@ -40,6 +40,8 @@ fi
 # shellcheck disable=SC1091
 source "$KUBE_DIR/env"
 kapi() { test/k8s/kapi "$KUBE_DIR" "$@"; }
+# shellcheck source=test/integration/webhook.bash
+. test/integration/webhook.bash
 # curl as admin, or impersonating USER: acurl [--as USER] METHOD PATH [BODY-FILE]
 acurl() {
         local as=()
@@ -76,35 +78,8 @@ kapi get /api/v1/services >"$tmp/services.json"
 check "services listed from the API server" \
         test "$("$SVCENV/svcenv" get -f "$tmp/services.json" svc -n "$ns" --no-headers | wc -l)" = 4
 
-# start_webhook LOG ARGS...: starts svcenv-webhook on a free port; sets
-# started_pid and started_port (empty when it did not come up).
-start_webhook() {
-        local log=$1
-        shift
-        started_port="" started_pid=""
-        for _ in 1 2 3 4 5; do
-                local p=$((20000 + RANDOM % 20000))
-                "$SVCENV/svcenv-webhook" "$@" --address 127.0.0.1 --port "$p" \
-                        --tls-cert-file "$tmp/pki/tls.crt" --tls-private-key-file "$tmp/pki/tls.key" \
-                        -v 2 >"$log" 2>&1 &
-                started_pid=$!
-                for _ in $(seq 100); do
-                        if curl -sf --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$p/readyz" >/dev/null 2>&1; then
-                                started_port=$p
-                                return 0
-                        fi
-                        kill -0 "$started_pid" 2>/dev/null || break
-                        sleep 0.1
-                done
-                kill "$started_pid" 2>/dev/null
-                wait "$started_pid" 2>/dev/null
-                started_pid=""
-        done
-        return 1
-}
-
 # Offline mode (-f): the daemon answers exactly what `svcenv admit` prints.
-if start_webhook "$tmp/webhook-f.log" -f "$tmp/services.json"; then
+if webhook_start "$tmp/pki" "$tmp/webhook-f.log" -f "$tmp/services.json"; then
         ok "svcenv-webhook -f serves /readyz"
         pod='{"metadata":{"name":"x"},"spec":{"containers":[{"name":"a","env":[{"name":"A","value":"1"}]}]}}'
         printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"%s","operation":"CREATE","object":%s}}' "$ns" "$pod" >"$tmp/review.json"
@@ -135,7 +110,7 @@ else
 fi
 
 # Online mode: Services from the API server (informer).
-if ! start_webhook "$tmp/webhook.log" --kubeconfig "$KUBE_DIR/kubeconfig"; then
+if ! webhook_start "$tmp/pki" "$tmp/webhook.log" --kubeconfig "$KUBE_DIR/kubeconfig"; then
         not_ok "svcenv-webhook --kubeconfig: ready after the Service informer synced"
         sed 's/^/# /' "$tmp/webhook.log"
         exit 1
@@ -146,17 +121,7 @@ check "metrics count the API server's Services" \
         grep -qx "svcenv_webhook_services $(jq '.items|length' "$tmp/services.json")" \
         <(curl -sf --cacert "$tmp/pki/ca.crt" "https://127.0.0.1:$port/metrics")
 
-mwc() { # mwc FAILURE_POLICY CABUNDLE_FILE
-        cat <<EOF
-{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration",
- "metadata":{"name":"svcenv-test"},
- "webhooks":[{"name":"env.svcenv.io","admissionReviewVersions":["v1"],"sideEffects":"None",
-   "timeoutSeconds":5,"failurePolicy":"$1","reinvocationPolicy":"IfNeeded",
-   "clientConfig":{"url":"https://127.0.0.1:$port/mutate","caBundle":"$(cat "$2")"},
-   "rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
-   "namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"In","values":["$ns"]}]}}]}
-EOF
-}
+mwc() { webhook_config svcenv-test "$port" "$ns" "$@"; } # mwc FAILURE_POLICY CABUNDLE_FILE
 mwc Fail "$tmp/pki/cabundle" | kapi post /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations - >/dev/null
 check "MutatingWebhookConfiguration created" test $? -eq 0
 
