@@ -17,16 +17,41 @@ struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z)
 {
         if (!z || __atomic_sub_fetch(&z->refs, 1, __ATOMIC_ACQ_REL) > 0)
                 return NULL;
-        for (size_t i = 0; i < z->n_nodes; i++) {
-                free(z->nodes[i]->rrs.v);
-                free(z->nodes[i]->seen); /* a build that failed half way */
-        }
+        dns_node_list_release(&z->own);
+        for (size_t i = 0; i < z->n_blocks; i++)
+                dns_block_unref(z->blocks[i]);
+        free(z->blocks);
         free(z->nodes);
+        se_hashmap_release(&z->block_of);
         se_hashmap_release(&z->names);
         se_arena_release(&z->arena);
         free(z->zone);
         free(z);
         return NULL;
+}
+
+void dns_node_list_release(struct dns_node_list *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->v[i]->rrs.v);
+                free(l->v[i]->seen); /* a build that failed half way */
+        }
+        free(l->v);
+        *l = (struct dns_node_list){ 0 };
+}
+
+void dns_block_unref(struct dns_block *blk)
+{
+        if (!blk || __atomic_sub_fetch(&blk->refs, 1, __ATOMIC_ACQ_REL) > 0)
+                return;
+        dns_node_list_release(&blk->nodes);
+        free(blk->ptrs);
+        se_object_unref(blk->svc);
+        for (uint32_t i = 0; i < blk->n_slices; i++)
+                se_object_unref(blk->slices[i]);
+        free(blk->slices);
+        se_arena_release(&blk->arena);
+        free(blk);
 }
 
 uint32_t se_dns_zone_serial(const struct se_dns_zone *z)
