@@ -123,6 +123,20 @@ void *se_hashmap_remove(struct se_hashmap *m, const char *key)
         return value;
 }
 
+int se_hashmap_copy(struct se_hashmap *dst, const struct se_hashmap *src)
+{
+        *dst = (struct se_hashmap)SE_HASHMAP_INIT;
+        if (src->cap == 0)
+                return 0;
+        dst->slots = se_reallocarray(NULL, src->cap, sizeof(*dst->slots));
+        if (!dst->slots)
+                return -ENOMEM;
+        memcpy(dst->slots, src->slots, src->cap * sizeof(*dst->slots));
+        dst->cap = src->cap;
+        dst->n = src->n;
+        return 0;
+}
+
 void se_hashmap_release(struct se_hashmap *m)
 {
         free(m->slots);

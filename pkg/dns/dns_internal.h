@@ -190,10 +190,17 @@ struct dns_node_list {
  * Services (the first ClusterIP wins, endpoint PTRs add up), so they are
  * made per zone from these, in Service order. */
 struct dns_ptr_want {
-        const char *ip; /* in an object the block holds */
+        const char *key; /* the reverse name, in the block's arena */
         const uint8_t *target;
         const char *why;
         bool cluster_ip;
+};
+
+/* The arena of the blocks one build made: one arena per block would waste
+ * most of its doubling chunks. It goes with the last of them. */
+struct dns_slab {
+        int refs;
+        struct se_arena arena;
 };
 
 /* Everything one Service puts in the zone: its names (which no other
@@ -210,9 +217,10 @@ struct dns_block {
         struct dns_node_list nodes;
         struct dns_ptr_want *ptrs;
         size_t n_ptrs, cap_ptrs;
-        struct se_arena arena; /* keys, rdata, names, nodes */
+        struct dns_slab *slab; /* keys, rdata, names, nodes */
 };
 
+void dns_slab_unref(struct dns_slab *slab); /* NULL-safe */
 void dns_block_unref(struct dns_block *blk);
 /* Frees what a list's nodes own (record arrays, build scratch) and the list. */
 void dns_node_list_release(struct dns_node_list *l);
@@ -227,7 +235,10 @@ struct se_dns_zone {
         char *zone; /* "cluster.local" */
         uint8_t zone_wire[SE_DNS_MAX_NAME];
         size_t zone_wire_len;
-        struct se_hashmap names; /* key -> struct dns_node */
+        /* key -> struct dns_node: the blocks' names, copied from the previous
+         * zone's table (no hashing) and changed where blocks changed; and the
+         * zone's own names (no key is in both) */
+        struct se_hashmap names, own_names;
         struct dns_node **nodes; /* every node (own and the blocks'), for listing */
         size_t n_nodes;
         struct dns_node_list own; /* the frame, namespaces, reverse names, pods */

@@ -24,6 +24,7 @@ struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z)
         free(z->nodes);
         se_hashmap_release(&z->block_of);
         se_hashmap_release(&z->names);
+        se_hashmap_release(&z->own_names);
         se_arena_release(&z->arena);
         free(z->zone);
         free(z);
@@ -40,6 +41,14 @@ void dns_node_list_release(struct dns_node_list *l)
         *l = (struct dns_node_list){ 0 };
 }
 
+void dns_slab_unref(struct dns_slab *slab)
+{
+        if (!slab || __atomic_sub_fetch(&slab->refs, 1, __ATOMIC_ACQ_REL) > 0)
+                return;
+        se_arena_release(&slab->arena);
+        free(slab);
+}
+
 void dns_block_unref(struct dns_block *blk)
 {
         if (!blk || __atomic_sub_fetch(&blk->refs, 1, __ATOMIC_ACQ_REL) > 0)
@@ -50,7 +59,7 @@ void dns_block_unref(struct dns_block *blk)
         for (uint32_t i = 0; i < blk->n_slices; i++)
                 se_object_unref(blk->slices[i]);
         free(blk->slices);
-        se_arena_release(&blk->arena);
+        dns_slab_unref(blk->slab);
         free(blk);
 }
 
@@ -61,5 +70,6 @@ uint32_t se_dns_zone_serial(const struct se_dns_zone *z)
 
 const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key)
 {
-        return se_hashmap_get(&z->names, key);
+        const struct dns_node *n = se_hashmap_get(&z->names, key);
+        return n ? n : se_hashmap_get(&z->own_names, key);
 }

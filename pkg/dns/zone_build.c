@@ -26,6 +26,7 @@ struct build {
         struct se_arena *arena;
         struct dns_node_list *list;
         struct dns_block *blk;
+        struct dns_slab *slab; /* of the blocks this build makes */
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
@@ -88,20 +89,29 @@ static int list_push(struct dns_node_list *l, struct dns_node *n)
         return 0;
 }
 
-static struct dns_node *get_node(struct build *b, const char *key, enum dns_node_kind kind)
+/* The node of key, made when new; a key that lives as long as the zone
+ * (kept) is not copied. */
+static struct dns_node *node_of(struct build *b, const char *key, bool kept,
+                                enum dns_node_kind kind)
 {
-        struct dns_node *n = se_hashmap_get(&b->z->names, key);
+        struct se_hashmap *map = b->blk ? &b->z->names : &b->z->own_names;
+        struct dns_node *n = se_hashmap_get(map, key);
         if (n)
                 return n;
         n = se_arena_alloc(b->arena, sizeof(*n));
-        if (!n || !(n->key = se_arena_strdup(b->arena, key)))
+        if (!n || !(n->key = kept ? key : se_arena_strdup(b->arena, key)))
                 return NULL;
         n->kind = (uint8_t)kind;
         if (list_push(b->list, n) < 0)
                 return NULL;
-        if (se_hashmap_put(&b->z->names, n->key, n, NULL) < 0)
+        if (se_hashmap_put(map, n->key, n, NULL) < 0)
                 return NULL;
         return n;
+}
+
+static struct dns_node *get_node(struct build *b, const char *key, enum dns_node_kind kind)
+{
+        return node_of(b, key, false, kind);
 }
 
 static int set_push(struct dns_rr_set *s, const struct dns_rr *rr)
@@ -200,14 +210,11 @@ static bool reverse_key(const char *ip, char *out, size_t cap)
 /* A PTR record. CoreDNS answers an address that is a ClusterIP with the
  * first such Service alone (services come in namespace/name order here);
  * only an address that is no ClusterIP gets one PTR per endpoint name. */
-static int make_ptr(struct build *b, const char *ip, const uint8_t *target, bool cluster_ip,
+static int make_ptr(struct build *b, const char *key, const uint8_t *target, bool cluster_ip,
                     const char *why)
 {
-        char key[KEY_MAX];
-        if (!reverse_key(ip, key, sizeof(key)))
-                return 0;
         struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
-        struct dns_node *n = get_node(b, key, DNS_NODE_REVERSE);
+        struct dns_node *n = node_of(b, key, true, DNS_NODE_REVERSE);
         if (!n)
                 return -ENOMEM;
         if (n->cluster_ip_ptr)
@@ -224,8 +231,14 @@ static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool 
                    const char *why)
 {
         struct dns_block *blk = b->blk;
+        char rkey[KEY_MAX];
+        if (!reverse_key(ip, rkey, sizeof(rkey)))
+                return 0;
+        const char *key = se_arena_strdup(b->arena, rkey);
+        if (!key)
+                return -ENOMEM;
         if (!blk)
-                return make_ptr(b, ip, target, cluster_ip, why);
+                return make_ptr(b, key, target, cluster_ip, why);
         if (blk->n_ptrs == blk->cap_ptrs) {
                 size_t cap = blk->cap_ptrs ? 2 * blk->cap_ptrs : 4;
                 struct dns_ptr_want *v = se_reallocarray(blk->ptrs, cap, sizeof(*v));
@@ -235,7 +248,7 @@ static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool 
                 blk->cap_ptrs = cap;
         }
         blk->ptrs[blk->n_ptrs++] = (struct dns_ptr_want){
-                .ip = ip, .target = target, .why = why, .cluster_ip = cluster_ip
+                .key = key, .target = target, .why = why, .cluster_ip = cluster_ip
         };
         return 0;
 }
@@ -818,6 +831,7 @@ static int check_zone_name(const char *zone, char *out, struct se_diag *diag)
 
 static void build_release(struct build *b)
 {
+        dns_slab_unref(b->slab);
         for (size_t i = 0; i < b->n_slice_keys; i++) {
                 struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
                 if (l) {
@@ -850,10 +864,17 @@ static bool same_inputs(const struct dns_block *blk, const struct se_service *s,
 static int new_block(struct build *b, const char *key, const struct se_service *s,
                      const struct slice_list *sl, bool ns_exists, struct dns_block **out)
 {
+        if (!b->slab) {
+                if (!(b->slab = se_calloc(1, sizeof(*b->slab))))
+                        return -ENOMEM;
+                b->slab->refs = 1; /* the build's, dropped at its end */
+        }
         struct dns_block *blk = se_calloc(1, sizeof(*blk));
         if (!blk)
                 return -ENOMEM;
         blk->refs = 1;
+        blk->slab = b->slab;
+        __atomic_add_fetch(&b->slab->refs, 1, __ATOMIC_RELAXED);
         blk->ns_exists = ns_exists;
         blk->svc = se_object_ref(SE_UNCONST(struct se_object, &s->obj));
         size_t n = sl ? sl->n : 0;
@@ -863,10 +884,10 @@ static int new_block(struct build *b, const char *key, const struct se_service *
         for (size_t i = 0; i < n && r == 0; i++)
                 blk->slices[blk->n_slices++] =
                         se_object_ref(SE_UNCONST(struct se_object, &sl->v[i]->obj));
-        if (r == 0 && !(blk->key = se_arena_strdup(&blk->arena, key)))
+        if (r == 0 && !(blk->key = se_arena_strdup(&b->slab->arena, key)))
                 r = -ENOMEM;
         if (r == 0) {
-                b->arena = &blk->arena;
+                b->arena = &b->slab->arena;
                 b->list = &blk->nodes;
                 b->blk = blk;
                 r = build_service(b, s);
@@ -883,9 +904,19 @@ static int new_block(struct build *b, const char *key, const struct se_service *
         return 0;
 }
 
+/* Takes a block's names out of the zone's table (copied from the previous
+ * zone's), those a new block has taken over aside. */
+static void drop_names(struct se_dns_zone *z, const struct dns_block *blk)
+{
+        for (size_t i = 0; i < blk->nodes.n; i++) {
+                const struct dns_node *n = blk->nodes.v[i];
+                if (se_hashmap_get(&z->names, n->key) == n)
+                        (void)se_hashmap_remove(&z->names, n->key);
+        }
+}
+
 /* The Service's block: the previous zone's when nothing it was made from
- * changed (its names then go into the new index as they are), else a new
- * one. */
+ * changed (its names are in the copied table already), else a new one. */
 static int add_service(struct build *b, const struct se_service *s)
 {
         if (!s)
@@ -902,18 +933,25 @@ static int add_service(struct build *b, const struct se_service *s)
         if (reused) {
                 __atomic_add_fetch(&blk->refs, 1, __ATOMIC_RELAXED);
         } else {
+                if (blk)
+                        drop_names(b->z, blk);
                 int r = new_block(b, key, s, sl, ns_exists, &blk);
                 if (r < 0)
                         return r;
         }
         struct se_dns_zone *z = b->z;
         z->blocks[z->n_blocks++] = blk; /* the zone owns it from here */
-        if (se_hashmap_put(&z->block_of, blk->key, blk, NULL) < 0)
-                return -ENOMEM;
-        for (size_t i = 0; reused && i < blk->nodes.n; i++)
-                if (se_hashmap_put(&z->names, blk->nodes.v[i]->key, blk->nodes.v[i], NULL) < 0)
-                        return -ENOMEM;
-        return 0;
+        return se_hashmap_put(&z->block_of, blk->key, blk, NULL);
+}
+
+/* The names of the Services gone since the previous zone. */
+static void drop_gone(struct build *b)
+{
+        for (size_t i = 0; b->prev && i < b->prev->n_blocks; i++) {
+                const struct dns_block *old = b->prev->blocks[i];
+                if (se_hashmap_get(&b->z->block_of, old->key) != old)
+                        drop_names(b->z, old);
+        }
 }
 
 /* Reverse names from every block's wishes, in Service order as CoreDNS
@@ -925,7 +963,7 @@ static int place_ptrs(struct build *b)
                 const struct dns_block *blk = b->z->blocks[i];
                 for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
                         const struct dns_ptr_want *p = &blk->ptrs[k];
-                        r = make_ptr(b, p->ip, p->target, p->cluster_ip, p->why);
+                        r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
                 }
         }
         return r;
@@ -964,9 +1002,13 @@ static int build_all(struct build *b, enum se_dns_pods pods)
                 r = (int)n;
         if (r == 0 && !(b->z->blocks = se_calloc(n > 0 ? (size_t)n : 1, sizeof(*b->z->blocks))))
                 r = -ENOMEM;
+        if (r == 0 && b->prev)
+                r = se_hashmap_copy(&b->z->names, &b->prev->names);
         for (long i = 0; i < n && r == 0; i++)
                 r = add_service(b, se_service_of(v[i]));
         free(v);
+        if (r == 0)
+                drop_gone(b);
         if (r == 0)
                 r = place_ptrs(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
