@@ -982,7 +982,8 @@ static int list_nodes(struct se_dns_zone *z)
         n = z->own.n;
         for (size_t i = 0; i < z->n_blocks; i++) {
                 const struct dns_node_list *l = &z->blocks[i]->nodes;
-                memcpy(z->nodes + n, l->v, l->n * sizeof(*z->nodes));
+                if (l->n) /* (a block may have PTRs alone: v is NULL) */
+                        memcpy(z->nodes + n, l->v, l->n * sizeof(*z->nodes));
                 n += l->n;
         }
         z->n_nodes = n;
