@@ -172,6 +172,7 @@ struct dns_srv_seen {
 
 struct dns_node {
         const char *key; /* lower case, no final dot; the hashmap key */
+        int refs; /* REVERSE: the zones that hold it (others: 0) */
         uint8_t kind;
         bool cluster_ip_ptr; /* REVERSE: its PTR is a Service's ClusterIP */
         uint32_t srv_pairs; /* while building: what SRV weights divide */
@@ -221,6 +222,7 @@ struct dns_block {
 };
 
 void dns_slab_unref(struct dns_slab *slab); /* NULL-safe */
+void dns_rev_unref(struct dns_node *n); /* NULL-safe */
 void dns_block_unref(struct dns_block *blk);
 /* Frees what a list's nodes own (record arrays, build scratch) and the list. */
 void dns_node_list_release(struct dns_node_list *l);
@@ -239,6 +241,10 @@ struct se_dns_zone {
          * zone's table (no hashing) and changed where blocks changed; and the
          * zone's own names (no key is in both) */
         struct se_hashmap names, own_names;
+        /* key -> reverse node (its own allocation, refcounted): copied from
+         * the previous zone and made afresh only for the reverse names of
+         * the blocks that changed */
+        struct se_hashmap rev_names;
         struct dns_node **nodes; /* every node (own and the blocks'), for listing */
         size_t n_nodes;
         struct dns_node_list own; /* the frame, namespaces, reverse names, pods */

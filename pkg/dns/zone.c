@@ -25,6 +25,10 @@ struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z)
         se_hashmap_release(&z->block_of);
         se_hashmap_release(&z->names);
         se_hashmap_release(&z->own_names);
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
+                dns_rev_unref(v);
+        se_hashmap_release(&z->rev_names);
         se_arena_release(&z->arena);
         free(z->zone);
         free(z);
@@ -39,6 +43,14 @@ void dns_node_list_release(struct dns_node_list *l)
         }
         free(l->v);
         *l = (struct dns_node_list){ 0 };
+}
+
+void dns_rev_unref(struct dns_node *n)
+{
+        if (!n || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) > 0)
+                return;
+        free(n->rrs.v);
+        free(n);
 }
 
 void dns_slab_unref(struct dns_slab *slab)
@@ -70,6 +82,11 @@ uint32_t se_dns_zone_serial(const struct se_dns_zone *z)
 
 const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key)
 {
-        const struct dns_node *n = se_hashmap_get(&z->names, key);
+        size_t len = strlen(key);
+        const struct dns_node *n = NULL;
+        if (len >= 4 && memcmp(key + len - 4, "arpa", 4) == 0 &&
+            (n = se_hashmap_get(&z->rev_names, key)))
+                return n;
+        n = se_hashmap_get(&z->names, key);
         return n ? n : se_hashmap_get(&z->own_names, key);
 }

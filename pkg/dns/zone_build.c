@@ -27,6 +27,8 @@ struct build {
         struct dns_node_list *list;
         struct dns_block *blk;
         struct dns_slab *slab; /* of the blocks this build makes */
+        struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
+        struct dns_node_list fresh; /* the reverse nodes made (not owned) */
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
@@ -214,9 +216,18 @@ static int make_ptr(struct build *b, const char *key, const uint8_t *target, boo
                     const char *why)
 {
         struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
-        struct dns_node *n = node_of(b, key, true, DNS_NODE_REVERSE);
-        if (!n)
-                return -ENOMEM;
+        struct dns_node *n = se_hashmap_get(&b->z->rev_names, key);
+        if (!n) {
+                if (!(n = se_calloc(1, sizeof(*n))))
+                        return -ENOMEM;
+                *n = (struct dns_node){ .key = key, .refs = 1, .kind = DNS_NODE_REVERSE };
+                if (se_hashmap_put(&b->z->rev_names, key, n, NULL) < 0) {
+                        free(n);
+                        return -ENOMEM;
+                }
+                if (list_push(&b->fresh, n) < 0)
+                        return -ENOMEM;
+        }
         if (n->cluster_ip_ptr)
                 return 0;
         if (cluster_ip) {
@@ -832,6 +843,8 @@ static int check_zone_name(const char *zone, char *out, struct se_diag *diag)
 static void build_release(struct build *b)
 {
         dns_slab_unref(b->slab);
+        free(b->fresh.v); /* (the nodes are the zone's) */
+        se_hashmap_release(&b->dirty);
         for (size_t i = 0; i < b->n_slice_keys; i++) {
                 struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
                 if (l) {
@@ -915,6 +928,16 @@ static void drop_names(struct se_dns_zone *z, const struct dns_block *blk)
         }
 }
 
+/* The reverse names a block wants are to be made afresh (it is new, or
+ * gone since the previous zone); a build without one makes them all. */
+static int mark_dirty(struct build *b, const struct dns_block *blk)
+{
+        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++)
+                if (se_hashmap_put(&b->dirty, blk->ptrs[i].key, (void *)1, NULL) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 /* The Service's block: the previous zone's when nothing it was made from
  * changed (its names are in the copied table already), else a new one. */
 static int add_service(struct build *b, const struct se_service *s)
@@ -933,46 +956,74 @@ static int add_service(struct build *b, const struct se_service *s)
         if (reused) {
                 __atomic_add_fetch(&blk->refs, 1, __ATOMIC_RELAXED);
         } else {
-                if (blk)
+                if (blk) /* (its PTRs: drop_gone) */
                         drop_names(b->z, blk);
                 int r = new_block(b, key, s, sl, ns_exists, &blk);
                 if (r < 0)
                         return r;
+                if ((r = mark_dirty(b, blk)) < 0) {
+                        dns_block_unref(blk);
+                        return r;
+                }
         }
         struct se_dns_zone *z = b->z;
         z->blocks[z->n_blocks++] = blk; /* the zone owns it from here */
         return se_hashmap_put(&z->block_of, blk->key, blk, NULL);
 }
 
-/* The names of the Services gone since the previous zone. */
-static void drop_gone(struct build *b)
-{
-        for (size_t i = 0; b->prev && i < b->prev->n_blocks; i++) {
-                const struct dns_block *old = b->prev->blocks[i];
-                if (se_hashmap_get(&b->z->block_of, old->key) != old)
-                        drop_names(b->z, old);
-        }
-}
-
-/* Reverse names from every block's wishes, in Service order as CoreDNS
- * ranks a ClusterIP's Services. */
-static int place_ptrs(struct build *b)
+/* The names and PTRs of the previous zone's blocks not in this one (the
+ * Service changed or went). */
+static int drop_gone(struct build *b)
 {
         int r = 0;
-        for (size_t i = 0; i < b->z->n_blocks && r == 0; i++) {
-                const struct dns_block *blk = b->z->blocks[i];
-                for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
-                        const struct dns_ptr_want *p = &blk->ptrs[k];
-                        r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
-                }
+        for (size_t i = 0; b->prev && i < b->prev->n_blocks && r == 0; i++) {
+                const struct dns_block *old = b->prev->blocks[i];
+                if (se_hashmap_get(&b->z->block_of, old->key) == old)
+                        continue;
+                drop_names(b->z, old);
+                r = mark_dirty(b, old);
         }
         return r;
 }
 
-/* z->nodes: the own nodes and every block's, for listing. */
+/* Reverse names from the blocks' wishes, in Service order as CoreDNS
+ * ranks a ClusterIP's Services. With a previous zone only the dirty ones:
+ * any other has the same wishes from the same blocks as there, so its node
+ * is shared (and its key, in the block that made it, lives as long). */
+static int place_ptrs(struct build *b)
+{
+        struct se_dns_zone *z = b->z;
+        bool all = b->prev == NULL;
+        if (!all) {
+                if (se_hashmap_copy(&z->rev_names, &b->prev->rev_names) < 0)
+                        return -ENOMEM;
+                void *v;
+                for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
+                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
+                const char *k;
+                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);)
+                        dns_rev_unref(se_hashmap_remove(&z->rev_names, k));
+                if (b->dirty.n == 0)
+                        return 0;
+        }
+        int r = 0;
+        for (size_t i = 0; i < z->n_blocks && r == 0; i++) {
+                const struct dns_block *blk = z->blocks[i];
+                for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
+                        const struct dns_ptr_want *p = &blk->ptrs[k];
+                        if (all || se_hashmap_get(&b->dirty, p->key))
+                                r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
+                }
+        }
+        finish(&b->fresh);
+        return r;
+}
+
+/* z->nodes: the own nodes, every block's and the reverse ones, for
+ * listing. */
 static int list_nodes(struct se_dns_zone *z)
 {
-        size_t n = z->own.n;
+        size_t n = z->own.n + z->rev_names.n;
         for (size_t i = 0; i < z->n_blocks; i++)
                 n += z->blocks[i]->nodes.n;
         z->nodes = se_calloc(n ? n : 1, sizeof(*z->nodes));
@@ -986,6 +1037,9 @@ static int list_nodes(struct se_dns_zone *z)
                         memcpy(z->nodes + n, l->v, l->n * sizeof(*z->nodes));
                 n += l->n;
         }
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
+                z->nodes[n++] = v;
         z->n_nodes = n;
         return 0;
 }
@@ -1009,7 +1063,7 @@ static int build_all(struct build *b, enum se_dns_pods pods)
                 r = add_service(b, se_service_of(v[i]));
         free(v);
         if (r == 0)
-                drop_gone(b);
+                r = drop_gone(b);
         if (r == 0)
                 r = place_ptrs(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
