@@ -49,9 +49,14 @@ static size_t find_slot(const struct se_hashmap *m, const char *key, uint64_t h)
 
 void *se_hashmap_get(const struct se_hashmap *m, const char *key)
 {
+        return m->cap ? se_hashmap_get_hashed(m, key, se_hash_str(key)) : NULL;
+}
+
+void *se_hashmap_get_hashed(const struct se_hashmap *m, const char *key, uint64_t hash)
+{
         if (!m->cap)
                 return NULL;
-        size_t i = find_slot(m, key, se_hash_str(key));
+        size_t i = find_slot(m, key, hash);
         return m->slots[i].key ? m->slots[i].value : NULL;
 }
 

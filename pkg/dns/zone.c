@@ -1,6 +1,7 @@
 /* zone.c — the snapshot's lifetime and its name index. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <svcenv/alloc.h>
 
@@ -82,11 +83,13 @@ uint32_t se_dns_zone_serial(const struct se_dns_zone *z)
 
 const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key)
 {
+        /* three tables (no key is in two): the key hashed once */
         size_t len = strlen(key);
+        uint64_t h = se_hash_mem(key, len);
         const struct dns_node *n = NULL;
         if (len >= 4 && memcmp(key + len - 4, "arpa", 4) == 0 &&
-            (n = se_hashmap_get(&z->rev_names, key)))
+            (n = se_hashmap_get_hashed(&z->rev_names, key, h)))
                 return n;
-        n = se_hashmap_get(&z->names, key);
-        return n ? n : se_hashmap_get(&z->own_names, key);
+        n = se_hashmap_get_hashed(&z->names, key, h);
+        return n ? n : se_hashmap_get_hashed(&z->own_names, key, h);
 }

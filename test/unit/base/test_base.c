@@ -234,6 +234,8 @@ static void test_hashmap__put_get_remove_many(void **state)
         void *old = NULL;
         assert_int_equal(se_hashmap_put(&m, keys[1], NULL, &old), 0);
         assert_ptr_equal(old, &keys[1]);
+        assert_ptr_equal(se_hashmap_get_hashed(&m, keys[4], se_hash_str(keys[4])), &keys[4]);
+        assert_null(se_hashmap_get_hashed(&m, keys[3], se_hash_str(keys[3]))); /* removed */
         size_t count = 0;
         for (size_t it = 0; se_hashmap_next(&m, &it, NULL, NULL);)
                 count++;
