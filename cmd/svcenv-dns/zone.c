@@ -1,7 +1,8 @@
 /* Store changes -> a new zone snapshot -> every worker's mailbox.
  *
  * The builder waits for a change, lets a burst of changes settle (a relist
- * or a rollout touches many objects at once), builds the whole zone, and
+ * or a rollout touches many objects at once), builds a new zone (reusing
+ * the previous one's records of every Service that did not change), and
  * swaps it into each worker's mailbox with one atomic exchange. A worker
  * takes its mailbox at the top of its loop: readers never wait on the
  * builder, and a snapshot a worker never picked up is released by the
@@ -77,7 +78,9 @@ int dnsd_build_now(struct dnsd *d)
         struct se_dns_zone *z = NULL;
         struct se_diag diag = { 0 };
         uint64_t t0 = se_now_mono_ns();
-        int r = se_dns_zone_build(d->store, &d->zopts, &z, &diag);
+        /* d->latest is only replaced here: the records of every Service
+         * the change did not touch carry over from it */
+        int r = se_dns_zone_update(d->store, &d->zopts, d->latest, &z, &diag);
         atomic_store(&d->m.zone_build_ns, se_now_mono_ns() - t0);
         if (r < 0) {
                 atomic_fetch_add(&d->m.zone_build_errors, 1);

@@ -55,6 +55,17 @@ struct se_dns_zone;
  * name: diag says why). */
 int se_dns_zone_build(const struct se_store *st, const struct se_dns_options *o,
                       struct se_dns_zone **out, struct se_diag *diag);
+/* se_dns_zone_build that reuses, from prev (a zone built from the same
+ * store earlier, or NULL), the records of every Service whose object,
+ * EndpointSlices and namespace's existence are unchanged (the same store
+ * objects: they are immutable), so a change costs about what it touched
+ * plus one pass over the store's lists and the reverse names. Answers are
+ * those of se_dns_zone_build. prev is only read (it may be in use by
+ * readers) and keeps its own reference; options other than prev's (zone,
+ * ttl, endpoint_pod_names) rebuild everything. Same errors. */
+int se_dns_zone_update(const struct se_store *st, const struct se_dns_options *o,
+                       const struct se_dns_zone *prev, struct se_dns_zone **out,
+                       struct se_diag *diag);
 struct se_dns_zone *se_dns_zone_ref(struct se_dns_zone *z);
 struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z);
 /* Serial of the SOA: Unix time of the newest change the snapshot saw. */

@@ -34,11 +34,17 @@ uint64_t se_hash_str(const char *s);
 uint64_t se_hash_mem(const void *p, size_t n);
 /* Value for key, NULL when absent. */
 void *se_hashmap_get(const struct se_hashmap *m, const char *key);
+/* The same with hash = se_hash_str(key) computed once by the caller (a key
+ * looked up in several maps). */
+void *se_hashmap_get_hashed(const struct se_hashmap *m, const char *key, uint64_t hash);
 /* Inserts or replaces. If ret_old is given it receives the replaced value
  * (NULL when the key was new). 0 or -ENOMEM (the map is unchanged then). */
 int se_hashmap_put(struct se_hashmap *m, const char *key, void *value, void **ret_old);
 /* Removes key; returns its value or NULL when it was absent. */
 void *se_hashmap_remove(struct se_hashmap *m, const char *key);
+/* Makes dst (empty) a copy of src: the same keys and values, borrowed
+ * alike; a copy costs one allocation and no hashing. 0 or -ENOMEM. */
+int se_hashmap_copy(struct se_hashmap *dst, const struct se_hashmap *src);
 /* Frees the table (not keys or values). */
 void se_hashmap_release(struct se_hashmap *m);
 /* Iteration: `for (size_t i = 0; se_hashmap_next(m, &i, &k, &v);)`; do not

@@ -49,9 +49,14 @@ static size_t find_slot(const struct se_hashmap *m, const char *key, uint64_t h)
 
 void *se_hashmap_get(const struct se_hashmap *m, const char *key)
 {
+        return m->cap ? se_hashmap_get_hashed(m, key, se_hash_str(key)) : NULL;
+}
+
+void *se_hashmap_get_hashed(const struct se_hashmap *m, const char *key, uint64_t hash)
+{
         if (!m->cap)
                 return NULL;
-        size_t i = find_slot(m, key, se_hash_str(key));
+        size_t i = find_slot(m, key, hash);
         return m->slots[i].key ? m->slots[i].value : NULL;
 }
 
@@ -121,6 +126,20 @@ void *se_hashmap_remove(struct se_hashmap *m, const char *key)
         m->slots[i].value = NULL;
         m->n--;
         return value;
+}
+
+int se_hashmap_copy(struct se_hashmap *dst, const struct se_hashmap *src)
+{
+        *dst = (struct se_hashmap)SE_HASHMAP_INIT;
+        if (src->cap == 0)
+                return 0;
+        dst->slots = se_reallocarray(NULL, src->cap, sizeof(*dst->slots));
+        if (!dst->slots)
+                return -ENOMEM;
+        memcpy(dst->slots, src->slots, src->cap * sizeof(*dst->slots));
+        dst->cap = src->cap;
+        dst->n = src->n;
+        return 0;
 }
 
 void se_hashmap_release(struct se_hashmap *m)

@@ -188,6 +188,7 @@ struct dns_srv_seen {
 
 struct dns_node {
         const char *key; /* lower case, no final dot; the hashmap key */
+        int refs; /* REVERSE: the zones that hold it (others: 0) */
         uint8_t kind;
         bool cluster_ip_ptr; /* REVERSE: its PTR is a Service's ClusterIP */
         uint32_t srv_pairs; /* while building: what SRV weights divide */
@@ -197,8 +198,54 @@ struct dns_node {
         const char *target; /* EXTERNAL: the CNAME target's key */
 };
 
+struct dns_node_list {
+        struct dns_node **v;
+        size_t n, cap;
+};
+
+/* A PTR record a Service asks for. Reverse names are shared between
+ * Services (the first ClusterIP wins, endpoint PTRs add up), so they are
+ * made per zone from these, in Service order. */
+struct dns_ptr_want {
+        const char *key; /* the reverse name, in the block's arena */
+        const uint8_t *target;
+        const char *why;
+        bool cluster_ip;
+};
+
+/* The arena of the blocks one build made: one arena per block would waste
+ * most of its doubling chunks. It goes with the last of them. */
+struct dns_slab {
+        int refs;
+        struct se_arena arena;
+};
+
+/* Everything one Service puts in the zone: its names (which no other
+ * Service can make) and the PTRs it wants. Immutable once built and shared
+ * by every zone built from the same objects: a change rebuilds only the
+ * blocks of the Services it touched. */
+struct dns_block {
+        int refs;
+        const char *key; /* "<ns>/<name>" */
+        struct se_object *svc; /* the objects it was built from, referenced: */
+        struct se_object **slices; /* the same pointers again mean the same */
+        uint32_t n_slices; /* contents (store objects are immutable) */
+        bool ns_exists;
+        struct dns_node_list nodes;
+        struct dns_ptr_want *ptrs;
+        size_t n_ptrs, cap_ptrs;
+        struct dns_slab *slab; /* keys, rdata, names, nodes */
+};
+
+void dns_slab_unref(struct dns_slab *slab); /* NULL-safe */
+void dns_rev_unref(struct dns_node *n); /* NULL-safe */
+void dns_block_unref(struct dns_block *blk);
+/* Frees what a list's nodes own (record arrays, build scratch) and the list. */
+void dns_node_list_release(struct dns_node_list *l);
+
 struct se_dns_zone {
         int refs;
+        bool endpoint_pod_names; /* with ttl and zone: when blocks carry over */
         uint32_t serial;
         uint32_t ttl;
         enum se_dns_pods pods;
@@ -206,10 +253,21 @@ struct se_dns_zone {
         char *zone; /* "cluster.local" */
         uint8_t zone_wire[SE_DNS_MAX_NAME];
         size_t zone_wire_len;
-        struct se_hashmap names; /* key -> struct dns_node */
-        struct dns_node **nodes; /* every node, for freeing and listing */
-        size_t n_nodes, cap_nodes;
-        struct se_arena arena; /* keys, rdata, names, nodes */
+        /* key -> struct dns_node: the blocks' names, copied from the previous
+         * zone's table (no hashing) and changed where blocks changed; and the
+         * zone's own names (no key is in both) */
+        struct se_hashmap names, own_names;
+        /* key -> reverse node (its own allocation, refcounted): copied from
+         * the previous zone and made afresh only for the reverse names of
+         * the blocks that changed */
+        struct se_hashmap rev_names;
+        struct dns_node **nodes; /* every node (own and the blocks'), for listing */
+        size_t n_nodes;
+        struct dns_node_list own; /* the frame, namespaces, reverse names, pods */
+        struct dns_block **blocks; /* one per Service with names, in store order */
+        size_t n_blocks;
+        struct se_hashmap block_of; /* "<ns>/<name>" -> struct dns_block */
+        struct se_arena arena; /* the own nodes' keys, rdata, names, nodes */
 };
 
 const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key);

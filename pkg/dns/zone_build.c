@@ -20,6 +20,15 @@
 struct build {
         struct se_dns_zone *z;
         const struct se_store *st;
+        const struct se_dns_zone *prev; /* blocks to carry over, or NULL */
+        /* where get_node and the helpers put things: the zone's own arena
+         * and list, or those of the block being built (blk) */
+        struct se_arena *arena;
+        struct dns_node_list *list;
+        struct dns_block *blk;
+        struct dns_slab *slab; /* of the blocks this build makes */
+        struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
+        struct dns_node_list fresh; /* the reverse nodes made (not owned) */
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
@@ -60,35 +69,51 @@ static void SE_PRINTF(3, 4) keyf(char *buf, size_t cap, const char *fmt, ...)
         va_end(ap);
 }
 
-static void *arena_copy(struct se_dns_zone *z, const void *p, size_t n)
+static void *arena_copy(struct build *b, const void *p, size_t n)
 {
-        void *q = se_arena_alloc(&z->arena, n ? n : 1);
+        void *q = se_arena_alloc(b->arena, n ? n : 1);
         if (q)
                 memcpy(q, p, n);
         return q;
 }
 
-static struct dns_node *get_node(struct se_dns_zone *z, const char *key, enum dns_node_kind kind)
+static int list_push(struct dns_node_list *l, struct dns_node *n)
 {
-        struct dns_node *n = se_hashmap_get(&z->names, key);
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? 2 * l->cap : 8;
+                struct dns_node **v = se_reallocarray(l->v, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                l->v = v;
+                l->cap = cap;
+        }
+        l->v[l->n++] = n;
+        return 0;
+}
+
+/* The node of key, made when new; a key that lives as long as the zone
+ * (kept) is not copied. */
+static struct dns_node *node_of(struct build *b, const char *key, bool kept,
+                                enum dns_node_kind kind)
+{
+        struct se_hashmap *map = b->blk ? &b->z->names : &b->z->own_names;
+        struct dns_node *n = se_hashmap_get(map, key);
         if (n)
                 return n;
-        if (z->n_nodes == z->cap_nodes) {
-                size_t cap = z->cap_nodes ? 2 * z->cap_nodes : 64;
-                struct dns_node **v = se_reallocarray(z->nodes, cap, sizeof(*v));
-                if (!v)
-                        return NULL;
-                z->nodes = v;
-                z->cap_nodes = cap;
-        }
-        n = se_arena_alloc(&z->arena, sizeof(*n));
-        if (!n || !(n->key = se_arena_strdup(&z->arena, key)))
+        n = se_arena_alloc(b->arena, sizeof(*n));
+        if (!n || !(n->key = kept ? key : se_arena_strdup(b->arena, key)))
                 return NULL;
         n->kind = (uint8_t)kind;
-        if (se_hashmap_put(&z->names, n->key, n, NULL) < 0)
+        if (list_push(b->list, n) < 0)
                 return NULL;
-        z->nodes[z->n_nodes++] = n;
+        if (se_hashmap_put(map, n->key, n, NULL) < 0)
+                return NULL;
         return n;
+}
+
+static struct dns_node *get_node(struct build *b, const char *key, enum dns_node_kind kind)
+{
+        return node_of(b, key, false, kind);
 }
 
 static int set_push(struct dns_rr_set *s, const struct dns_rr *rr)
@@ -132,11 +157,11 @@ static int node_add(struct dns_node *node, const struct dns_rr *rr)
 }
 
 /* An IP address as an A/AAAA record; false when ip is not an address. */
-static bool addr_rr(struct se_dns_zone *z, const char *ip, const char *why, struct dns_rr *rr)
+static bool addr_rr(struct build *bd, const char *ip, const char *why, struct dns_rr *rr)
 {
         uint8_t b[16];
         memset(rr, 0, sizeof(*rr));
-        rr->ttl = z->ttl;
+        rr->ttl = bd->z->ttl;
         rr->why = why;
         if (!ip)
                 return false;
@@ -149,16 +174,16 @@ static bool addr_rr(struct se_dns_zone *z, const char *ip, const char *why, stru
         } else {
                 return false;
         }
-        rr->fixed = arena_copy(z, b, rr->n_fixed);
+        rr->fixed = arena_copy(bd, b, rr->n_fixed);
         return rr->fixed != NULL;
 }
 
 /* The name a record points at, in the arena. */
-static const uint8_t *wire_name(struct se_dns_zone *z, const char *text)
+static const uint8_t *wire_name(struct build *b, const char *text)
 {
         uint8_t w[SE_DNS_MAX_NAME];
         int n = dns_name_wire(text, w);
-        return n < 0 ? NULL : arena_copy(z, w, (size_t)n);
+        return n < 0 ? NULL : arena_copy(b, w, (size_t)n);
 }
 
 /* "d.c.b.a.in-addr.arpa" or the 32 nibbles of ip6.arpa; false when ip is
@@ -187,16 +212,22 @@ static bool reverse_key(const char *ip, char *out, size_t cap)
 /* A PTR record. CoreDNS answers an address that is a ClusterIP with the
  * first such Service alone (services come in namespace/name order here);
  * only an address that is no ClusterIP gets one PTR per endpoint name. */
-static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool cluster_ip,
-                   const char *why)
+static int make_ptr(struct build *b, const char *key, const uint8_t *target, bool cluster_ip,
+                    const char *why)
 {
-        char key[KEY_MAX];
-        if (!reverse_key(ip, key, sizeof(key)))
-                return 0;
         struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
-        struct dns_node *n = get_node(b->z, key, DNS_NODE_REVERSE);
-        if (!n)
-                return -ENOMEM;
+        struct dns_node *n = se_hashmap_get(&b->z->rev_names, key);
+        if (!n) {
+                if (!(n = se_calloc(1, sizeof(*n))))
+                        return -ENOMEM;
+                *n = (struct dns_node){ .key = key, .refs = 1, .kind = DNS_NODE_REVERSE };
+                if (se_hashmap_put(&b->z->rev_names, key, n, NULL) < 0) {
+                        free(n);
+                        return -ENOMEM;
+                }
+                if (list_push(&b->fresh, n) < 0)
+                        return -ENOMEM;
+        }
         if (n->cluster_ip_ptr)
                 return 0;
         if (cluster_ip) {
@@ -204,6 +235,33 @@ static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool 
                 n->rrs.n = 0; /* endpoint PTRs give way */
         }
         return node_add(n, &rr);
+}
+
+/* While a block is built its PTRs are only noted (place_ptrs makes them). */
+static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool cluster_ip,
+                   const char *why)
+{
+        struct dns_block *blk = b->blk;
+        char rkey[KEY_MAX];
+        if (!reverse_key(ip, rkey, sizeof(rkey)))
+                return 0;
+        const char *key = se_arena_strdup(b->arena, rkey);
+        if (!key)
+                return -ENOMEM;
+        if (!blk)
+                return make_ptr(b, key, target, cluster_ip, why);
+        if (blk->n_ptrs == blk->cap_ptrs) {
+                size_t cap = blk->cap_ptrs ? 2 * blk->cap_ptrs : 4;
+                struct dns_ptr_want *v = se_reallocarray(blk->ptrs, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                blk->ptrs = v;
+                blk->cap_ptrs = cap;
+        }
+        blk->ptrs[blk->n_ptrs++] = (struct dns_ptr_want){
+                .key = key, .target = target, .why = why, .cluster_ip = cluster_ip
+        };
+        return 0;
 }
 
 /* A Service whose namespace does not exist has no names, but CoreDNS still
@@ -222,7 +280,7 @@ static int make_srv(struct build *b, int32_t port, const uint8_t *target,
                                .name = target,
                                .add = add,
                                .why = why };
-        return (rr->fixed = arena_copy(b->z, f, 6)) ? 0 : -ENOMEM;
+        return (rr->fixed = arena_copy(b, f, 6)) ? 0 : -ENOMEM;
 }
 
 static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint8_t *target,
@@ -261,11 +319,11 @@ static int add_endpoint_srv(struct build *b, struct dns_node *en, struct dns_nod
         return r < 0 ? r : set_push(&n->rrs, &rr);
 }
 
-static const char *why_of(struct se_dns_zone *z, const char *kind, const struct se_object *o)
+static const char *why_of(struct build *b, const char *kind, const struct se_object *o)
 {
         char buf[KEY_MAX];
         snprintf(buf, sizeof(buf), "%s %s/%s", kind, o->meta.namespace, o->meta.name);
-        return se_arena_strdup(&z->arena, buf);
+        return se_arena_strdup(b->arena, buf);
 }
 
 static const char *proto_label(enum se_protocol p)
@@ -322,7 +380,7 @@ static int add_cluster_ips(struct build *b, const struct se_service *s, struct d
         }
         for (uint32_t i = 0; i < n; i++) {
                 struct dns_rr rr;
-                if (!addr_rr(b->z, v[i], why, &rr))
+                if (!addr_rr(b, v[i], why, &rr))
                         continue;
                 int r = node_add(svc, &rr);
                 if (r == 0)
@@ -336,14 +394,13 @@ static int add_cluster_ips(struct build *b, const struct se_service *s, struct d
 static int build_cluster_ip(struct build *b, const struct se_service *s, const char *fqdn,
                             const char *why)
 {
-        struct se_dns_zone *z = b->z;
         if (s->n_ports == 0) {
                 /* CoreDNS finds a ClusterIP service through its ports: none
                  * (possible in a manifest, not in the API) is NXDOMAIN */
                 return build_ptrs_only(b, s, fqdn, why) < 0 ? -ENOMEM : 0;
         }
-        struct dns_node *svc = get_node(z, fqdn, DNS_NODE_SERVICE);
-        const uint8_t *target = wire_name(z, fqdn);
+        struct dns_node *svc = get_node(b, fqdn, DNS_NODE_SERVICE);
+        const uint8_t *target = wire_name(b, fqdn);
         if (!svc || !target)
                 return -ENOMEM;
         int r = add_cluster_ips(b, s, svc, target, why);
@@ -362,7 +419,7 @@ static int build_cluster_ip(struct build *b, const struct se_service *s, const c
                         continue;
                 char key[KEY_MAX];
                 keyf(key, sizeof(key), "%s.%s.%s", sp->name, proto_label(sp->protocol), fqdn);
-                struct dns_node *pn = get_node(z, key, DNS_NODE_PORT);
+                struct dns_node *pn = get_node(b, key, DNS_NODE_PORT);
                 if (!pn)
                         return -ENOMEM;
                 for (uint32_t i = 0; i < n_ips; i++)
@@ -399,7 +456,7 @@ static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
                 char pkey[KEY_MAX];
                 enum se_protocol proto = sp->has_protocol ? sp->protocol : SE_PROTO_TCP;
                 keyf(pkey, sizeof(pkey), "%s.%s.%s", sp->name, proto_label(proto), fqdn);
-                struct dns_node *pn = get_node(b->z, pkey, DNS_NODE_PORT);
+                struct dns_node *pn = get_node(b, pkey, DNS_NODE_PORT);
                 if (!pn)
                         return -ENOMEM;
                 for (uint32_t a = 0; a < own->n && r == 0; a++) {
@@ -417,7 +474,6 @@ static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
 static int build_endpoints(struct build *b, const struct se_service *s, const char *fqdn,
                            bool headless)
 {
-        struct se_dns_zone *z = b->z;
         char key[KEY_MAX];
         keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
@@ -426,7 +482,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
         struct dns_node *svc = NULL; /* headless only */
         for (size_t i = 0; i < sl->n; i++) {
                 const struct se_endpoint_slice *es = sl->v[i];
-                const char *why = why_of(z, "EndpointSlice", &es->obj);
+                const char *why = why_of(b, "EndpointSlice", &es->obj);
                 if (!why)
                         return -ENOMEM;
                 for (uint32_t e = 0; e < es->n_endpoints; e++) {
@@ -437,8 +493,8 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                         if (!endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
                                 continue;
                         keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
-                        struct dns_node *en = get_node(z, efqdn, DNS_NODE_ENDPOINT);
-                        const uint8_t *target = wire_name(z, efqdn);
+                        struct dns_node *en = get_node(b, efqdn, DNS_NODE_ENDPOINT);
+                        const uint8_t *target = wire_name(b, efqdn);
                         if (!en || !target)
                                 return -ENOMEM;
                         /* this endpoint's own addresses; the SRV additionals
@@ -447,7 +503,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                         struct dns_rr_set own_set = { 0 }, *own = &own_set;
                         for (uint32_t a = 0; a < ep->addresses.n && a < 100; a++) {
                                 struct dns_rr rr;
-                                if (!addr_rr(z, ep->addresses.v[a], why, &rr))
+                                if (!addr_rr(b, ep->addresses.v[a], why, &rr))
                                         continue;
                                 int r = node_add(en, &rr);
                                 if (r == 0)
@@ -461,7 +517,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                         }
                         if (own->n == 0)
                                 continue;
-                        if (headless && !svc && !(svc = get_node(z, fqdn, DNS_NODE_SERVICE))) {
+                        if (headless && !svc && !(svc = get_node(b, fqdn, DNS_NODE_SERVICE))) {
                                 free(own->v);
                                 return -ENOMEM;
                         }
@@ -480,7 +536,7 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
         const char *one[1] = { s->cluster_ip };
         const char *const *v = s->cluster_ips.n ? s->cluster_ips.v : one;
         uint32_t n = s->cluster_ips.n ? s->cluster_ips.n : (s->cluster_ip ? 1 : 0);
-        const uint8_t *target = wire_name(b->z, fqdn);
+        const uint8_t *target = wire_name(b, fqdn);
         int r = target ? 0 : -ENOMEM;
         for (uint32_t i = 0; i < n && r == 0; i++)
                 r = add_ptr(b, v[i], target, true, why);
@@ -495,7 +551,7 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
                             !endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
                                 continue;
                         keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
-                        const uint8_t *etarget = wire_name(b->z, efqdn);
+                        const uint8_t *etarget = wire_name(b, efqdn);
                         if (!etarget)
                                 return -ENOMEM;
                         for (uint32_t a = 0; a < ep->addresses.n && a < 100 && r == 0; a++)
@@ -529,10 +585,10 @@ static int build_external(struct build *b, const struct se_service *s, const cha
                       target[i] == '.' || target[i] == '_'))
                         return 0;
         struct dns_rr rr = { .type = DNS_T_CNAME, .ttl = b->z->ttl, .why = why };
-        if (!(rr.name = wire_name(b->z, target)))
+        if (!(rr.name = wire_name(b, target)))
                 return 0; /* not a domain name (empty label, too long) */
-        struct dns_node *node = get_node(b->z, fqdn, DNS_NODE_EXTERNAL);
-        if (!node || !(node->target = se_arena_strdup(&b->z->arena, target)))
+        struct dns_node *node = get_node(b, fqdn, DNS_NODE_EXTERNAL);
+        if (!node || !(node->target = se_arena_strdup(b->arena, target)))
                 return -ENOMEM;
         return node_add(node, &rr);
 }
@@ -544,7 +600,7 @@ static int build_service(struct build *b, const struct se_service *s)
                 return 0;
         char fqdn[KEY_MAX];
         keyf(fqdn, sizeof(fqdn), "%s.%s.svc.%s", name, ns, b->z->zone);
-        const char *why = why_of(b->z, "Service", &s->obj);
+        const char *why = why_of(b, "Service", &s->obj);
         if (!why)
                 return -ENOMEM;
         if (!se_hashmap_get(&b->ns, ns))
@@ -614,14 +670,14 @@ static int add_namespace(struct build *b, const char *ns)
                 return 0;
         char key[KEY_MAX];
         keyf(key, sizeof(key), "%s.svc.%s", ns, b->z->zone);
-        struct dns_node *n = get_node(b->z, key, DNS_NODE_NAMESPACE);
+        struct dns_node *n = get_node(b, key, DNS_NODE_NAMESPACE);
         if (!n)
                 return -ENOMEM;
         /* <ns>.pod.<zone> is NODATA too, unless pod names are off */
         keyf(key, sizeof(key), "%s.pod.%s", ns, b->z->zone);
-        if (b->z->pods != SE_DNS_PODS_DISABLED && !get_node(b->z, key, DNS_NODE_NAMESPACE))
+        if (b->z->pods != SE_DNS_PODS_DISABLED && !get_node(b, key, DNS_NODE_NAMESPACE))
                 return -ENOMEM;
-        const char *name = se_arena_strdup(&b->z->arena, ns);
+        const char *name = se_arena_strdup(b->arena, ns);
         return name ? se_hashmap_put(&b->ns, name, (void *)1, NULL) : -ENOMEM;
 }
 
@@ -675,7 +731,7 @@ static int build_pods(struct build *b)
                 /* CoreDNS matches status.podIP alone, not every podIPs entry */
                 const char *ips[1] = { p->pod_ip };
                 uint32_t n_ips = p->pod_ip ? 1 : 0;
-                const char *why = why_of(b->z, "Pod", &p->obj);
+                const char *why = why_of(b, "Pod", &p->obj);
                 if (!why) {
                         r = -ENOMEM;
                         break;
@@ -683,7 +739,7 @@ static int build_pods(struct build *b)
                 for (uint32_t k = 0; k < n_ips && r == 0; k++) {
                         struct dns_rr rr;
                         char label[128], key[KEY_MAX];
-                        if (!addr_rr(b->z, ips[k], why, &rr))
+                        if (!addr_rr(b, ips[k], why, &rr))
                                 continue;
                         struct se_slice_endpoint none = { 0 };
                         bool pod_names = b->endpoint_pod_names;
@@ -693,7 +749,7 @@ static int build_pods(struct build *b)
                         if (!ok)
                                 continue;
                         keyf(key, sizeof(key), "%s.%s.pod.%s", label, ns, b->z->zone);
-                        struct dns_node *node = get_node(b->z, key, DNS_NODE_POD);
+                        struct dns_node *node = get_node(b, key, DNS_NODE_POD);
                         r = node ? node_add(node, &rr) : -ENOMEM;
                 }
         }
@@ -708,16 +764,16 @@ static int build_frame(struct build *b)
         struct se_dns_zone *z = b->z;
         char key[KEY_MAX];
         struct dns_node *n;
-        if (!get_node(z, z->zone, DNS_NODE_APEX))
+        if (!get_node(b, z->zone, DNS_NODE_APEX))
                 return -ENOMEM;
         static const char *const branches[] = { "svc", "pod", "ns.dns" };
         for (size_t i = 0; i < SE_ARRAY_SIZE(branches); i++) {
                 keyf(key, sizeof(key), "%s.%s", branches[i], z->zone);
-                if (!get_node(z, key, DNS_NODE_BRANCH))
+                if (!get_node(b, key, DNS_NODE_BRANCH))
                         return -ENOMEM;
         }
         keyf(key, sizeof(key), "dns-version.%s", z->zone);
-        if (!(n = get_node(z, key, DNS_NODE_VERSION)))
+        if (!(n = get_node(b, key, DNS_NODE_VERSION)))
                 return -ENOMEM;
         static const uint8_t txt[] = { sizeof(DNS_SCHEMA_VERSION) - 1, '1', '.', '1', '.', '0' };
         struct dns_rr rr = { .type = DNS_T_TXT,
@@ -731,10 +787,10 @@ static int build_frame(struct build *b)
 /* Weights of SRV answers: CoreDNS divides 100 among the (address, port)
  * pairs it found before it dropped duplicates, at least 1 each. And every
  * record array cut to its size: the zone is read-only from here. */
-static void finish(struct se_dns_zone *z)
+static void finish(struct dns_node_list *l)
 {
-        for (size_t i = 0; i < z->n_nodes; i++) {
-                struct dns_node *n = z->nodes[i];
+        for (size_t i = 0; i < l->n; i++) {
+                struct dns_node *n = l->v[i];
                 free(n->seen);
                 n->seen = NULL;
                 n->n_seen = 0;
@@ -786,6 +842,9 @@ static int check_zone_name(const char *zone, char *out, struct se_diag *diag)
 
 static void build_release(struct build *b)
 {
+        dns_slab_unref(b->slab);
+        free(b->fresh.v); /* (the nodes are the zone's) */
+        se_hashmap_release(&b->dirty);
         for (size_t i = 0; i < b->n_slice_keys; i++) {
                 struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
                 if (l) {
@@ -799,6 +858,192 @@ static void build_release(struct build *b)
         se_hashmap_release(&b->ns);
 }
 
+/* ---- blocks: a Service's part of the zone, carried over unchanged ---- */
+
+/* The same pointers mean the same contents: store objects are immutable,
+ * and the block's references keep an address from being reused. */
+static bool same_inputs(const struct dns_block *blk, const struct se_service *s,
+                        const struct slice_list *sl, bool ns_exists)
+{
+        size_t n = sl ? sl->n : 0;
+        if (blk->svc != &s->obj || blk->ns_exists != ns_exists || blk->n_slices != n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (blk->slices[i] != &sl->v[i]->obj)
+                        return false;
+        return true;
+}
+
+static int new_block(struct build *b, const char *key, const struct se_service *s,
+                     const struct slice_list *sl, bool ns_exists, struct dns_block **out)
+{
+        if (!b->slab) {
+                if (!(b->slab = se_calloc(1, sizeof(*b->slab))))
+                        return -ENOMEM;
+                b->slab->refs = 1; /* the build's, dropped at its end */
+        }
+        struct dns_block *blk = se_calloc(1, sizeof(*blk));
+        if (!blk)
+                return -ENOMEM;
+        blk->refs = 1;
+        blk->slab = b->slab;
+        __atomic_add_fetch(&b->slab->refs, 1, __ATOMIC_RELAXED);
+        blk->ns_exists = ns_exists;
+        blk->svc = se_object_ref(SE_UNCONST(struct se_object, &s->obj));
+        size_t n = sl ? sl->n : 0;
+        int r = 0;
+        if (n && !(blk->slices = se_calloc(n, sizeof(*blk->slices))))
+                r = -ENOMEM;
+        for (size_t i = 0; i < n && r == 0; i++)
+                blk->slices[blk->n_slices++] =
+                        se_object_ref(SE_UNCONST(struct se_object, &sl->v[i]->obj));
+        if (r == 0 && !(blk->key = se_arena_strdup(&b->slab->arena, key)))
+                r = -ENOMEM;
+        if (r == 0) {
+                b->arena = &b->slab->arena;
+                b->list = &blk->nodes;
+                b->blk = blk;
+                r = build_service(b, s);
+                b->arena = &b->z->arena;
+                b->list = &b->z->own;
+                b->blk = NULL;
+        }
+        if (r < 0) {
+                dns_block_unref(blk);
+                return r;
+        }
+        finish(&blk->nodes);
+        *out = blk;
+        return 0;
+}
+
+/* Takes a block's names out of the zone's table (copied from the previous
+ * zone's), those a new block has taken over aside. */
+static void drop_names(struct se_dns_zone *z, const struct dns_block *blk)
+{
+        for (size_t i = 0; i < blk->nodes.n; i++) {
+                const struct dns_node *n = blk->nodes.v[i];
+                if (se_hashmap_get(&z->names, n->key) == n)
+                        (void)se_hashmap_remove(&z->names, n->key);
+        }
+}
+
+/* The reverse names a block wants are to be made afresh (it is new, or
+ * gone since the previous zone); a build without one makes them all. */
+static int mark_dirty(struct build *b, const struct dns_block *blk)
+{
+        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++)
+                if (se_hashmap_put(&b->dirty, blk->ptrs[i].key, (void *)1, NULL) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* The Service's block: the previous zone's when nothing it was made from
+ * changed (its names are in the copied table already), else a new one. */
+static int add_service(struct build *b, const struct se_service *s)
+{
+        if (!s)
+                return 0; /* (a Service list holds only Services) */
+        const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
+        if (!label_ok(ns) || !label_ok(name))
+                return 0; /* no names and no PTRs */
+        char key[KEY_MAX];
+        keyf(key, sizeof(key), "%s/%s", ns, name);
+        const struct slice_list *sl = se_hashmap_get(&b->slices, key);
+        bool ns_exists = se_hashmap_get(&b->ns, ns) != NULL;
+        struct dns_block *blk = b->prev ? se_hashmap_get(&b->prev->block_of, key) : NULL;
+        bool reused = blk && same_inputs(blk, s, sl, ns_exists);
+        if (reused) {
+                __atomic_add_fetch(&blk->refs, 1, __ATOMIC_RELAXED);
+        } else {
+                if (blk) /* (its PTRs: drop_gone) */
+                        drop_names(b->z, blk);
+                int r = new_block(b, key, s, sl, ns_exists, &blk);
+                if (r < 0)
+                        return r;
+                if ((r = mark_dirty(b, blk)) < 0) {
+                        dns_block_unref(blk);
+                        return r;
+                }
+        }
+        struct se_dns_zone *z = b->z;
+        z->blocks[z->n_blocks++] = blk; /* the zone owns it from here */
+        return se_hashmap_put(&z->block_of, blk->key, blk, NULL);
+}
+
+/* The names and PTRs of the previous zone's blocks not in this one (the
+ * Service changed or went). */
+static int drop_gone(struct build *b)
+{
+        int r = 0;
+        for (size_t i = 0; b->prev && i < b->prev->n_blocks && r == 0; i++) {
+                const struct dns_block *old = b->prev->blocks[i];
+                if (se_hashmap_get(&b->z->block_of, old->key) == old)
+                        continue;
+                drop_names(b->z, old);
+                r = mark_dirty(b, old);
+        }
+        return r;
+}
+
+/* Reverse names from the blocks' wishes, in Service order as CoreDNS
+ * ranks a ClusterIP's Services. With a previous zone only the dirty ones:
+ * any other has the same wishes from the same blocks as there, so its node
+ * is shared (and its key, in the block that made it, lives as long). */
+static int place_ptrs(struct build *b)
+{
+        struct se_dns_zone *z = b->z;
+        bool all = b->prev == NULL;
+        if (!all) {
+                if (se_hashmap_copy(&z->rev_names, &b->prev->rev_names) < 0)
+                        return -ENOMEM;
+                void *v;
+                for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
+                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
+                const char *k;
+                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);)
+                        dns_rev_unref(se_hashmap_remove(&z->rev_names, k));
+                if (b->dirty.n == 0)
+                        return 0;
+        }
+        int r = 0;
+        for (size_t i = 0; i < z->n_blocks && r == 0; i++) {
+                const struct dns_block *blk = z->blocks[i];
+                for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
+                        const struct dns_ptr_want *p = &blk->ptrs[k];
+                        if (all || se_hashmap_get(&b->dirty, p->key))
+                                r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
+                }
+        }
+        finish(&b->fresh);
+        return r;
+}
+
+/* z->nodes: the own nodes, every block's and the reverse ones, for
+ * listing. */
+static int list_nodes(struct se_dns_zone *z)
+{
+        size_t n = z->own.n + z->rev_names.n;
+        for (size_t i = 0; i < z->n_blocks; i++)
+                n += z->blocks[i]->nodes.n;
+        z->nodes = se_calloc(n ? n : 1, sizeof(*z->nodes));
+        if (!z->nodes)
+                return -ENOMEM;
+        memcpy(z->nodes, z->own.v, z->own.n * sizeof(*z->nodes));
+        n = z->own.n;
+        for (size_t i = 0; i < z->n_blocks; i++) {
+                const struct dns_node_list *l = &z->blocks[i]->nodes;
+                if (l->n) /* (a block may have PTRs alone: v is NULL) */
+                        memcpy(z->nodes + n, l->v, l->n * sizeof(*z->nodes));
+                n += l->n;
+        }
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
+                z->nodes[n++] = v;
+        z->n_nodes = n;
+        return 0;
+}
+
 static int build_all(struct build *b, enum se_dns_pods pods)
 {
         int r = build_frame(b);
@@ -810,18 +1055,35 @@ static int build_all(struct build *b, enum se_dns_pods pods)
         long n = r == 0 ? se_store_list(b->st, SE_KIND_SERVICE, NULL, &v) : 0;
         if (n < 0)
                 r = (int)n;
+        if (r == 0 && !(b->z->blocks = se_calloc(n > 0 ? (size_t)n : 1, sizeof(*b->z->blocks))))
+                r = -ENOMEM;
+        if (r == 0 && b->prev)
+                r = se_hashmap_copy(&b->z->names, &b->prev->names);
         for (long i = 0; i < n && r == 0; i++)
-                r = build_service(b, se_service_of(v[i]));
+                r = add_service(b, se_service_of(v[i]));
         free(v);
+        if (r == 0)
+                r = drop_gone(b);
+        if (r == 0)
+                r = place_ptrs(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
                 r = build_pods(b);
-        if (r == 0)
-                finish(b->z);
+        if (r == 0) {
+                finish(&b->z->own);
+                r = list_nodes(b->z);
+        }
         return r;
 }
 
 int se_dns_zone_build(const struct se_store *st, const struct se_dns_options *o,
                       struct se_dns_zone **out, struct se_diag *diag)
+{
+        return se_dns_zone_update(st, o, NULL, out, diag);
+}
+
+int se_dns_zone_update(const struct se_store *st, const struct se_dns_options *o,
+                       const struct se_dns_zone *prev, struct se_dns_zone **out,
+                       struct se_diag *diag)
 {
         static const struct se_dns_options defaults = { .ttl = 5 };
         if (!o)
@@ -840,9 +1102,19 @@ int se_dns_zone_build(const struct se_store *st, const struct se_dns_options *o,
         z->ttl = o->ttl > 3600 ? 3600 : o->ttl;
         z->pods = o->pods;
         z->reverse_fallthrough = o->reverse_fallthrough;
+        z->endpoint_pod_names = o->endpoint_pod_names;
         z->serial = o->serial ? o->serial : (uint32_t)time(NULL);
         z->zone_wire_len = (size_t)dns_name_wire(zone, z->zone_wire);
-        struct build b = { .z = z, .st = st, .endpoint_pod_names = o->endpoint_pod_names };
+        /* a block holds records made with these options */
+        if (prev && (prev->ttl != z->ttl || prev->endpoint_pod_names != z->endpoint_pod_names ||
+                     strcmp(prev->zone, z->zone) != 0))
+                prev = NULL;
+        struct build b = { .z = z,
+                           .st = st,
+                           .prev = prev,
+                           .arena = &z->arena,
+                           .list = &z->own,
+                           .endpoint_pod_names = o->endpoint_pod_names };
         se_store_rdlock(st);
         r = build_all(&b, o->pods);
         se_store_unlock(st);

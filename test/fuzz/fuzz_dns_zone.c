@@ -1,6 +1,7 @@
 /* Fuzz target: a manifest (Services, EndpointSlices, Namespaces, Pods) into
- * the DNS zone builder under every pods mode, the zone's master file, and a
- * query of every owner it lists. */
+ * the DNS zone builder under every pods mode, the zone's master file, a
+ * query of every owner it lists, and the same zone made by an update from
+ * the previous one (it must list the same). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (se_manifest_load_buffer(s, "fuzz", (const char *)data, size, NULL, NULL, &d) == 0) {
                 for (int pods = 0; pods < 3; pods++) {
                         struct se_dns_options o = { .ttl = 5,
+                                                    .serial = 1,
                                                     .pods = (enum se_dns_pods)pods,
                                                     .endpoint_pod_names = pods == 1 };
                         struct se_dns_zone *z = NULL;
@@ -70,8 +72,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                         (void)se_dns_answer(z, &c, q, n, out, sizeof(out), &outlen);
                                         l = nl + 1;
                                 }
-                                free(m);
                         }
+                        /* made from z (every block carries over) and from
+                         * nothing (after a change of options), it must
+                         * list the same */
+                        struct se_dns_zone *u = NULL, *u2 = NULL;
+                        char *mu = NULL, *mu2 = NULL;
+                        if (m && se_dns_zone_update(s, &o, z, &u, &d) == 0 &&
+                            se_dns_zone_explain(u, &mu) == 0 && strcmp(m, mu) != 0)
+                                abort();
+                        struct se_dns_options o2 = o;
+                        o2.ttl = 6; /* (other options: nothing carries over) */
+                        if (m && se_dns_zone_update(s, &o2, u, &u2, &d) == 0 &&
+                            se_dns_zone_explain(u2, &mu2) == 0 && strlen(m) != strlen(mu2))
+                                abort();
+                        free(mu);
+                        free(mu2);
+                        free(m);
+                        se_dns_zone_unref(u);
+                        se_dns_zone_unref(u2);
                         se_dns_zone_unref(z);
                 }
         }

@@ -234,11 +234,27 @@ static void test_hashmap__put_get_remove_many(void **state)
         void *old = NULL;
         assert_int_equal(se_hashmap_put(&m, keys[1], NULL, &old), 0);
         assert_ptr_equal(old, &keys[1]);
+        assert_ptr_equal(se_hashmap_get_hashed(&m, keys[4], se_hash_str(keys[4])), &keys[4]);
+        assert_null(se_hashmap_get_hashed(&m, keys[3], se_hash_str(keys[3]))); /* removed */
         size_t count = 0;
         for (size_t it = 0; se_hashmap_next(&m, &it, NULL, NULL);)
                 count++;
         assert_int_equal(count, m.n);
         assert_null(se_hashmap_remove(&m, "absent"));
+        /* a copy answers alike and changes apart from the original */
+        struct se_hashmap c = SE_HASHMAP_INIT;
+        assert_int_equal(se_hashmap_copy(&c, &m), 0);
+        assert_int_equal(c.n, m.n);
+        for (int i = 0; i < N; i++)
+                assert_ptr_equal(se_hashmap_get(&c, keys[i]), se_hashmap_get(&m, keys[i]));
+        assert_ptr_equal(se_hashmap_remove(&c, keys[2]), &keys[2]);
+        assert_ptr_equal(se_hashmap_get(&m, keys[2]), &keys[2]);
+        assert_int_equal(se_hashmap_put(&c, "only-in-copy", &c, NULL), 0);
+        assert_null(se_hashmap_get(&m, "only-in-copy"));
+        se_hashmap_release(&c);
+        struct se_hashmap empty = SE_HASHMAP_INIT;
+        assert_int_equal(se_hashmap_copy(&c, &empty), 0);
+        assert_null(se_hashmap_get(&c, "x"));
         se_hashmap_release(&m);
         free(keys);
 }

@@ -1,0 +1,305 @@
+/* se_dns_zone_update against se_dns_zone_build: after every one of many
+ * random changes (Services, EndpointSlices, Namespaces; shared ClusterIPs
+ * and endpoint addresses so the PTRs of several Services meet), the zone
+ * made from the previous one lists and answers exactly as a fresh build of
+ * the same store, and the previous zone, still held as a reader would,
+ * answers as it did before the change. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "dnstest.h"
+
+#define N_NS    3
+#define N_SVC   6
+#define N_STEPS 400
+
+static const char *const ns_names[N_NS] = { "a", "b", "c" };
+static const char *const hostnames[] = { NULL, "h0", "h1" };
+
+static uint32_t rnd_state;
+
+static unsigned rnd(unsigned n)
+{
+        rnd_state = rnd_state * 1103515245u + 12345u;
+        return (rnd_state >> 16) % n;
+}
+
+/* The manifest loader adds only: a replacement goes in after a delete. */
+static void load(struct se_store *st, enum se_kind kind, const char *ns, const char *name,
+                 const char *yaml)
+{
+        struct se_diag d = { 0 };
+        (void)se_store_delete(st, kind, ns, name);
+        int r = se_manifest_load_buffer(st, "step.yaml", yaml, strlen(yaml), NULL, NULL, &d);
+        if (r < 0)
+                fail_msg("load: %d: %s (line %u)\n%s", r, d.text, d.line, yaml);
+}
+
+/* ClusterIPs and endpoint addresses come from small pools that overlap:
+ * the first Service of an address owns its PTR, endpoints' PTRs add up. */
+static void put_service(struct se_store *st, const char *ns, unsigned i)
+{
+        char y[1024], spec[512];
+        switch (rnd(4)) {
+        case 0:
+                snprintf(spec, sizeof(spec), "{clusterIP: None, ports: [{name: http, port: 80}]}");
+                break;
+        case 1:
+                snprintf(spec, sizeof(spec), "{type: ExternalName, externalName: %s}",
+                         rnd(2) ? "s1.a.svc.cluster.local" : "example.com");
+                break;
+        default:
+                snprintf(spec, sizeof(spec),
+                         "{clusterIP: 10.96.0.%u, ports: [{name: http, port: %u}%s]}", 1 + rnd(5),
+                         80 + rnd(2), rnd(2) ? ", {name: dns, port: 53, protocol: UDP}" : "");
+        }
+        snprintf(y, sizeof(y),
+                 "apiVersion: v1\nkind: Service\nmetadata: {name: s%u, namespace: %s}\nspec: %s\n",
+                 i, ns, spec);
+        char name[32];
+        snprintf(name, sizeof(name), "s%u", i);
+        load(st, SE_KIND_SERVICE, ns, name, y);
+}
+
+static void put_slice(struct se_store *st, const char *ns, unsigned i, unsigned k)
+{
+        char y[2048];
+        int o = snprintf(y, sizeof(y),
+                         "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                         "metadata: {name: s%u-%u, namespace: %s, labels: "
+                         "{kubernetes.io/service-name: s%u}}\n"
+                         "addressType: IPv4\nports: [{name: http, port: 8080, protocol: TCP}]\n"
+                         "endpoints:\n",
+                         i, k, ns, i);
+        unsigned n = rnd(4);
+        for (unsigned e = 0; e < n; e++) {
+                const char *h = hostnames[rnd(3)];
+                char hn[32] = "";
+                if (h)
+                        snprintf(hn, sizeof(hn), "hostname: %s, ", h);
+                /* 10.96.0.x: an endpoint address that is also a ClusterIP */
+                o += snprintf(y + o, sizeof(y) - (size_t)o,
+                              "- {addresses: [10.%s.0.%u], %sconditions: {ready: %s}}\n",
+                              rnd(5) ? "244" : "96", 1 + rnd(6), hn, rnd(4) ? "true" : "false");
+        }
+        if (n == 0)
+                o += snprintf(y + o, sizeof(y) - (size_t)o, "- {addresses: [10.244.9.9]}\n");
+        char name[32];
+        snprintf(name, sizeof(name), "s%u-%u", i, k);
+        load(st, SE_KIND_ENDPOINT_SLICE, ns, name, y);
+}
+
+static void change(struct se_store *st)
+{
+        const char *ns = ns_names[rnd(N_NS)];
+        unsigned i = rnd(N_SVC), k = rnd(2);
+        char name[32];
+        switch (rnd(10)) {
+        case 0:
+        case 1:
+        case 2:
+                put_service(st, ns, i);
+                break;
+        case 3:
+                snprintf(name, sizeof(name), "s%u", i);
+                (void)se_store_delete(st, SE_KIND_SERVICE, ns, name);
+                break;
+        case 4:
+        case 5:
+        case 6:
+                put_slice(st, ns, i, k);
+                break;
+        case 7:
+                snprintf(name, sizeof(name), "s%u-%u", i, k);
+                (void)se_store_delete(st, SE_KIND_ENDPOINT_SLICE, ns, name);
+                break;
+        default: {
+                /* with no Namespace object every namespace exists; with
+                 * some, only those */
+                if (rnd(2) && strcmp(ns, "c") != 0) {
+                        char y[256];
+                        snprintf(y, sizeof(y),
+                                 "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns);
+                        load(st, SE_KIND_NAMESPACE, "", ns, y);
+                } else {
+                        (void)se_store_delete(st, SE_KIND_NAMESPACE, "", ns);
+                }
+        }
+        }
+}
+
+struct fp {
+        char *v;
+        size_t n, cap;
+};
+
+static void fp_add(struct fp *f, const void *p, size_t n)
+{
+        if (f->n + n + 1 > f->cap) {
+                f->cap = 2 * (f->n + n + 1);
+                f->v = realloc(f->v, f->cap);
+                assert_non_null(f->v);
+        }
+        memcpy(f->v + f->n, p, n);
+        f->n += n;
+}
+
+static void fp_answer(struct fp *f, const struct se_dns_zone *z, const char *name, uint16_t type)
+{
+        uint8_t q[512], out[4096];
+        size_t qlen = t_query(q, name, type, -1, false), len = 0;
+        struct se_dns_client c = { .transport = SE_DNS_TCP };
+        enum se_dns_verdict v = se_dns_answer(z, &c, q, qlen, out, sizeof(out), &len);
+        fp_add(f, name, strlen(name));
+        fp_add(f, &v, sizeof(v));
+        fp_add(f, out, len);
+}
+
+/* Everything the zone says: its master file with the objects behind each
+ * record, and its answers to every name the changes can make. */
+static struct fp fingerprint(const struct se_dns_zone *z)
+{
+        struct fp f = { 0 };
+        char *text = NULL, name[256];
+        assert_int_equal(se_dns_zone_explain(z, &text), 0);
+        fp_add(&f, text, strlen(text));
+        free(text);
+        static const uint16_t types[] = { 1, 5, 12, 33 };
+        for (size_t t = 0; t < SE_ARRAY_SIZE(types); t++) {
+                for (unsigned a = 1; a <= 9; a++) {
+                        snprintf(name, sizeof(name), "%u.0.96.10.in-addr.arpa", a);
+                        fp_answer(&f, z, name, types[t]);
+                        snprintf(name, sizeof(name), "%u.0.244.10.in-addr.arpa", a);
+                        fp_answer(&f, z, name, types[t]);
+                }
+                for (unsigned n = 0; n < N_NS; n++) {
+                        snprintf(name, sizeof(name), "%s.svc.cluster.local", ns_names[n]);
+                        fp_answer(&f, z, name, types[t]);
+                        for (unsigned i = 0; i < N_SVC; i++) {
+                                static const char *const sub[] = { "",           "_http._tcp.",
+                                                                   "_dns._udp.", "h0.",
+                                                                   "h1.",        "10-244-0-1.",
+                                                                   "10-96-0-2." };
+                                for (size_t s = 0; s < SE_ARRAY_SIZE(sub); s++) {
+                                        snprintf(name, sizeof(name), "%ss%u.%s.svc.cluster.local",
+                                                 sub[s], i, ns_names[n]);
+                                        fp_answer(&f, z, name, types[t]);
+                                }
+                        }
+                }
+        }
+        return f;
+}
+
+static void assert_same(const struct fp *a, const struct fp *b, unsigned step, const char *what)
+{
+        if (a->n != b->n || memcmp(a->v, b->v, a->n) != 0)
+                fail_msg("step %u: %s differs", step, what);
+}
+
+static void random_changes(void **state)
+{
+        (void)state;
+        rnd_state = 12;
+        struct se_store *st = se_store_new();
+        assert_non_null(st);
+        struct se_dns_options o = { .ttl = 5, .serial = T_SERIAL };
+        struct se_dns_zone *prev = NULL;
+        struct se_diag d = { 0 };
+        assert_int_equal(se_dns_zone_update(st, &o, NULL, &prev, &d), 0);
+        struct fp prev_fp = fingerprint(prev);
+        for (unsigned step = 0; step < N_STEPS; step++) {
+                unsigned n = 1 + rnd(3);
+                for (unsigned c = 0; c < n; c++)
+                        change(st);
+                struct se_dns_zone *next = NULL, *fresh = NULL;
+                assert_int_equal(se_dns_zone_update(st, &o, prev, &next, &d), 0);
+                assert_int_equal(se_dns_zone_build(st, &o, &fresh, &d), 0);
+                struct fp next_fp = fingerprint(next), fresh_fp = fingerprint(fresh);
+                assert_same(&next_fp, &fresh_fp, step, "the updated zone and a fresh build");
+                struct fp old_fp = fingerprint(prev);
+                assert_same(&old_fp, &prev_fp, step, "the previous zone, held by a reader");
+                free(old_fp.v);
+                free(fresh_fp.v);
+                free(prev_fp.v);
+                se_dns_zone_unref(fresh);
+                se_dns_zone_unref(prev);
+                prev = next;
+                prev_fp = next_fp;
+        }
+        free(prev_fp.v);
+        se_dns_zone_unref(prev);
+        se_store_free(st);
+}
+
+/* The previous zone may outlive the store objects it was built from: its
+ * blocks hold them. */
+static void outlives_store(void **state)
+{
+        (void)state;
+        rnd_state = 99;
+        struct se_store *st = se_store_new();
+        assert_non_null(st);
+        struct se_dns_options o = { .ttl = 5, .serial = T_SERIAL };
+        for (unsigned c = 0; c < 60; c++)
+                change(st);
+        struct se_dns_zone *z = NULL, *z2 = NULL;
+        struct se_diag d = { 0 };
+        assert_int_equal(se_dns_zone_update(st, &o, NULL, &z, &d), 0);
+        struct fp before = fingerprint(z);
+        assert_int_equal(se_dns_zone_update(st, &o, z, &z2, &d), 0);
+        se_store_free(st);
+        struct fp after = fingerprint(z), after2 = fingerprint(z2);
+        assert_same(&before, &after, 0, "the zone after its store is gone");
+        assert_same(&before, &after2, 0, "an update with no change");
+        free(before.v);
+        free(after.v);
+        free(after2.v);
+        se_dns_zone_unref(z);
+        se_dns_zone_unref(z2);
+}
+
+/* Other options than the previous zone's: nothing of it is reused. */
+static void options_change(void **state)
+{
+        (void)state;
+        rnd_state = 7;
+        struct se_store *st = se_store_new();
+        assert_non_null(st);
+        for (unsigned c = 0; c < 60; c++)
+                change(st);
+        struct se_dns_options o = { .ttl = 5, .serial = T_SERIAL };
+        struct se_dns_options o2 = {
+                .ttl = 30, .serial = T_SERIAL, .zone = "example.org", .endpoint_pod_names = true
+        };
+        struct se_dns_zone *z = NULL, *z2 = NULL, *fresh = NULL;
+        struct se_diag d = { 0 };
+        assert_int_equal(se_dns_zone_update(st, &o, NULL, &z, &d), 0);
+        assert_int_equal(se_dns_zone_update(st, &o2, z, &z2, &d), 0);
+        assert_int_equal(se_dns_zone_build(st, &o2, &fresh, &d), 0);
+        char *a = NULL, *b = NULL;
+        assert_int_equal(se_dns_zone_master(z2, &a), 0);
+        assert_int_equal(se_dns_zone_master(fresh, &b), 0);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        se_dns_zone_unref(z);
+        se_dns_zone_unref(z2);
+        se_dns_zone_unref(fresh);
+        se_store_free(st);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(random_changes),
+                cmocka_unit_test(outlives_store),
+                cmocka_unit_test(options_change),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
