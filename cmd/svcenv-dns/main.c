@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,8 +494,8 @@ static int parse_flags(struct dnsd *d, struct source *src, int argc, char **argv
                         se_log_set_json(strcmp(optarg, "json") == 0);
                         break;
                 case 'v':
-                        if (se_parse_int(optarg, 0, 10, &v) < 0)
-                                return usage_error("-v: want 0..10");
+                        if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
+                                return usage_error("-v wants a level, not \"%s\"", optarg);
                         se_log_set_verbosity(v);
                         break;
                 case 'h':

@@ -32,7 +32,7 @@ if "$SVCENV/svcenv" -v 99 get -f $demo >/dev/null 2>&1 && "$SVCENV/svcenv" --v=2
 else
         not_ok "svcenv -v 99 is a level"
 fi
-for d in svcenv-controller svcenv-proxy svcenv-webhook; do
+for d in svcenv-controller svcenv-proxy svcenv-webhook svcenv-dns; do
         if "$SVCENV/$d" -v 99 --help >/dev/null 2>&1; then ok "$d -v 99 is a level"; else not_ok "$d -v 99 is a level"; fi
 done
 fails_with "-v wants a number" 2 "svcenv: unknown option \"-v\" (see 'svcenv --help')" "$SVCENV/svcenv" -v x get -f $demo
