@@ -39,8 +39,13 @@
  * Changes carried: the store callback (se_proxy_proxier_on_change) records
  * WHICH services changed (by "namespace/name"; an EndpointSlice counts for
  * the service of its kubernetes.io/service-name label). A partial sync
- * rebuilds only those services' table entries (se_proxy_table_update) and
- * writes only their chains and the top-level rules they touch.
+ * rebuilds only those services' table entries
+ * (se_proxy_table_build_services), patches them into the last table and,
+ * when their top-level rules did not change, writes only their nat chains
+ * (se_proxy_iptables_sync_changed: an endpoint change does not rewrite
+ * KUBE-SERVICES). Otherwise (a service added or removed, its top-level
+ * rules changed, too many changes, nftables) the partial sync is made
+ * from the whole table as before; the result is the same.
  *
  * Threads: on_change, the readers (health, metrics, hc) and stop may be
  * called from any thread; step/run from one sync thread. */
@@ -186,7 +191,7 @@ struct se_proxy_proxier_stats {
         uint64_t syncs_full, syncs_partial, syncs_failed, partial_failed;
         uint64_t canary_resyncs, ct_deletes, conntrack_missing;
         uint64_t bytes_last, bytes_total, rules_written_total;
-        uint64_t services_rebuilt_last; /* table entries rebuilt by the last sync */
+        uint64_t services_rebuilt_last; /* services (carried) or ports rebuilt by the last sync */
         double last_sync_ts, last_queued_ts; /* unix seconds */
 };
 void se_proxy_proxier_stats(struct se_proxy_proxier *p, struct se_proxy_proxier_stats *ret);

@@ -9,6 +9,7 @@
 
 #include <svcenv/alloc.h>
 #include <svcenv/endpoints.h>
+#include <svcenv/hashmap.h>
 #include <svcenv/histogram.h>
 #include <svcenv/log.h>
 #include <svcenv/proxy_proxier.h>
@@ -19,6 +20,12 @@
 #define CANARY_CHECK_NS   (1000000000LL) /* how often the canary is looked at */
 #define RETRY_AFTER_ERROR (1000000000LL)
 #define MAX_TRIGGERS      4096 /* pending trigger times kept for the latency metric */
+/* services carried to one sync; more: rebuilt from the whole table */
+#define MAX_CHANGED 1024
+/* carried syncs patched into the last table before it is built anew
+ * (each keeps its small table's memory) */
+#define MAX_PATCHES        256
+#define LABEL_SERVICE_NAME "kubernetes.io/service-name"
 
 struct se_proxy_proxier {
         struct se_proxy_proxier_config cfg;
@@ -38,6 +45,11 @@ struct se_proxy_proxier {
         struct se_proxy_proxier_stats stats;
         struct se_proxy_hc_port hc[SE_PROXY_MAX_HC_PORTS];
         size_t n_hc;
+        /* changes carried from the store: the services ("ns/name", keys
+         * owned) changed since the last sync began; lost: some change
+         * cannot be carried (too many) */
+        struct se_hashmap changed;
+        bool changes_lost;
         /* atomic: no lock */
         struct se_histogram sync_all, sync_full, sync_partial, netprog;
 
@@ -46,6 +58,7 @@ struct se_proxy_proxier {
         struct se_proxy_table *last[2];
         int64_t last_full_mono, last_sync_mono, last_canary_mono;
         bool need_full;
+        unsigned patches; /* carried syncs patched into last[] */
 };
 
 static void now_of(const struct se_proxy_proxier *p, struct se_proxy_instant *now)
@@ -73,6 +86,41 @@ static void net_buckets(void)
                 net_le[net_n++] = 60 + 5 * i;
         for (int i = 0; i < 7 && net_n < SE_ARRAY_SIZE(net_le); i++)
                 net_le[net_n++] = 120 + 30 * i;
+}
+
+static void changes_release(struct se_hashmap *m)
+{
+        const char *k;
+        for (size_t it = 0; se_hashmap_next(m, &it, &k, NULL);)
+                free(SE_UNCONST(char, k));
+        se_hashmap_release(m);
+}
+
+/* Records service ns/name as changed (mu held). */
+static void change(struct se_proxy_proxier *p, const char *ns, const char *name)
+{
+        char key[512];
+        if (!ns || !name || p->changes_lost)
+                return;
+        if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key) ||
+            p->changed.n >= MAX_CHANGED) {
+                p->changes_lost = true;
+                return;
+        }
+        if (se_hashmap_get(&p->changed, key))
+                return;
+        char *own = se_strdup(key);
+        if (!own || se_hashmap_put(&p->changed, own, own, NULL) < 0) {
+                free(own);
+                p->changes_lost = true;
+        }
+}
+
+/* The service an EndpointSlice is of (kube-proxy's slice cache keys them
+ * by this label; a slice without it belongs to none). */
+static const char *slice_service(const struct se_object *o)
+{
+        return o ? se_kvlist_get(&o->meta.labels, LABEL_SERVICE_NAME) : NULL;
 }
 
 struct se_proxy_proxier *se_proxy_proxier_new(const struct se_proxy_proxier_config *cfg,
@@ -111,6 +159,7 @@ struct se_proxy_proxier *se_proxy_proxier_free(struct se_proxy_proxier *p)
                 se_proxy_table_free(p->last[i]);
         }
         free(SE_UNCONST(char, p->opt.zone));
+        changes_release(&p->changed);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->mu);
         free(p);
@@ -168,6 +217,14 @@ void se_proxy_proxier_on_change(void *data, enum se_store_event ev, const struct
         } else {
                 se_proxy_health_queued(&p->health, &now);
                 p->stats.last_queued_ts = (double)now.real_ns / 1e9;
+        }
+        if (o->kind == SE_KIND_SERVICE) {
+                change(p, o->meta.namespace, o->meta.name);
+        } else if (o->kind == SE_KIND_ENDPOINT_SLICE) {
+                const char *was = slice_service(old), *is = slice_service(new_obj);
+                change(p, o->meta.namespace, was);
+                if (is && (!was || strcmp(is, was) != 0))
+                        change(p, o->meta.namespace, is);
         }
         if (o->kind == SE_KIND_ENDPOINT_SLICE && new_obj) {
                 const char *t =
@@ -263,10 +320,10 @@ static void seed_existing(struct se_proxy_proxier *p, unsigned i)
 }
 
 static void delete_conntrack(struct se_proxy_proxier *p, unsigned i,
-                             const struct se_proxy_table *cur)
+                             const struct se_proxy_table *old, const struct se_proxy_table *cur)
 {
         struct se_proxy_ct_plan plan;
-        if (se_proxy_ct_plan(p->last[i], cur, &plan) < 0)
+        if (se_proxy_ct_plan(old, cur, &plan) < 0)
                 return;
         for (size_t k = 0; k < plan.n; k++) {
                 const char *argv[16];
@@ -409,6 +466,212 @@ static int sync_family(struct se_proxy_proxier *p, unsigned i, const struct se_p
         return r;
 }
 
+/* ---- carried syncs: only the services the store said changed ---- */
+
+/* Whether the last table can be patched by a carried sync. */
+static bool can_carry(const struct se_proxy_proxier *p, size_t n_keys)
+{
+        if (p->cfg.nft || !p->cfg.minimal || n_keys == 0 || p->patches >= MAX_PATCHES)
+                return false;
+        for (unsigned i = 0; i < p->n_fams; i++)
+                if (!p->last[i])
+                        return false;
+        return true;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+        uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+        return a < b ? -1 : a > b;
+}
+
+/* The entries of last that the changed services had, in table order, into
+ * *ret (one per entry of small, which has them now): -EAGAIN when the
+ * services' ports are not the same ones (added, removed, renamed: their
+ * top-level rules change, a carried sync cannot do it). *old_eps: their
+ * endpoints in last. */
+static int match(const struct se_proxy_table *last, const struct se_proxy_table *small,
+                 const struct se_strv *keys, uint32_t **ret, uint32_t *old_eps)
+{
+        uint32_t *idx = se_calloc((size_t)small->n_ports + 1, sizeof(*idx));
+        uint32_t n = 0;
+        *ret = NULL;
+        *old_eps = 0;
+        if (!idx)
+                return -ENOMEM;
+        se_strv_foreach(key, keys) {
+                size_t kl = strlen(*key);
+                const char *slash = strchr(*key, '/');
+                if (!slash)
+                        continue;
+                size_t nsl = (size_t)(slash - *key);
+                /* ports are sorted by spn ("ns/name[:port]"): the first at
+                 * or after the key, then those sharing its prefix */
+                uint32_t lo = 0, hi = last->n_ports;
+                while (lo < hi) {
+                        uint32_t mid = lo + (hi - lo) / 2;
+                        if (strcmp(last->ports[mid].spn, *key) < 0)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                for (uint32_t k = lo; k < last->n_ports; k++) {
+                        const struct se_proxy_svcport *sp = &last->ports[k];
+                        if (strncmp(sp->spn, *key, kl) != 0)
+                                break;
+                        if (strlen(sp->ns) != nsl || strncmp(sp->ns, *key, nsl) != 0 ||
+                            strcmp(sp->name, slash + 1) != 0)
+                                continue;
+                        if (n == small->n_ports) {
+                                free(idx);
+                                return -EAGAIN; /* it had more ports */
+                        }
+                        idx[n++] = k;
+                        *old_eps += sp->n_eps;
+                }
+        }
+        if (n != small->n_ports) {
+                free(idx);
+                return -EAGAIN;
+        }
+        qsort(idx, n, sizeof(*idx), cmp_u32);
+        for (uint32_t j = 0; j < n; j++) {
+                const struct se_proxy_svcport *a = &last->ports[idx[j]], *b = &small->ports[j];
+                if (strcmp(a->spn, b->spn) != 0 || a->protocol != b->protocol) {
+                        free(idx);
+                        return -EAGAIN;
+                }
+        }
+        *ret = idx;
+        return 0;
+}
+
+/* Patches small's entries into last in place of the old ones (idx), which
+ * are copied to old[] first; last keeps small's memory. */
+static void patch(struct se_proxy_table *last, struct se_proxy_table *small, const uint32_t *idx,
+                  struct se_proxy_svcport *old)
+{
+        for (uint32_t j = 0; j < small->n_ports; j++) {
+                old[j] = last->ports[idx[j]];
+                last->n_endpoints += small->ports[j].n_eps;
+                last->n_endpoints -= old[j].n_eps;
+                last->ports[idx[j]] = small->ports[j];
+        }
+        small->patches = last->patches;
+        last->patches = small;
+}
+
+/* A partial sync of just keys' services: their entries rebuilt from the
+ * store, their nat chains written (se_proxy_iptables_sync_changed),
+ * applied, patched into the last tables. Returns 0 when it cannot (the
+ * caller syncs from the whole table; nothing was applied), 1 when it ran
+ * (*ok: whether every family applied). */
+static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
+                        const struct se_strv *keys, size_t *bytes, size_t *rules, bool *ok)
+{
+        struct se_proxy_table *small[2] = { NULL, NULL };
+        uint32_t *idx[2] = { NULL, NULL };
+        const struct se_proxy_svcport **ports[2] = { NULL, NULL };
+        struct se_strbuf text[2];
+        unsigned begun = 0;
+        int r = 0;
+        for (unsigned i = 0; i < 2; i++)
+                se_strbuf_init(&text[i], 0);
+        se_store_rdlock(store);
+        for (unsigned i = 0; r == 0 && i < p->n_fams; i++)
+                r = se_proxy_table_build_services(store, &p->opt, p->fams[i],
+                                                  (const char *const *)keys->v, keys->n, &small[i]);
+        se_store_unlock(store);
+        for (unsigned i = 0; r == 0 && i < p->n_fams; i++) {
+                uint32_t old_eps;
+                struct se_proxy_table *last = p->last[i];
+                if ((r = match(last, small[i], keys, &idx[i], &old_eps)) < 0)
+                        break;
+                uint32_t now_eps = last->n_endpoints - old_eps + small[i]->n_endpoints;
+                bool large = last->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
+                if (large != (now_eps > SE_PROXY_LARGE_CLUSTER_ENDPOINTS)) {
+                        r = -EAGAIN; /* every endpoint rule's comment changes */
+                        break;
+                }
+                ports[i] = se_calloc((size_t)small[i]->n_ports + 1, sizeof(*ports[i]));
+                if (!ports[i]) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (uint32_t j = 0; j < small[i]->n_ports; j++)
+                        ports[i][j] = &small[i]->ports[j];
+                r = se_proxy_iptables_sync_changed(ports[i], small[i]->n_ports, p->fams[i], large,
+                                                   &p->opt, p->tr[i], &text[i]);
+                if (r == 0)
+                        begun = i + 1;
+        }
+        int ran = r == 0;
+        if (!ran) {
+                if (r != -EAGAIN)
+                        se_log_warn("carried sync: %s; syncing from the whole table", strerror(-r));
+                for (unsigned i = 0; i < begun; i++)
+                        se_proxy_tracker_abandon(p->tr[i]);
+                goto out;
+        }
+        *ok = true;
+        for (unsigned i = 0; i < p->n_fams; i++) {
+                char err[1024] = "";
+                enum se_proxy_tool tool = p->fams[i] == SE_IPV6 ? SE_PROXY_IP6TABLES_RESTORE :
+                                                                  SE_PROXY_IPTABLES_RESTORE;
+                r = !*ok        ? -ECANCELED :
+                    text[i].len ? p->run.apply(p->run.ctx, tool, text[i].buf, text[i].len, err,
+                                               sizeof(err)) :
+                                  0;
+                if (r == 0) {
+                        *bytes += text[i].len;
+                        *rules += count_rules(text[i].buf, text[i].len);
+                        if (se_log_verbosity() >= 5)
+                                se_log_info(5, "restore input:\n%.*s", (int)text[i].len,
+                                            text[i].buf);
+                } else if (r == -EPROTO) {
+                        log_failed_line(err, text[i].buf, text[i].len);
+                }
+                se_proxy_tracker_done(p->tr[i], r == 0, &text[i]);
+                if (r < 0 && *ok) {
+                        se_log_error("sync failed (partial): %s; the previous rules stay, next "
+                                     "sync is full",
+                                     err);
+                        pthread_mutex_lock(&p->mu);
+                        p->stats.syncs_failed++;
+                        p->stats.partial_failed++;
+                        pthread_mutex_unlock(&p->mu);
+                        *ok = false;
+                }
+        }
+        if (*ok) {
+                for (unsigned i = 0; i < p->n_fams; i++) {
+                        struct se_proxy_svcport *old =
+                                se_calloc((size_t)small[i]->n_ports + 1, sizeof(*old));
+                        if (!old) { /* cannot patch: the next sync rebuilds */
+                                p->patches = MAX_PATCHES;
+                                continue;
+                        }
+                        struct se_proxy_table *now = small[i];
+                        patch(p->last[i], now, idx[i], old);
+                        small[i] = NULL; /* the last table's now */
+                        struct se_proxy_table was = { .family = p->fams[i],
+                                                      .ports = old,
+                                                      .n_ports = now->n_ports };
+                        delete_conntrack(p, i, &was, now);
+                        free(old);
+                }
+                p->patches++;
+        }
+out:
+        for (unsigned i = 0; i < 2; i++) {
+                se_proxy_table_free(small[i]);
+                free(idx[i]);
+                free(ports[i]);
+                se_strbuf_release(&text[i]);
+        }
+        return ran;
+}
+
 /* One sync of every family. Returns whether all applied. */
 static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool full)
 {
@@ -416,15 +679,33 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
         struct se_proxy_instant start, end;
         int64_t triggers[MAX_TRIGGERS];
         size_t n_triggers, bytes = 0, rules = 0;
-        bool ok = true, partial = false;
+        bool ok = true, partial = false, lost;
+        struct se_strv keys = SE_STRV_INIT;
+        int carried = 0;
         now_of(p, &start);
         pthread_mutex_lock(&p->mu);
         p->dirty = false;
         n_triggers = p->n_triggers;
         memcpy(triggers, p->triggers, n_triggers * sizeof(*triggers));
         p->n_triggers = 0;
+        /* the services changed since the last sync began: this one's */
+        const char *key;
+        for (size_t it = 0; se_hashmap_next(&p->changed, &it, &key, NULL);)
+                if (se_strv_push_consume(&keys, SE_UNCONST(char, key)) < 0)
+                        p->changes_lost = true; /* k freed by the push */
+        se_hashmap_release(&p->changed);
+        lost = p->changes_lost;
+        p->changes_lost = false;
         pthread_mutex_unlock(&p->mu);
 
+        if (!full && !lost && can_carry(p, keys.n))
+                carried = sync_carried(p, store, &keys, &bytes, &rules, &ok);
+        size_t rebuilt = carried ? keys.n : 0;
+        se_strv_release(&keys);
+        if (carried) {
+                partial = true;
+                goto synced;
+        }
         se_store_rdlock(store);
         for (unsigned i = 0; i < p->n_fams; i++) {
                 int r = se_proxy_table_build(store, &p->opt, p->fams[i], &t[i]);
@@ -449,15 +730,20 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
                         ok = false;
                 }
         }
-        struct se_proxy_hc_port *hc = NULL;
-        size_t n_hc = 0;
         if (ok) {
                 for (unsigned i = 0; i < p->n_fams; i++) {
-                        delete_conntrack(p, i, t[i]);
+                        rebuilt += t[i]->n_ports;
+                        delete_conntrack(p, i, p->last[i], t[i]);
                         se_proxy_table_free(p->last[i]);
                         p->last[i] = t[i];
                         t[i] = NULL;
                 }
+                p->patches = 0;
+        }
+synced:;
+        struct se_proxy_hc_port *hc = NULL;
+        size_t n_hc = 0;
+        if (ok) {
                 hc = se_calloc(SE_PROXY_MAX_HC_PORTS, sizeof(*hc));
                 if (hc)
                         n_hc = hc_ports(p->last, p->n_fams, hc);
@@ -477,6 +763,7 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
                 }
                 p->stats.last_sync_ts = (double)end.real_ns / 1e9;
                 p->stats.bytes_last = bytes;
+                p->stats.services_rebuilt_last = rebuilt;
                 p->stats.bytes_total += bytes;
                 p->stats.rules_written_total += rules;
                 if (partial)
@@ -492,7 +779,10 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
         }
         pthread_mutex_unlock(&p->mu);
         free(hc);
-        se_log_info(2, "%s sync %s in %.3f ms: %zu bytes, %zu rules", partial ? "partial" : "full",
+        se_log_info(2, "%s sync %s in %.3f ms: %zu bytes, %zu rules",
+                    carried ? "partial (carried)" :
+                    partial ? "partial" :
+                              "full",
                     ok ? "done" : "FAILED", dt * 1e3, bytes, rules);
         if (ok && p->cfg.synced)
                 p->cfg.synced(p->cfg.synced_data);

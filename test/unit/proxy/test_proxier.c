@@ -145,8 +145,8 @@ static void service(struct world *w, const char *ns, const char *name, const cha
                          "metadata: {name: %s-1, namespace: %s, labels: "
                          "{kubernetes.io/service-name: %s}}\n"
                          "addressType: IPv4\nports: [{name: p, port: 8080, protocol: %s}]\n"
-                         "endpoints:\n",
-                         name, ns, ip, proto, name, ns, name, proto);
+                         "endpoints:%s\n",
+                         name, ns, ip, proto, name, ns, name, proto, eps[0] ? "" : " []");
         char buf[4096], slice[80];
         snprintf(buf, sizeof(buf), "%s", eps);
         snprintf(slice, sizeof(slice), "%s-1", name);
@@ -156,8 +156,6 @@ static void service(struct world *w, const char *ns, const char *name, const cha
         for (char *save = NULL, *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save))
                 se_strbuf_printf(&sb, "- {addresses: [%s], nodeName: %s}\n", e,
                                  local ? "n1" : "n2");
-        if (!eps[0])
-                se_strbuf_puts(&sb, "[]\n");
         load(w, sb.buf);
         se_strbuf_release(&sb);
 }
@@ -451,6 +449,107 @@ static void test_proxier__large_cluster_no_periodic_full(void **state)
         world_free(w);
 }
 
+/* Changes carried from the store: an endpoint change rebuilds and writes
+ * only that service's nat chains (no filter table, no KUBE-SERVICES), with
+ * -X for the endpoint chain it dropped; a change of a service's top-level
+ * rules (added, no endpoints any more) syncs from the whole table. */
+static void test_proxier__carried_endpoint_change(void **state)
+{
+        (void)state;
+        struct world *w = world_new(false);
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.1,10.1.0.2", false);
+        service(w, "b", "api", "172.30.0.20", "TCP", "10.1.1.1", false);
+        service(w, "c", "db", "172.30.0.30", "TCP", "10.1.2.1", false);
+        begin(w);
+        step_after(w, 0);
+        assert_int_equal(stats(w).services_rebuilt_last, 3);
+        char *full = strdup(w->f.applied.buf);
+        /* the chain of web's endpoint 10.1.0.2, to be dropped */
+        char gone[64] = "";
+        for (const char *q = full; (q = strstr(q, "-A KUBE-SEP-")); q++) {
+                const char *nl = strchr(q, '\n');
+                const char *hit = strstr(q, "-s 10.1.0.2 ");
+                if (hit && hit < nl) {
+                        size_t l = strcspn(q + 3, " ");
+                        memcpy(gone, q + 3, l);
+                        gone[l] = 0;
+                        break;
+                }
+        }
+        assert_true(gone[0]);
+
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.1,10.1.0.3", false);
+        step_after(w, S);
+        struct se_proxy_proxier_stats s = stats(w);
+        assert_int_equal(s.syncs_partial, 1);
+        assert_int_equal(s.services_rebuilt_last, 1);
+        const char *in = w->f.applied.buf;
+        assert_int_equal(strncmp(in, "*nat\n", 5), 0);
+        assert_null(strstr(in, "*filter"));
+        assert_null(strstr(in, "KUBE-SERVICES"));
+        assert_null(strstr(in, "b/api"));
+        assert_non_null(strstr(in, "10.1.0.3"));
+        char x[80];
+        snprintf(x, sizeof(x), "\n-X %s\n", gone);
+        assert_non_null(strstr(in, x));
+        assert_int_equal(s.bytes_last, strlen(in));
+
+        /* nothing changed in the rules (the same endpoints again): nothing
+         * applied */
+        unsigned applies = w->f.applies;
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.1,10.1.0.3", false);
+        step_after(w, S);
+        assert_int_equal(w->f.applies, applies);
+        assert_int_equal(stats(w).syncs_partial, 2);
+
+        /* db loses its endpoints: its REJECT is a top-level rule */
+        service(w, "c", "db", "172.30.0.30", "TCP", "", false);
+        step_after(w, S);
+        assert_int_equal(stats(w).services_rebuilt_last, 3);
+        assert_non_null(strstr(w->f.applied.buf, "c/db:p has no endpoints"));
+
+        /* a new service: its KUBE-SERVICES rule */
+        service(w, "d", "new", "172.30.0.40", "TCP", "10.1.3.1", false);
+        step_after(w, S);
+        assert_int_equal(stats(w).services_rebuilt_last, 4);
+        assert_non_null(strstr(w->f.applied.buf, "KUBE-SERVICES"));
+        assert_non_null(strstr(w->f.applied.buf, "d/new:p cluster IP"));
+
+        /* carried again after that */
+        service(w, "d", "new", "172.30.0.40", "TCP", "10.1.3.2", false);
+        step_after(w, S);
+        assert_int_equal(stats(w).services_rebuilt_last, 1);
+        assert_null(strstr(w->f.applied.buf, "KUBE-SERVICES"));
+        free(full);
+        world_free(w);
+}
+
+/* A carried sync that fails to apply: the old rules stay, the next sync
+ * is full and has the change. */
+static void test_proxier__carried_failure_full(void **state)
+{
+        (void)state;
+        struct world *w = world_new(false);
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.1", false);
+        service(w, "b", "api", "172.30.0.20", "TCP", "10.1.1.1", false);
+        begin(w);
+        step_after(w, 0);
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.7", false);
+        w->f.fail_applies = 1;
+        step_after(w, S);
+        assert_int_equal(stats(w).partial_failed, 1);
+        assert_null(strstr(w->f.applied.buf, "10.1.0.7"));
+        step_after(w, S);
+        assert_int_equal(stats(w).syncs_full, 2);
+        assert_non_null(strstr(w->f.applied.buf, "10.1.0.7"));
+        assert_non_null(strstr(w->f.applied.buf, "*filter"));
+        /* and carried again */
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.8", false);
+        step_after(w, S);
+        assert_int_equal(stats(w).services_rebuilt_last, 1);
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -461,6 +560,8 @@ int main(void)
                 cmocka_unit_test(test_proxier__conntrack_for_removed_udp),
                 cmocka_unit_test(test_proxier__health_check_ports),
                 cmocka_unit_test(test_proxier__large_cluster_no_periodic_full),
+                cmocka_unit_test(test_proxier__carried_endpoint_change),
+                cmocka_unit_test(test_proxier__carried_failure_full),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
