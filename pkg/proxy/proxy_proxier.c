@@ -567,7 +567,8 @@ static void patch(struct se_proxy_table *last, struct se_proxy_table *small, con
  * caller syncs from the whole table; nothing was applied), 1 when it ran
  * (*ok: whether every family applied). */
 static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
-                        const struct se_strv *keys, size_t *bytes, size_t *rules, bool *ok)
+                        const struct se_strv *keys, size_t *bytes, size_t *rules, bool *ok,
+                        bool *hc_touched)
 {
         struct se_proxy_table *small[2] = { NULL, NULL };
         uint32_t *idx[2] = { NULL, NULL };
@@ -653,6 +654,12 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                         }
                         struct se_proxy_table *now = small[i];
                         patch(p->last[i], now, idx[i], old);
+                        /* the health-check ports change only with a service
+                         * that has one (the list is not rebuilt otherwise:
+                         * it costs the table's size) */
+                        for (uint32_t j = 0; j < now->n_ports; j++)
+                                *hc_touched |= old[j].health_check_node_port ||
+                                               now->ports[j].health_check_node_port;
                         small[i] = NULL; /* the last table's now */
                         struct se_proxy_table was = { .family = p->fams[i],
                                                       .ports = old,
@@ -679,7 +686,7 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
         struct se_proxy_instant start, end;
         int64_t triggers[MAX_TRIGGERS];
         size_t n_triggers, bytes = 0, rules = 0;
-        bool ok = true, partial = false, lost;
+        bool ok = true, partial = false, lost, hc_touched = false;
         struct se_strv keys = SE_STRV_INIT;
         int carried = 0;
         now_of(p, &start);
@@ -699,7 +706,7 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
         pthread_mutex_unlock(&p->mu);
 
         if (!full && !lost && can_carry(p, keys.n))
-                carried = sync_carried(p, store, &keys, &bytes, &rules, &ok);
+                carried = sync_carried(p, store, &keys, &bytes, &rules, &ok, &hc_touched);
         size_t rebuilt = carried ? keys.n : 0;
         se_strv_release(&keys);
         if (carried) {
@@ -740,10 +747,11 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
                 }
                 p->patches = 0;
         }
+        hc_touched = true;
 synced:;
         struct se_proxy_hc_port *hc = NULL;
         size_t n_hc = 0;
-        if (ok) {
+        if (ok && hc_touched) {
                 hc = se_calloc(SE_PROXY_MAX_HC_PORTS, sizeof(*hc));
                 if (hc)
                         n_hc = hc_ports(p->last, p->n_fams, hc);
