@@ -2,6 +2,7 @@
  * Services, EndpointSlices and our Node, the sync loop thread, HTTP, signals. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -64,59 +65,15 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
         return 2;
 }
 
-static int tristate(const char *v, bool auto_value, bool *ret)
-{
-        if (strcmp(v, "auto") == 0) {
-                *ret = auto_value;
-                return 0;
-        }
-        return se_parse_bool(v, ret);
-}
-
-static int add_node_ips(struct proxyd *d, const char *list)
-{
-        struct se_strv parts = SE_STRV_INIT;
-        int rc = 0;
-        if (se_strv_split(&parts, list, ',', true) < 0)
-                return 4;
-        se_strv_foreach(s, &parts) {
-                struct se_ip ip;
-                if (se_parse_ip(*s, &ip) < 0 || d->opt.n_node_ips >= SE_PROXY_MAX_NODE_IPS) {
-                        rc = usage_error("--node-ip: invalid or too many: \"%s\"", *s);
-                        break;
-                }
-                d->opt.node_ips[d->opt.n_node_ips++] = ip;
-        }
-        se_strv_release(&parts);
-        d->node_ip_flag = d->opt.n_node_ips > 0;
-        return rc;
-}
-
-/* Node IPs (InternalIP, then ExternalIP) and zone from our Node. */
+/* Node IPs (InternalIP, then ExternalIP; --node-ip wins) and zone from
+ * our Node, as `svcenv rules` takes them. */
 static void node_facts(struct proxyd *d)
 {
+        const char *zone = NULL;
         se_store_rdlock(d->store);
-        const struct se_object *obj = se_store_get(d->store, SE_KIND_NODE, "", d->hostname);
-        if (obj) {
-                const struct se_node *node = (const struct se_node *)obj;
-                const char *zone = se_kvlist_get(&obj->meta.labels, "topology.kubernetes.io/zone");
-                d->opt.zone = zone ? se_strdup(zone) : NULL;
-                static const char *const types[] = { "InternalIP", "ExternalIP" };
-                for (size_t t = 0; !d->node_ip_flag && t < 2; t++)
-                        for (uint32_t i = 0; i < node->n_addresses; i++) {
-                                struct se_ip ip;
-                                const struct se_node_address *na = &node->addresses[i];
-                                if (na->type && strcmp(na->type, types[t]) == 0 && na->address &&
-                                    se_parse_ip(na->address, &ip) == 0 &&
-                                    d->opt.n_node_ips < SE_PROXY_MAX_NODE_IPS)
-                                        d->opt.node_ips[d->opt.n_node_ips++] = ip;
-                        }
-                pthread_mutex_lock(&d->mu); /* the health server runs already */
-                d->health.node_eligible = se_proxy_node_eligible(se_node_of(obj));
-                pthread_mutex_unlock(&d->mu);
-        } else {
+        if (se_proxy_node_facts(d->store, d->hostname, &d->flags.opt, &zone) < 0)
                 se_log_warn("node \"%s\" not found: no node IPs known", d->hostname);
-        }
+        d->flags.opt.zone = zone ? se_strdup(zone) : NULL;
         se_store_unlock(d->store);
 }
 
@@ -180,17 +137,19 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
         const struct se_kube_informer_opts opts[] = {
                 { .field_selector = field },
                 { .field_selector = "spec.clusterIP!=None",
-                  .label_selector =
-                          d->opt.proxy_name ? NULL : "!service.kubernetes.io/service-proxy-name" },
+                  .label_selector = d->flags.opt.proxy_name ?
+                                            NULL :
+                                            "!service.kubernetes.io/service-proxy-name" },
                 { .label_selector = "!service.kubernetes.io/headless" },
                 { 0 },
         };
         static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE,
                                               SE_KIND_SERVICE_CIDR };
         /* the service CIDRs matter to nftables' cluster-ips-check only */
-        d->n_inf = d->nft ? 4 : 3;
+        d->n_inf = d->flags.nft ? 4 : 3;
         for (unsigned i = 0; i < d->n_inf; i++) {
-                if ((r = se_store_subscribe(d->store, kinds[i], proxyd_on_change, d)) < 0)
+                if ((r = se_store_subscribe(d->store, kinds[i], se_proxy_proxier_on_change,
+                                            d->proxier)) < 0)
                         return r;
                 d->inf[i] =
                         se_kube_informer_new(d->client, kinds[i], d->store, &opts[i], on_error, d);
@@ -204,7 +163,8 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
 
 static void *sync_thread(void *data)
 {
-        proxyd_run(data);
+        struct proxyd *d = data;
+        se_proxy_proxier_run(d->proxier, d->store);
         return NULL;
 }
 
@@ -215,16 +175,6 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_KUBECONFIG = 256,
                 O_MASTER,
                 O_HOSTNAME,
-                O_BACKEND,
-                O_CCIDR,
-                O_NODEIP,
-                O_MASQBIT,
-                O_MASQALL,
-                O_NPADDR,
-                O_LOCALHOST,
-                O_RANDOM,
-                O_NFACCT,
-                O_PROXYNAME,
                 O_SYNC,
                 O_MINSYNC,
                 O_HEALTHZ,
@@ -236,16 +186,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
                 { "master", required_argument, NULL, O_MASTER },
                 { "hostname-override", required_argument, NULL, O_HOSTNAME },
-                { "backend", required_argument, NULL, O_BACKEND },
-                { "cluster-cidr", required_argument, NULL, O_CCIDR },
-                { "node-ip", required_argument, NULL, O_NODEIP },
-                { "masquerade-bit", required_argument, NULL, O_MASQBIT },
-                { "masquerade-all", no_argument, NULL, O_MASQALL },
-                { "nodeport-addresses", required_argument, NULL, O_NPADDR },
-                { "localhost-nodeports", required_argument, NULL, O_LOCALHOST },
-                { "random-fully", required_argument, NULL, O_RANDOM },
-                { "nfacct", required_argument, NULL, O_NFACCT },
-                { "proxy-name", required_argument, NULL, O_PROXYNAME },
+                SE_PROXY_LONG_OPTIONS,
                 { "sync-period", required_argument, NULL, O_SYNC },
                 { "min-sync-period", required_argument, NULL, O_MINSYNC },
                 { "healthz-bind-address", required_argument, NULL, O_HEALTHZ },
@@ -257,7 +198,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { 0 },
         };
         struct se_diag diag = { 0 };
-        int c, r, v;
+        int c, v;
         while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
                 switch (c) {
                 case O_KUBECONFIG:
@@ -269,70 +210,13 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 case O_HOSTNAME:
                         d->hostname = optarg;
                         break;
-                case O_BACKEND:
-                        if (strcmp(optarg, "iptables") != 0 && strcmp(optarg, "nftables") != 0)
-                                return usage_error("--backend wants iptables or nftables, not "
-                                                   "\"%s\"",
-                                                   optarg);
-                        d->nft = strcmp(optarg, "nftables") == 0;
-                        break;
-                case O_CCIDR:
-                        r = se_proxy_parse_cidr_list(optarg, d->opt.cluster_cidrs, 2, NULL, &diag);
-                        if (r < 0)
-                                return usage_error("--cluster-cidr: %s", diag.text);
-                        d->opt.n_cluster_cidrs = (unsigned)r;
-                        break;
-                case O_NODEIP:
-                        if ((r = add_node_ips(d, optarg)) != 0)
-                                return r;
-                        break;
-                case O_MASQBIT:
-                        if (se_parse_int(optarg, 0, 31, &d->opt.masquerade_bit) < 0)
-                                return usage_error("--masquerade-bit wants 0..31, not \"%s\"",
-                                                   optarg);
-                        break;
-                case O_MASQALL:
-                        d->opt.masquerade_all = true;
-                        break;
-                case O_NPADDR:
-                        r = se_proxy_parse_cidr_list(optarg, d->opt.nodeport_cidrs,
-                                                     SE_PROXY_MAX_CIDRS, &d->opt.nodeport_primary,
-                                                     &diag);
-                        if (r < 0)
-                                return usage_error("--nodeport-addresses: %s", diag.text);
-                        d->opt.n_nodeport_cidrs = (unsigned)r;
-                        break;
-                case O_LOCALHOST:
-                        if (se_parse_bool(optarg, &d->opt.localhost_nodeports) < 0)
-                                return usage_error("--localhost-nodeports wants true or false, "
-                                                   "not \"%s\"",
-                                                   optarg);
-                        break;
-                case O_RANDOM:
-                        if (tristate(optarg, true, &d->opt.random_fully) < 0)
-                                return usage_error("--random-fully wants auto, on or off, not "
-                                                   "\"%s\"",
-                                                   optarg);
-                        break;
-                case O_NFACCT:
-                        if (strcmp(optarg, "auto") == 0 || strcmp(optarg, "on") == 0)
-                                d->nfacct_mode = 1;
-                        else if (strcmp(optarg, "off") == 0)
-                                d->nfacct_mode = 0;
-                        else
-                                return usage_error("--nfacct wants auto, on or off, not \"%s\"",
-                                                   optarg);
-                        break;
-                case O_PROXYNAME:
-                        d->opt.proxy_name = optarg;
-                        break;
                 case O_SYNC:
                 case O_MINSYNC: {
                         int64_t ns;
                         if (se_parse_duration(optarg, MAX_PERIOD_NS, &ns) < 0 || ns < 0 ||
                             (c == O_SYNC && ns == 0))
                                 return usage_error("not a duration: \"%s\"", optarg);
-                        *(c == O_SYNC ? &d->sync_period_ns : &d->min_sync_period_ns) = ns;
+                        *(c == O_SYNC ? &d->pcfg.sync_period_ns : &d->pcfg.min_sync_period_ns) = ns;
                         break;
                 }
                 case O_HEALTHZ:
@@ -349,7 +233,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                 return usage_error("--partial-sync wants minimal or kube-proxy, "
                                                    "not \"%s\"",
                                                    optarg);
-                        d->minimal = strcmp(optarg, "minimal") == 0;
+                        d->pcfg.minimal = strcmp(optarg, "minimal") == 0;
                         break;
                 case 'v':
                         if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
@@ -360,14 +244,19 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                         fputs(usage, stdout);
                         return -1;
                 default:
+                        if (c >= SE_PROXY_FLAG_FIRST && c <= SE_PROXY_FLAG_LAST) {
+                                if (se_proxy_flag(&d->flags, c, optarg, &diag) < 0)
+                                        return usage_error("%s", diag.text);
+                                break;
+                        }
                         fputs(usage, stderr);
                         return 2;
                 }
         }
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
-        if (d->nft)
-                se_proxy_options_nft_defaults(&d->opt);
+        se_proxy_flags_finish(&d->flags);
+        d->pcfg.nft = d->flags.nft;
         return 0;
 }
 
@@ -383,32 +272,18 @@ static int wait_synced(struct proxyd *d, int i, const sigset_t *set)
         return 0;
 }
 
-/* What kube-proxy's SyncLoop does first: the health server counts every
- * family as updated now (in case no sync ever succeeds), and the last
- * queued time is "now" while the informers sync. */
-static void proxy_loop_started(struct proxyd *d)
-{
-        struct se_proxy_instant now;
-        proxyd_now(d, &now);
-        pthread_mutex_lock(&d->mu);
-        se_proxy_health_families(&d->health, d->fams, d->n_fams);
-        se_proxy_health_updated(&d->health, &now);
-        d->last_queued_ts = (double)now.real_ns / 1e9;
-        pthread_mutex_unlock(&d->mu);
-}
-
 int main(int argc, char **argv)
 {
         static struct proxyd d;
         const char *kubeconfig = NULL, *master = NULL;
         bool do_cleanup = false;
         char host[256];
-        se_proxy_options_init(&d.opt);
-        d.opt.random_fully = true;
-        d.sync_period_ns = 30000000000LL;
-        d.min_sync_period_ns = 1000000000LL;
-        d.minimal = true;
-        d.nfacct_mode = 1; /* auto: as kube-proxy, when the kernel has nfacct */
+        se_proxy_flags_init(&d.flags);
+        d.pcfg.sync_period_ns = 30000000000LL;
+        d.pcfg.min_sync_period_ns = 1000000000LL;
+        d.pcfg.minimal = true;
+        d.pcfg.synced = proxyd_hc_update;
+        d.pcfg.synced_data = &d;
         d.healthz_addr = "0.0.0.0:10256";
         d.metrics_addr = "127.0.0.1:10249";
         int r = parse_flags(&d, argc, argv, &kubeconfig, &master, &do_cleanup);
@@ -425,32 +300,7 @@ int main(int argc, char **argv)
                                 *p = (char)(*p - 'A' + 'a');
                 d.hostname = host;
         }
-        d.opt.node_name = d.hostname;
-        d.start_mono_ns = (int64_t)se_now_mono_ns();
-        se_proxy_health_init(&d.health, 2 * d.sync_period_ns);
-        static const double sync_le[] = { 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128,
-                                          0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384 };
-        static double net_le[80];
-        size_t nl = 0;
-        net_le[nl++] = 0.25;
-        net_le[nl++] = 0.5;
-        for (int i = 1; i <= 59; i++)
-                net_le[nl++] = i;
-        for (int i = 0; i < 12; i++)
-                net_le[nl++] = 60 + 5 * i;
-        for (int i = 0; i < 7; i++)
-                if (nl < 79)
-                        net_le[nl++] = 120 + 30 * i;
-        struct se_histogram *hs[] = { &d.sync_all, &d.sync_full, &d.sync_partial };
-        for (int i = 0; i < 3; i++)
-                se_histogram_init(hs[i], sync_le, SE_ARRAY_SIZE(sync_le));
-        se_histogram_init(&d.netprog, net_le, nl);
-
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&d.cond, &ca);
-        pthread_mutex_init(&d.mu, NULL);
+        d.flags.opt.node_name = d.hostname;
 
         sigset_t set;
         sigemptyset(&set);
@@ -464,7 +314,8 @@ int main(int argc, char **argv)
         bool started = false;
         /* kube-proxy serves its health before its informers sync (healthy,
          * no family synced yet) */
-        if (!(d.store = se_store_new()) || proxyd_serve_start(&d) < 0 ||
+        if (!(d.proxier = se_proxy_proxier_new(&d.pcfg, se_proxy_runner_system())) ||
+            !(d.store = se_store_new()) || proxyd_serve_start(&d) < 0 ||
             start_informers(&d, kubeconfig, master) < 0) {
                 rc = 4;
                 goto out;
@@ -476,26 +327,30 @@ int main(int argc, char **argv)
                 goto out;
         node_facts(&d);
         /* as kube-proxy: both families wherever the host has IPv6 */
-        d.n_fams = se_proxy_families_on(&d.opt, se_proxy_host_ipv6(d.nft), d.fams);
-        proxy_loop_started(&d);
-        for (unsigned i = 1; i < d.n_inf; i++)
-                if (wait_synced(&d, (int)i, &set) < 0)
-                        goto out;
-        if (d.nfacct_mode != 0 && !d.nft) { /* auto or on: the counters first */
+        d.n_fams = se_proxy_families_on(&d.flags.opt, se_proxy_host_ipv6(d.flags.nft), d.fams);
+        if (d.flags.nfacct != 0 && !d.flags.nft) { /* auto or on: the counters first */
                 int r1 = se_proxy_nfacct_ensure("localhost_nps_accepted_pkts");
                 int r2 = se_proxy_nfacct_ensure("ct_state_invalid_dropped_pkts");
-                d.opt.nfacct = r1 == 0 && r2 == 0;
-                if (!d.opt.nfacct)
+                d.flags.opt.nfacct = r1 == 0 && r2 == 0;
+                if (!d.flags.opt.nfacct)
                         se_log_warn("nfacct counters unavailable (%s): rules without them",
                                     strerror(-(r1 ? r1 : r2)));
         }
+        /* the loop's start: the health server counts every family as updated */
+        if (se_proxy_proxier_begin(d.proxier, &d.flags.opt, d.fams, d.n_fams) < 0) {
+                rc = 4;
+                goto out;
+        }
+        for (unsigned i = 1; i < d.n_inf; i++)
+                if (wait_synced(&d, (int)i, &set) < 0)
+                        goto out;
         if (pthread_create(&tid, NULL, sync_thread, &d) != 0) {
                 rc = 4;
                 goto out;
         }
         started = true;
         se_log_info(0, "svcenv-proxy on node %s (%s, %u famil%s)", d.hostname,
-                    d.nft ? "nftables" : "iptables", d.n_fams, d.n_fams > 1 ? "ies" : "y");
+                    d.flags.nft ? "nftables" : "iptables", d.n_fams, d.n_fams > 1 ? "ies" : "y");
         for (;;) {
                 int sig = 0;
                 if (sigwait(&set, &sig) == 0)
@@ -503,10 +358,8 @@ int main(int argc, char **argv)
         }
         se_log_info(0, "shutting down");
 out:
-        pthread_mutex_lock(&d.mu);
-        d.stop = true;
-        pthread_cond_signal(&d.cond);
-        pthread_mutex_unlock(&d.mu);
+        if (d.proxier)
+                se_proxy_proxier_stop(d.proxier);
         if (started)
                 pthread_join(tid, NULL);
         proxyd_serve_stop(&d);
@@ -514,6 +367,7 @@ out:
                 d.inf[i] = se_kube_informer_free(d.inf[i]);
         d.client = se_kube_client_free(d.client);
         d.store = se_store_free(d.store);
-        free(SE_UNCONST(char, d.opt.zone));
+        d.proxier = se_proxy_proxier_free(d.proxier);
+        free(SE_UNCONST(char, d.flags.opt.zone));
         return rc;
 }

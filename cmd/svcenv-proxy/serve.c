@@ -28,59 +28,10 @@ static void reply(struct se_httpd_response *resp, int status, const char *type,
         resp->body = se_strbuf_detach(sb, &resp->len);
 }
 
-static void gauge(struct se_strbuf *sb, const char *type, const char *name, const char *help,
-                  double v)
-{
-        se_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name,
-                         v);
-}
-
 static void metrics(void *data, struct se_strbuf *sb)
 {
         struct proxyd *d = data;
-        se_histogram_render(&d->sync_all, sb, "kubeproxy_sync_proxy_rules_duration_seconds", NULL,
-                            "SyncProxyRules latency in seconds");
-        se_histogram_render(&d->sync_full, sb, "kubeproxy_sync_full_proxy_rules_duration_seconds",
-                            NULL, "SyncProxyRules latency in seconds for full resyncs");
-        se_histogram_render(&d->sync_partial, sb,
-                            "kubeproxy_sync_partial_proxy_rules_duration_seconds", NULL,
-                            "SyncProxyRules latency in seconds for partial resyncs");
-        se_histogram_render(&d->netprog, sb, "kubeproxy_network_programming_duration_seconds", NULL,
-                            "In Cluster Network Programming Latency in seconds");
-        pthread_mutex_lock(&d->mu);
-        gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
-              "The last time proxy rules were successfully synced", d->last_sync_ts);
-        gauge(sb, "gauge", "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
-              "The last time a sync of proxy rules was queued", d->last_queued_ts);
-        gauge(sb, "counter", "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
-              "Cumulative proxy iptables restore failures", (double)d->restore_failures);
-        gauge(sb, "counter", "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
-              "Cumulative proxy iptables partial restore failures",
-              (double)d->partial_restore_failures);
-        se_strbuf_printf(sb,
-                         "# HELP svcenv_proxy_syncs_total Syncs applied, by kind.\n"
-                         "# TYPE svcenv_proxy_syncs_total counter\n"
-                         "svcenv_proxy_syncs_total{kind=\"full\"} %llu\n"
-                         "svcenv_proxy_syncs_total{kind=\"partial\"} %llu\n",
-                         (unsigned long long)d->syncs_full, (unsigned long long)d->syncs_partial);
-        gauge(sb, "gauge", "svcenv_proxy_restore_bytes",
-              "Bytes of restore input (nft script) the last sync wrote", (double)d->bytes_last);
-        gauge(sb, "counter", "svcenv_proxy_restore_bytes_total",
-              "Bytes of restore input written in all", (double)d->bytes_total);
-        gauge(sb, "counter", "svcenv_proxy_rules_written_total",
-              "Rules (-A/-I/-D lines) written in all syncs", (double)d->rules_written_total);
-        gauge(sb, "counter", "svcenv_proxy_canary_resyncs_total",
-              "Full resyncs because our rules were flushed or the canary deleted",
-              (double)d->canary_repairs);
-        gauge(sb, "counter", "svcenv_proxy_conntrack_deletions_total",
-              "conntrack -D runs that deleted stale UDP entries", (double)d->ct_deletes);
-        se_strbuf_printf(sb,
-                         "# HELP svcenv_proxy_tool_missing_total Runs of a tool that is not "
-                         "installed (its work left undone)\n"
-                         "# TYPE svcenv_proxy_tool_missing_total counter\n"
-                         "svcenv_proxy_tool_missing_total{tool=\"conntrack\"} %llu\n",
-                         (unsigned long long)d->conntrack_missing);
-        pthread_mutex_unlock(&d->mu);
+        se_proxy_proxier_metrics(d->proxier, sb);
 }
 
 /* The --healthz-bind-address server: kube-proxy's /healthz and /livez. */
@@ -92,13 +43,8 @@ static void healthz_handle(void *data, const struct se_httpd_request *req,
         if (!livez && strcmp(req->path, "/healthz") != 0)
                 return se_httpd_not_found(resp);
         struct se_strbuf sb;
-        struct se_proxy_instant now;
         se_strbuf_init(&sb, 4096);
-        proxyd_now(d, &now);
-        pthread_mutex_lock(&d->mu);
-        struct se_proxy_health h = d->health;
-        pthread_mutex_unlock(&d->mu);
-        bool ok = se_proxy_health_body(&h, &now, livez, &sb);
+        bool ok = se_proxy_proxier_health_body(d->proxier, livez, &sb);
         resp->nosniff = true; /* as kube-proxy's health server */
         reply(resp, ok ? 200 : 503, "application/json", &sb);
 }
@@ -114,7 +60,7 @@ static void metrics_handle(void *data, const struct se_httpd_request *req,
         if (strcmp(req->path, "/proxyMode") == 0) {
                 struct se_strbuf sb;
                 se_strbuf_init(&sb, 64);
-                se_strbuf_puts(&sb, d->nft ? "nftables" : "iptables");
+                se_strbuf_puts(&sb, d->pcfg.nft ? "nftables" : "iptables");
                 resp->nosniff = true;
                 return reply(resp, 200, "text/plain; charset=utf-8", &sb);
         }
@@ -124,18 +70,11 @@ static void metrics_handle(void *data, const struct se_httpd_request *req,
 static void hc_handle(void *data, const struct se_httpd_request *req,
                       struct se_httpd_response *resp)
 {
-        struct hc_port *hp = data;
-        struct proxyd *d = hp->d;
+        struct hc_server *hp = data;
         struct se_strbuf sb;
-        struct se_proxy_instant now;
         (void)req;
         se_strbuf_init(&sb, 4096);
-        proxyd_now(d, &now);
-        pthread_mutex_lock(&d->mu);
-        bool healthy = se_proxy_health_ok(&d->health, &now);
-        unsigned local = hp->local;
-        pthread_mutex_unlock(&d->mu);
-        bool ok = se_proxy_hc_body(hp->ns, hp->name, local, healthy, &sb);
+        bool ok = se_proxy_proxier_hc_body(hp->d->proxier, hp->port, &sb);
         resp->nosniff = true;
         reply(resp, ok ? 200 : 503, "application/json", &sb);
 }
@@ -183,13 +122,8 @@ void proxyd_serve_stop(struct proxyd *d)
         d->n_hc = 0;
 }
 
-struct want {
-        int port;
-        const char *ns, *name;
-        unsigned local;
-};
-
-static struct want *find_want(struct want *w, size_t n, int port)
+static const struct se_proxy_hc_port *find_want(const struct se_proxy_hc_port *w, size_t n,
+                                                int port)
 {
         for (size_t i = 0; i < n; i++)
                 if (w[i].port == port)
@@ -197,31 +131,15 @@ static struct want *find_want(struct want *w, size_t n, int port)
         return NULL;
 }
 
-void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, unsigned nt)
+void proxyd_hc_update(void *data)
 {
-        struct want want[MAX_HC_PORTS];
-        size_t n = 0;
-        for (unsigned f = 0; f < nt; f++)
-                for (uint32_t i = 0; tables[f] && i < tables[f]->n_ports; i++) {
-                        const struct se_proxy_svcport *sp = &tables[f]->ports[i];
-                        if (!sp->health_check_node_port)
-                                continue;
-                        struct want *w = find_want(want, n, sp->health_check_node_port);
-                        if (!w) {
-                                if (n == MAX_HC_PORTS)
-                                        continue;
-                                w = &want[n++];
-                                *w = (struct want){ sp->health_check_node_port, sp->ns, sp->name,
-                                                    0 };
-                        }
-                        /* LocalReadyEndpoints: local ready endpoints summed over ports */
-                        for (uint32_t e = 0; e < sp->n_eps; e++)
-                                w->local += sp->eps[e].local && sp->eps[e].ready;
-                }
-        /* close the ports no longer wanted (outside the lock: a handler may wait on it) */
+        struct proxyd *d = data;
+        static struct se_proxy_hc_port want[SE_PROXY_MAX_HC_PORTS]; /* sync thread only */
+        size_t n = se_proxy_proxier_hc_ports(d->proxier, want, SE_PROXY_MAX_HC_PORTS);
+        /* close the ports no longer wanted, or now of another service */
         for (unsigned i = 0; i < d->n_hc;) {
-                struct hc_port *hp = d->hc[i];
-                struct want *w = find_want(want, n, hp->port);
+                struct hc_server *hp = d->hc[i];
+                const struct se_proxy_hc_port *w = find_want(want, n, hp->port);
                 if (w && strcmp(w->ns, hp->ns) == 0 && strcmp(w->name, hp->name) == 0) {
                         i++;
                         continue;
@@ -237,14 +155,13 @@ void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, un
                         have |= d->hc[i]->port == want[k].port;
                 if (have)
                         continue;
-                struct hc_port *hp = se_calloc(1, sizeof(*hp));
+                struct hc_server *hp = se_calloc(1, sizeof(*hp));
                 if (!hp)
                         continue;
                 hp->port = want[k].port;
                 hp->d = d;
-                snprintf(hp->ns, sizeof(hp->ns), "%s", want[k].ns);
-                snprintf(hp->name, sizeof(hp->name), "%s", want[k].name);
-                hp->local = want[k].local;
+                memcpy(hp->ns, want[k].ns, sizeof(hp->ns));
+                memcpy(hp->name, want[k].name, sizeof(hp->name));
                 struct se_httpd_config cfg = { .port = hp->port, .handler = hc_handle, .data = hp };
                 struct se_diag diag = { 0 };
                 if (se_httpd_start(&cfg, &hp->httpd, &diag) < 0) {
@@ -258,10 +175,4 @@ void proxyd_hc_update(struct proxyd *d, struct se_proxy_table *const *tables, un
                 se_log_info(2, "opening health check port %d of %s/%s", hp->port, hp->ns, hp->name);
                 d->hc[d->n_hc++] = hp;
         }
-        pthread_mutex_lock(&d->mu);
-        for (unsigned i = 0; i < d->n_hc; i++) {
-                struct want *w = find_want(want, n, d->hc[i]->port);
-                d->hc[i]->local = w ? w->local : 0;
-        }
-        pthread_mutex_unlock(&d->mu);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <svcenv/proxy.h>
+#include <svcenv/proxy_proxier.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
 
@@ -41,89 +42,16 @@ static const char usage[] =
         "use is deleted, ClientIP affinity entries stay.\n";
 
 struct rules_args {
-        const char *node, *backend, *ip_family;
+        const char *node, *ip_family;
         bool apply;
 };
 
-static int tristate(const char *opt, const char *v, bool auto_value, bool *ret)
-{
-        if (strcmp(v, "auto") == 0) {
-                *ret = auto_value;
-                return 0;
-        }
-        if (se_parse_bool(v, ret) < 0)
-                return cli_usage_error("rules", "--%s wants auto, on or off, not \"%s\"", opt, v);
-        return 0;
-}
-
-static int add_node_ips(struct se_proxy_options *o, const char *list)
-{
-        struct se_strv parts = SE_STRV_INIT;
-        int rc = 0;
-        if (se_strv_split(&parts, list, ',', true) < 0)
-                return cli_fail(EXIT_SYSTEM, "out of memory");
-        se_strv_foreach(s, &parts) {
-                struct se_ip ip;
-                if (se_parse_ip(*s, &ip) < 0) {
-                        rc = cli_usage_error("rules", "--node-ip: invalid IP \"%s\"", *s);
-                        break;
-                }
-                if (o->n_node_ips >= SE_PROXY_MAX_NODE_IPS) {
-                        rc = cli_usage_error("rules", "--node-ip: at most %d addresses",
-                                             SE_PROXY_MAX_NODE_IPS);
-                        break;
-                }
-                o->node_ips[o->n_node_ips++] = ip;
-        }
-        se_strv_release(&parts);
-        return rc;
-}
-
-static int parse_option(int c, const char *arg, struct se_proxy_options *o, struct rules_args *a)
+static int parse_option(int c, const char *arg, struct se_proxy_flags *f, struct rules_args *a)
 {
         struct se_diag d = { 0 };
-        int r;
         switch (c) {
         case 'N':
                 a->node = arg;
-                return 0;
-        case 'b':
-                a->backend = arg;
-                return 0;
-        case 'c':
-                r = se_proxy_parse_cidr_list(arg, o->cluster_cidrs, 2, NULL, &d);
-                if (r < 0)
-                        return cli_usage_error("rules", "--cluster-cidr: %s", d.text);
-                o->n_cluster_cidrs = (unsigned)r;
-                return 0;
-        case 'i':
-                return add_node_ips(o, arg);
-        case 'm':
-                if (se_parse_int(arg, 0, 31, &o->masquerade_bit) < 0)
-                        return cli_usage_error("rules", "--masquerade-bit wants 0..31, not \"%s\"",
-                                               arg);
-                return 0;
-        case 'M':
-                o->masquerade_all = true;
-                return 0;
-        case 'p':
-                r = se_proxy_parse_cidr_list(arg, o->nodeport_cidrs, SE_PROXY_MAX_CIDRS,
-                                             &o->nodeport_primary, &d);
-                if (r < 0)
-                        return cli_usage_error("rules", "--nodeport-addresses: %s", d.text);
-                o->n_nodeport_cidrs = (unsigned)r;
-                return 0;
-        case 'l':
-                if (se_parse_bool(arg, &o->localhost_nodeports) < 0)
-                        return cli_usage_error("rules",
-                                               "--localhost-nodeports wants true or false");
-                return 0;
-        case 'R':
-                return tristate("random-fully", arg, true, &o->random_fully);
-        case 'a':
-                return tristate("nfacct", arg, false, &o->nfacct);
-        case 'P':
-                o->proxy_name = arg;
                 return 0;
         case 'F':
                 a->ip_family = arg;
@@ -132,35 +60,13 @@ static int parse_option(int c, const char *arg, struct se_proxy_options *o, stru
                 a->apply = true;
                 return 0;
         default:
-                return cli_usage_error("rules", "unknown option");
+                break;
         }
-}
-
-/* Node IPs (InternalIP first, then ExternalIP) and zone from the Node. */
-static int node_facts(const struct se_store *store, const char *name, struct se_proxy_options *o)
-{
-        const struct se_object *obj = se_store_get(store, SE_KIND_NODE, "", name);
-        const struct se_node *node = obj ? (const struct se_node *)obj : NULL;
-        if (!node)
-                return o->n_node_ips ?
-                               0 :
-                               cli_fail(EXIT_INVALID,
-                                        "node \"%s\" is not in the cluster (give --node-ip)", name);
-        o->zone = se_kvlist_get(&node->obj.meta.labels, "topology.kubernetes.io/zone");
-        if (o->n_node_ips) /* --node-ip wins, as kube-proxy's --bind-address/--node-ip */
-                return 0;
-        static const char *const types[] = { "InternalIP", "ExternalIP" };
-        for (size_t t = 0; t < SE_ARRAY_SIZE(types); t++)
-                for (uint32_t i = 0; i < node->n_addresses; i++) {
-                        struct se_ip ip;
-                        const struct se_node_address *na = &node->addresses[i];
-                        if (!na->type || strcmp(na->type, types[t]) != 0 || !na->address ||
-                            se_parse_ip(na->address, &ip) < 0 ||
-                            o->n_node_ips >= SE_PROXY_MAX_NODE_IPS)
-                                continue;
-                        o->node_ips[o->n_node_ips++] = ip;
-                }
-        return 0;
+        int r = se_proxy_flag(f, c, arg, &d);
+        if (r < 0)
+                return r == -ENOMEM ? cli_fail(EXIT_SYSTEM, "out of memory") :
+                                      cli_usage_error("rules", "%s", d.text);
+        return r == 0 ? 0 : cli_usage_error("rules", "unknown option");
 }
 
 /* As kube-proxy's full sync: chains of ours that exist (iptables-save) and
@@ -205,11 +111,10 @@ static int nft_in_place(const struct se_proxy_table *t, const struct se_proxy_op
         return r;
 }
 
-static int emit(const struct se_store *store, const struct se_proxy_options *o,
+static int emit(const struct se_store *store, const struct se_proxy_options *o, bool nft,
                 const struct rules_args *a)
 {
         enum se_ip_family fams[2];
-        bool nft = strcmp(a->backend, "nftables") == 0;
         /* kube-proxy is dual-stack wherever the host has IPv6: printed rules
          * assume it has, applied ones ask this host */
         unsigned nf = se_proxy_families_on(o, a->apply ? se_proxy_host_ipv6(nft) : true, fams);
@@ -263,28 +168,18 @@ int cmd_rules(int argc, char **argv)
         static const struct option opts[] = {
                 CLI_SOURCE_LONG_OPTIONS,
                 { "node", required_argument, NULL, 'N' },
-                { "backend", required_argument, NULL, 'b' },
-                { "cluster-cidr", required_argument, NULL, 'c' },
-                { "node-ip", required_argument, NULL, 'i' },
-                { "masquerade-bit", required_argument, NULL, 'm' },
-                { "masquerade-all", no_argument, NULL, 'M' },
-                { "nodeport-addresses", required_argument, NULL, 'p' },
-                { "localhost-nodeports", required_argument, NULL, 'l' },
-                { "random-fully", required_argument, NULL, 'R' },
-                { "nfacct", required_argument, NULL, 'a' },
-                { "proxy-name", required_argument, NULL, 'P' },
+                SE_PROXY_LONG_OPTIONS,
                 { "ip-family", required_argument, NULL, 'F' },
                 { "apply", no_argument, NULL, 'X' },
                 { "help", no_argument, NULL, 'h' },
-                { 0 }
+                { 0 },
         };
         struct cli_source src = { .files = SE_STRV_INIT };
-        struct se_proxy_options o;
-        struct rules_args a = { NULL, "iptables", NULL, false };
+        struct se_proxy_flags f;
+        struct rules_args a = { NULL, NULL, false };
         struct se_store *store = NULL;
         int c, r, rc = EXIT_OK;
-        se_proxy_options_init(&o);
-        o.random_fully = true;
+        se_proxy_flags_init(&f);
         optind = 1;
         while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
                 if (c == 'h') {
@@ -302,7 +197,7 @@ int cmd_rules(int argc, char **argv)
                         }
                         continue;
                 }
-                if ((rc = parse_option(c, optarg, &o, &a)) != EXIT_OK)
+                if ((rc = parse_option(c, optarg, &f, &a)) != EXIT_OK)
                         goto out;
         }
         if (optind < argc) {
@@ -313,23 +208,24 @@ int cmd_rules(int argc, char **argv)
                 rc = cli_usage_error("rules", "--node NAME is required");
                 goto out;
         }
-        if (strcmp(a.backend, "iptables") != 0 && strcmp(a.backend, "nftables") != 0) {
-                rc = cli_usage_error("rules", "--backend wants iptables or nftables, not \"%s\"",
-                                     a.backend);
-                goto out;
-        }
         if (a.ip_family && strcmp(a.ip_family, "ipv4") != 0 && strcmp(a.ip_family, "ipv6") != 0) {
                 rc = cli_usage_error("rules", "--ip-family wants ipv4 or ipv6");
                 goto out;
         }
-        o.node_name = a.node;
-        if (strcmp(a.backend, "nftables") == 0)
-                se_proxy_options_nft_defaults(&o);
+        /* --nfacct auto: off (the counters must exist before rules name them) */
+        f.opt.nfacct = f.nfacct == 1;
+        f.opt.node_name = a.node;
+        se_proxy_flags_finish(&f);
         if ((rc = cli_load(&src, &store)) != EXIT_OK)
                 goto out;
-        if ((rc = node_facts(store, a.node, &o)) != EXIT_OK)
+        const char *zone = NULL;
+        if (se_proxy_node_facts(store, a.node, &f.opt, &zone) < 0 && !f.opt.n_node_ips) {
+                rc = cli_fail(EXIT_INVALID, "node \"%s\" is not in the cluster (give --node-ip)",
+                              a.node);
                 goto out;
-        rc = emit(store, &o, &a);
+        }
+        f.opt.zone = zone;
+        rc = emit(store, &f.opt, f.nft, &a);
 out:
         se_store_free(store);
         cli_source_release(&src);

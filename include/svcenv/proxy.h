@@ -115,13 +115,22 @@ struct se_proxy_table {
          * ClusterIPs in them, as kube-proxy's cluster-ips-check) */
         const char **service_cidrs;
         uint32_t n_service_cidrs;
+        /* tables whose memory some ports point into (a partial sync patched
+         * their entries in, se_proxy_table_build_services); freed with this */
+        struct se_proxy_table *patches;
 };
 
 /* Builds the table for one family from the store (caller holds the store's
  * read lock if it is shared). *ret is a new table. 0 or -ENOMEM. */
 int se_proxy_table_build(const struct se_store *store, const struct se_proxy_options *opt,
                          enum se_ip_family family, struct se_proxy_table **ret);
-/* NULL-safe; returns NULL. */
+/* The same for just the services keys[] ("namespace/name"; those the
+ * store does not have, or the table would skip, give no entries), without
+ * the ServiceCIDRs: what a partial sync rebuilds. */
+int se_proxy_table_build_services(const struct se_store *store, const struct se_proxy_options *opt,
+                                  enum se_ip_family family, const char *const *keys, size_t n_keys,
+                                  struct se_proxy_table **ret);
+/* NULL-safe (and frees t->patches); returns NULL. */
 struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t);
 
 /* Families the node runs: IPv4 and/or IPv6 from its node IPs (IPv4 alone
@@ -175,6 +184,23 @@ void se_proxy_tracker_set_minimal(struct se_proxy_tracker *tr, bool on);
  * Call se_proxy_tracker_done() with the outcome of applying the text. */
 int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                            struct se_proxy_tracker *tracker, struct se_strbuf *out);
+/* A carried partial sync (the store said which services changed): writes
+ * only ports[] (every port of each changed service, as the table has it
+ * now) against what the last applied sync wrote for them: their nat
+ * chains when they changed, and -X for the chains they dropped; nothing
+ * else (no filter table, no KUBE-SERVICES). large: the table is in
+ * large-cluster mode (as the last sync's). -EAGAIN when that is not enough
+ * (a port the last sync did not write, one whose top-level rules changed,
+ * a full sync due): the caller syncs from the whole table instead (the
+ * tracker is as before). Then se_proxy_tracker_done as after any sync.
+ * Nothing to change: out gets nothing. */
+int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, size_t n,
+                                   enum se_ip_family family, bool large,
+                                   const struct se_proxy_options *opt,
+                                   struct se_proxy_tracker *tracker, struct se_strbuf *out);
+/* Forgets a carried sync being built that will not be applied (the other
+ * family could not be carried): the tracker is as before it. */
+void se_proxy_tracker_abandon(struct se_proxy_tracker *tr);
 /* ok: the text was applied, it becomes the known state. Otherwise the
  * next sync is full. out is the buffer the sync wrote, unchanged since
  * (call this before releasing it): after a full sync the tracker keeps the

@@ -127,6 +127,24 @@ int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *
 int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *family,
                     const char *table, const char *map, const char *text, size_t len,
                     struct se_strbuf *del, struct se_strbuf *add);
+/* Carried syncs (iptables, se_proxy_iptables_sync_changed): a digest of
+ * the top-level rules of the port whose segment was recorded last. */
+void proxy_tracker_set_top(struct se_proxy_tracker *tr, const uint8_t top[16]);
+/* Starts a carried sync: only the given ports are written, each against
+ * its entry of the last applied sync. -EAGAIN when the tracker cannot
+ * (a full sync is due). se_proxy_tracker_done ends it as any sync. */
+int proxy_tracker_carry_begin(struct se_proxy_tracker *tr);
+/* Drops a carried sync being built (the caller syncs another way). */
+void proxy_tracker_carry_abort(struct se_proxy_tracker *tr);
+/* One port of a carried sync with its new chain lines and rules: *same
+ * when they equal the last applied ones (write nothing); otherwise
+ * recorded, and the chains it no longer has appended to gone_chains
+ * (":NAME - [0:0]") and gone_rules ("-X NAME"). -EAGAIN when the port is
+ * unknown or its top-level rules (digest top) changed: sync another way. */
+int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                        const uint8_t top[16], const char *chains, size_t nc, const char *rules,
+                        size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
+                        bool *same);
 /* The tracker's top-chain state; NULL when minimal partial syncs are off. */
 struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 

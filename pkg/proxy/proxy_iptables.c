@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/hash.h>
 #include <svcenv/proxy.h>
 
 #include "proxy_internal.h"
@@ -564,13 +565,55 @@ static void write_endpoint_chains(struct ipt *w, const struct se_proxy_svcport *
         }
 }
 
+/* Where the writer's four buffers end: a service's top-level rules are
+ * what write_entries adds between two marks. */
+struct marks {
+        size_t at[4];
+};
+
+static void buffers(struct ipt *w, struct se_strbuf *b[4])
+{
+        b[0] = &w->filter_chains;
+        b[1] = &w->filter_rules;
+        b[2] = &w->nat_chains;
+        b[3] = w->nat_rules;
+}
+
+static void mark(struct ipt *w, struct marks *m)
+{
+        struct se_strbuf *b[4];
+        buffers(w, b);
+        for (int i = 0; i < 4; i++)
+                m->at[i] = b[i]->len;
+}
+
+/* A digest of what the buffers gained since m (carried syncs compare a
+ * service's top-level rules by it). */
+static void top_digest(struct ipt *w, const struct marks *m, uint8_t out[16])
+{
+        struct se_strbuf *b[4];
+        struct se_fnv128a h;
+        buffers(w, b);
+        se_fnv128a_init(&h);
+        for (int i = 0; i < 4; i++) {
+                se_fnv128a_update(&h, b[i]->buf + m->at[i], b[i]->len - m->at[i]);
+                se_fnv128a_update(&h, "", 1); /* the parts apart */
+        }
+        se_fnv128a_sum(&h, out);
+}
+
 static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
 {
         struct svc_plan p;
+        struct marks m;
+        uint8_t top[16];
         int r = plan_service(w, sp, &p);
         if (r < 0)
                 return r;
+        mark(w, &m);
         write_entries(w, sp, &p);
+        if (w->tracker)
+                top_digest(w, &m, top);
         /* from here on only the service's own nat chains (partial syncs may
          * leave them out) */
         struct se_strbuf *nc = &w->nat_chains, *nr = w->nat_rules;
@@ -578,6 +621,8 @@ static int write_service(struct ipt *w, const struct se_proxy_svcport *sp)
         write_nat_chains(w, sp, &p);
         write_endpoint_chains(w, sp, &p);
         r = w->tracker ? proxy_tracker_segment(w->tracker, sp, nc, chains_at, nr, rules_at) : 0;
+        if (r == 0 && w->tracker)
+                proxy_tracker_set_top(w->tracker, top);
         proxy_categories_release(&p.cat);
         return r;
 }
@@ -820,6 +865,95 @@ out:
         if (r < 0 && !top)
                 se_strbuf_truncate(out, base); /* no half-written rules */
         se_strbuf_release(&w.nat_rules_buf);
+        free(w.ep_hash);
+        return r;
+}
+
+int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, size_t n,
+                                   enum se_ip_family family, bool large,
+                                   const struct se_proxy_options *opt,
+                                   struct se_proxy_tracker *tracker, struct se_strbuf *out)
+{
+        struct ipt w = { .opt = opt, .fam = family, .large = large };
+        struct se_strbuf chains, rules, gone_chains, gone_rules;
+        int r = proxy_tracker_carry_begin(tracker);
+        if (r < 0)
+                return r;
+        se_strbuf_init(&w.filter_chains, 0);
+        se_strbuf_init(&w.filter_rules, 0);
+        se_strbuf_init(&w.nat_chains, 0);
+        se_strbuf_init(&w.nat_rules_buf, 0);
+        w.nat_rules = &w.nat_rules_buf;
+        se_strbuf_init(&chains, 0);
+        se_strbuf_init(&rules, 0);
+        se_strbuf_init(&gone_chains, 0);
+        se_strbuf_init(&gone_rules, 0);
+        proxy_mark_text(opt, w.mark);
+        const struct se_cidr *cc = proxy_cluster_cidr(opt, family);
+        if (cc) {
+                proxy_cidr_text(cc, w.detect_buf, sizeof(w.detect_buf));
+                w.detect = w.detect_buf;
+        }
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                const struct se_proxy_svcport *sp = ports[i];
+                struct svc_plan p;
+                struct marks m;
+                uint8_t top[16];
+                bool same;
+                if ((r = plan_service(&w, sp, &p)) < 0)
+                        break;
+                /* the top-level rules, only to compare: written as a full
+                 * sync would, into empty buffers */
+                se_strbuf_reset(&w.filter_chains);
+                se_strbuf_reset(&w.filter_rules);
+                se_strbuf_reset(&w.nat_chains);
+                se_strbuf_reset(w.nat_rules);
+                mark(&w, &m);
+                write_entries(&w, sp, &p);
+                top_digest(&w, &m, top);
+                se_strbuf_reset(&w.nat_chains);
+                se_strbuf_reset(w.nat_rules);
+                write_nat_chains(&w, sp, &p);
+                write_endpoint_chains(&w, sp, &p);
+                proxy_categories_release(&p.cat);
+                r = se_strbuf_failed(&w.nat_chains) ?: se_strbuf_failed(w.nat_rules);
+                if (r == 0)
+                        r = proxy_tracker_carry(tracker, sp, top, w.nat_chains.buf,
+                                                w.nat_chains.len, w.nat_rules->buf,
+                                                w.nat_rules->len, &gone_chains, &gone_rules, &same);
+                if (r == 0 && !same) {
+                        se_strbuf_append(&chains, w.nat_chains.buf, w.nat_chains.len);
+                        se_strbuf_append(&rules, w.nat_rules->buf, w.nat_rules->len);
+                }
+        }
+        if (r == 0)
+                r = se_strbuf_failed(&chains)              ?:
+                            se_strbuf_failed(&rules)       ?:
+                            se_strbuf_failed(&gone_chains) ?:
+                                                             se_strbuf_failed(&gone_rules);
+        /* only the nat chains of the changed ports, then the chains they
+         * dropped (flushed, deleted after the rules that jumped there) */
+        if (r == 0 && chains.len + gone_chains.len > 0) {
+                size_t base = out->len;
+                se_strbuf_lit(out, "*nat\n");
+                se_strbuf_append(out, chains.buf, chains.len);
+                se_strbuf_append(out, gone_chains.buf, gone_chains.len);
+                se_strbuf_append(out, rules.buf, rules.len);
+                se_strbuf_append(out, gone_rules.buf, gone_rules.len);
+                se_strbuf_lit(out, "COMMIT\n");
+                if ((r = se_strbuf_failed(out)) < 0)
+                        se_strbuf_truncate(out, base);
+        }
+        if (r < 0)
+                proxy_tracker_carry_abort(tracker);
+        se_strbuf_release(&w.filter_chains);
+        se_strbuf_release(&w.filter_rules);
+        se_strbuf_release(&w.nat_chains);
+        se_strbuf_release(&w.nat_rules_buf);
+        se_strbuf_release(&chains);
+        se_strbuf_release(&rules);
+        se_strbuf_release(&gone_chains);
+        se_strbuf_release(&gone_rules);
         free(w.ep_hash);
         return r;
 }

@@ -33,9 +33,11 @@ void se_proxy_options_nft_defaults(struct se_proxy_options *opt)
 
 struct se_proxy_table *se_proxy_table_free(struct se_proxy_table *t)
 {
-        if (t) {
+        while (t) {
+                struct se_proxy_table *next = t->patches;
                 se_arena_release(&t->arena);
                 free(t);
+                t = next;
         }
         return NULL;
 }
@@ -613,10 +615,12 @@ static void picks_free(struct pick *picks, size_t n)
         free(picks);
 }
 
-int se_proxy_table_build(const struct se_store *store, const struct se_proxy_options *opt,
-                         enum se_ip_family family, struct se_proxy_table **ret)
+/* The table of services svcs[0..n) (any order; NULL entries skipped);
+ * with_cidrs: the ServiceCIDRs too. */
+static int build(const struct se_store *store, const struct se_proxy_options *opt,
+                 enum se_ip_family family, const struct se_object *const *svcs, long n,
+                 bool with_cidrs, struct se_proxy_table **ret)
 {
-        _cleanup_free_ const struct se_object **svcs = NULL;
         struct pick *picks = NULL;
         size_t n_picks = 0;
         struct se_proxy_table *t = se_calloc(1, sizeof(*t));
@@ -624,16 +628,14 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
         if (!t)
                 return -ENOMEM;
         t->family = family;
-        /* in any order: the ports are sorted by spn at the end */
-        long n = se_store_list_unordered(store, SE_KIND_SERVICE, NULL, &svcs);
-        if (n < 0 || (n > 0 && !(picks = se_calloc((size_t)n, sizeof(*picks)))))
+        if (n > 0 && !(picks = se_calloc((size_t)n, sizeof(*picks))))
                 goto fail;
         /* first the services taken and their slices, to size the arena */
         size_t cap = 0, bytes = 0;
         for (long i = 0; i < n; i++) {
                 const struct se_service *svc = ((const struct se_service *)svcs[i]);
-                const char *cip = cluster_ip_of(svc, family);
-                if (skip_service(svc, opt) || !cip)
+                const char *cip = svc ? cluster_ip_of(svc, family) : NULL;
+                if (!svc || skip_service(svc, opt) || !cip)
                         continue;
                 struct se_kv sel_kv = { LABEL_SERVICE_NAME, svc->obj.meta.name };
                 struct se_kvlist sel = { &sel_kv, 1 };
@@ -693,7 +695,7 @@ int se_proxy_table_build(const struct se_store *store, const struct se_proxy_opt
         picks_free(picks, n_picks);
         picks = NULL;
         n_picks = 0;
-        if ((r = service_cidrs(store, t)) < 0)
+        if (with_cidrs && (r = service_cidrs(store, t)) < 0)
                 goto fail;
         if (t->n_ports > 1 && !strictly_sorted(t->ports, t->n_ports, sizeof(*t->ports), cmp_port))
                 qsort(t->ports, t->n_ports, sizeof(*t->ports), cmp_port);
@@ -703,4 +705,35 @@ fail:
         picks_free(picks, n_picks);
         se_proxy_table_free(t);
         return r < 0 ? r : -ENOMEM;
+}
+
+int se_proxy_table_build(const struct se_store *store, const struct se_proxy_options *opt,
+                         enum se_ip_family family, struct se_proxy_table **ret)
+{
+        _cleanup_free_ const struct se_object **svcs = NULL;
+        /* in any order: the ports are sorted by spn at the end */
+        long n = se_store_list_unordered(store, SE_KIND_SERVICE, NULL, &svcs);
+        if (n < 0)
+                return (int)n;
+        return build(store, opt, family, svcs, n, true, ret);
+}
+
+int se_proxy_table_build_services(const struct se_store *store, const struct se_proxy_options *opt,
+                                  enum se_ip_family family, const char *const *keys, size_t n_keys,
+                                  struct se_proxy_table **ret)
+{
+        _cleanup_free_ const struct se_object **svcs = se_calloc(n_keys + 1, sizeof(*svcs));
+        if (!svcs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_keys; i++) {
+                char ns[254];
+                const char *slash = strchr(keys[i], '/');
+                size_t nl = slash ? (size_t)(slash - keys[i]) : 0;
+                if (!slash || nl >= sizeof(ns))
+                        continue; /* not a key any service has */
+                memcpy(ns, keys[i], nl);
+                ns[nl] = 0;
+                svcs[i] = se_store_get(store, SE_KIND_SERVICE, ns, slash + 1);
+        }
+        return build(store, opt, family, svcs, (long)n_keys, false, ret);
 }

@@ -25,6 +25,15 @@ struct entry {
         bool rules_named; /* names are defined in the rules part too (nft) */
         char *names; /* the seeded entry: names, each NUL-terminated */
         size_t names_len;
+        bool has_top; /* iptables: top holds a digest of the port's top-level rules */
+        uint8_t top[16];
+};
+
+/* A carried sync's replacement of one entry of current (made real when the
+ * sync is applied). */
+struct carry {
+        struct entry *e;
+        size_t off, n_chains, roff, n_rules;
 };
 
 /* The segments' text is either copied into text, one after the other
@@ -60,6 +69,12 @@ struct se_proxy_tracker {
         bool owners_valid;
         bool in_place; /* the sync being built leaves its segments in the output */
         bool lost; /* ... and its output did not get them all (a failed write) */
+        struct entry *last_entry; /* the segment recorded last */
+        /* a carried sync (proxy_tracker_carry_begin) is being built */
+        bool carrying;
+        struct carry *carries;
+        size_t n_carries, cap_carries;
+        size_t carry_mark; /* current.text's length before it */
 };
 
 /* Where part k (0: chain lines, 1: rules) of st's segments starts. */
@@ -132,6 +147,8 @@ struct se_proxy_tracker *se_proxy_tracker_new(void)
 
 struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
 {
+        if (tr)
+                free(tr->carries);
         if (tr) {
                 state_release(&tr->current);
                 state_release(&tr->pending);
@@ -183,6 +200,7 @@ static void state_retire(struct se_proxy_tracker *tr, struct state *st)
 void proxy_tracker_begin(struct se_proxy_tracker *tr)
 {
         state_retire(tr, &tr->pending);
+        tr->last_entry = NULL;
         tr->chains_only = false;
         /* a full sync writes every segment into its output: they are kept
          * there instead of copied (half the memory) */
@@ -294,6 +312,7 @@ int proxy_tracker_segment(struct se_proxy_tracker *tr, const struct se_proxy_svc
         if (!e)
                 return -ENOMEM;
         e->rules_named = !tr->chains_only;
+        tr->last_entry = e;
         e->n_chains = chains->len - chains_at;
         e->n_rules = rules->len - rules_at;
         if (tr->in_place) { /* where the writer has them, for now */
@@ -597,8 +616,38 @@ int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chain
         return r;
 }
 
+/* The end of a carried sync: applied, its replacements become current;
+ * otherwise current is as before (its text cut back) and the next sync is
+ * full. */
+static void carry_done(struct se_proxy_tracker *tr, bool ok)
+{
+        tr->carrying = false;
+        if (ok) {
+                for (size_t i = 0; i < tr->n_carries; i++) {
+                        struct carry *c = &tr->carries[i];
+                        c->e->off = c->off;
+                        c->e->n_chains = c->n_chains;
+                        c->e->roff = c->roff;
+                        c->e->n_rules = c->n_rules;
+                }
+                if (tr->n_carries)
+                        owners_drop(tr); /* names changed owners: counted again when needed */
+        } else {
+                se_strbuf_truncate(&tr->current.text, tr->carry_mark);
+                tr->full = true;
+                proxy_top_release(tr->top.pend);
+                tr->top.known = false;
+        }
+        tr->n_carries = 0;
+        tr->last_partial = true;
+}
+
 bool se_proxy_tracker_done(struct se_proxy_tracker *tr, bool ok, struct se_strbuf *out)
 {
+        if (tr->carrying) {
+                carry_done(tr, ok);
+                return true;
+        }
         bool partial = !tr->full;
         struct state *pend = &tr->pending;
         if (ok && tr->in_place) {
@@ -655,4 +704,103 @@ int se_proxy_tracker_seed(struct se_proxy_tracker *tr, const struct se_strv *cha
         }
         owners_drop(tr); /* current changes */
         return put_names(&tr->current, "\001existing", &names);
+}
+
+void proxy_tracker_set_top(struct se_proxy_tracker *tr, const uint8_t top[16])
+{
+        if (tr->last_entry) {
+                memcpy(tr->last_entry->top, top, 16);
+                tr->last_entry->has_top = true;
+        }
+}
+
+int proxy_tracker_carry_begin(struct se_proxy_tracker *tr)
+{
+        if (tr->full || tr->carrying || tr->current.part[0] || tr->current.part[1])
+                return -EAGAIN;
+        tr->carrying = true;
+        tr->n_carries = 0;
+        tr->carry_mark = tr->current.text.len;
+        return 0;
+}
+
+void proxy_tracker_carry_abort(struct se_proxy_tracker *tr)
+{
+        if (!tr->carrying)
+                return;
+        se_strbuf_truncate(&tr->current.text, tr->carry_mark);
+        tr->carrying = false;
+        tr->n_carries = 0;
+}
+
+int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                        const uint8_t top[16], const char *chains, size_t nc, const char *rules,
+                        size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
+                        bool *same)
+{
+        struct state *cur = &tr->current;
+        char key[600];
+        *same = false;
+        if ((size_t)snprintf(key, sizeof(key), "%s/%s", sp->spn, sp->proto) >= sizeof(key))
+                return -EAGAIN;
+        struct entry *e = se_hashmap_get(&cur->map, key);
+        /* an unknown port or changed top-level rules: not for a carried sync */
+        if (!e || e->names || !e->has_top || memcmp(e->top, top, 16) != 0)
+                return -EAGAIN;
+        for (size_t i = 0; i < tr->n_carries; i++)
+                if (tr->carries[i].e == e)
+                        return -EAGAIN; /* the same port twice: cannot happen; be safe */
+        if (e->n_chains == nc && e->n_rules == nr &&
+            memcmp(part_text(cur, 0) + e->off, chains, nc) == 0 &&
+            memcmp(part_text(cur, 1) + e->roff, rules, nr) == 0) {
+                *same = true;
+                return 0;
+        }
+        /* chains the port had and no longer writes: flushed, then deleted
+         * (its names are its own: hashes of its spn, protocol, endpoint) */
+        struct se_strbuf was, is;
+        se_strbuf_init(&was, 0);
+        se_strbuf_init(&is, 0);
+        entry_names(cur, e, &was);
+        chain_names(chains, nc, &is);
+        if (e->rules_named)
+                chain_names(rules, nr, &is);
+        int r = se_strbuf_failed(&was) ?: se_strbuf_failed(&is);
+        names_foreach(c, &was)
+        {
+                if (r == 0 && !names_has(&is, c)) {
+                        se_strbuf_printf(gone_chains, ":%s - [0:0]\n", c);
+                        se_strbuf_printf(gone_rules, "-X %s\n", c);
+                }
+        }
+        se_strbuf_release(&was);
+        se_strbuf_release(&is);
+        if (r < 0)
+                return r;
+        if (tr->n_carries == tr->cap_carries) {
+                size_t cap = tr->cap_carries ? 2 * tr->cap_carries : 16;
+                struct carry *v = se_reallocarray(tr->carries, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                tr->carries = v;
+                tr->cap_carries = cap;
+        }
+        struct se_strbuf *text = &cur->text;
+        struct carry *c = &tr->carries[tr->n_carries];
+        c->e = e;
+        c->n_chains = nc;
+        c->n_rules = nr;
+        c->off = text->len - cur->shift[0];
+        se_strbuf_append(text, chains, nc);
+        c->roff = text->len - cur->shift[1];
+        se_strbuf_append(text, rules, nr);
+        if ((r = se_strbuf_failed(text)) < 0)
+                return r;
+        tr->n_carries++;
+        return 0;
+}
+
+void se_proxy_tracker_abandon(struct se_proxy_tracker *tr)
+{
+        proxy_tracker_carry_abort(tr);
 }

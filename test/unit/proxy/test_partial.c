@@ -19,6 +19,7 @@
 
 #include <svcenv/manifest.h>
 #include <svcenv/proxy.h>
+#include <svcenv/proxy_proxier.h>
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
@@ -745,6 +746,198 @@ static void test_partial__nft_names_over_netlink(void **state)
         run_child(names_child);
 }
 
+/* ---- the proxier, changes carried from the store callbacks ---- */
+
+/* Puts the services of spec that differ from those of prev into the store
+ * (replaced: delete, then add) and deletes those spec no longer has: the
+ * store callbacks tell the proxier which services changed. */
+static void store_step(struct se_store *s, const char *prev, const char *spec)
+{
+        char key[130], line[4400];
+        for (int pass = 0; pass < 2; pass++) {
+                const char *from = pass ? prev : spec, *other = pass ? spec : prev;
+                for (const char *p = from; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0)) {
+                        size_t len = strcspn(p, "\n"), kl = strcspn(p, " ");
+                        assert_true(len < sizeof(line) && kl < sizeof(key));
+                        memcpy(line, p, len);
+                        line[len] = '\n';
+                        line[len + 1] = 0;
+                        memcpy(key, p, kl);
+                        if (kl && key[kl - 1] == '*') /* affinity: the same service */
+                                kl--;
+                        key[kl] = 0;
+                        /* the same line in the other spec: unchanged */
+                        bool same = false, there = false;
+                        for (const char *q = other; *q;
+                             q += strcspn(q, "\n") + (q[strcspn(q, "\n")] != 0)) {
+                                size_t ql = strcspn(q, "\n");
+                                there |= strncmp(q, key, kl) == 0 &&
+                                         (q[kl] == ' ' || (q[kl] == '*' && q[kl + 1] == ' '));
+                                same |= ql == len && strncmp(q, p, len) == 0;
+                        }
+                        char ns[64], name[64], slice[80];
+                        assert_int_equal(sscanf(key, "%63[^/]/%63s", ns, name), 2);
+                        if (name[strlen(name) - 1] == '*')
+                                name[strlen(name) - 1] = 0;
+                        snprintf(slice, sizeof(slice), "%s-1", name);
+                        if (pass == 1 && !there) { /* gone */
+                                assert_int_equal(se_store_delete(s, SE_KIND_SERVICE, ns, name), 0);
+                                (void)se_store_delete(s, SE_KIND_ENDPOINT_SLICE, ns, slice);
+                        }
+                        if (pass == 1 || same)
+                                continue;
+                        (void)se_store_delete(s, SE_KIND_SERVICE, ns, name);
+                        (void)se_store_delete(s, SE_KIND_ENDPOINT_SLICE, ns, slice);
+                        char *yaml = cluster(line);
+                        struct se_diag d;
+                        if (se_manifest_load_buffer(s, "step", yaml, strlen(yaml), NULL, NULL, &d) <
+                            0)
+                                fail_msg("manifest: %s", d.text);
+                        free(yaml);
+                }
+        }
+}
+
+/* The system, counting the carried syncs (nat chains only). */
+static unsigned carried_applies;
+static int count_apply(void *ctx, enum se_proxy_tool tool, const char *data, size_t n, char *err,
+                       size_t errsize)
+{
+        (void)ctx;
+        if (n > 5 && strncmp(data, "*nat\n", 5) == 0 && !memmem(data, n, "KUBE-SERVICES", 13))
+                carried_applies++;
+        return se_proxy_apply(tool, data, n, err, errsize);
+}
+
+static struct se_proxy_proxier *proxier_for(struct se_store *s, struct se_proxy_runner *run)
+{
+        struct se_proxy_options o;
+        enum se_ip_family fam = SE_IPV4;
+        struct se_proxy_proxier_config cfg = { .nft = use_nft,
+                                               .minimal = true,
+                                               .sync_period_ns = 3600000000000LL,
+                                               .min_sync_period_ns = 0 };
+        *run = *se_proxy_runner_system();
+        run->apply = count_apply;
+        options(&o);
+        struct se_proxy_proxier *p = se_proxy_proxier_new(&cfg, run);
+        assert_non_null(p);
+        static const enum se_kind kinds[] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE };
+        for (int k = 0; k < 2; k++)
+                assert_int_equal(se_store_subscribe(s, kinds[k], se_proxy_proxier_on_change, p), 0);
+        assert_int_equal(se_proxy_proxier_begin(p, &o, &fam, 1), 0);
+        return p;
+}
+
+static const char *const carried_steps[] = {
+        base,
+        "a/web 172.30.0.10 10.1.0.2,10.1.0.3\n" /* endpoints changed: carried */
+        "c/api 172.30.0.30 10.1.2.1\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.1\n",
+        "a/web 172.30.0.10 10.1.0.2,10.1.0.3,10.1.0.4\n" /* 2 -> 3, dns replaced */
+        "c/api 172.30.0.30 10.1.2.1\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n",
+        "a/web* 172.30.0.10 10.1.0.4\n" /* affinity on, 3 -> 1 */
+        "c/api 172.30.0.30 10.1.2.1\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n",
+        "a/web* 172.30.0.10 10.1.0.4,10.1.0.5\n" /* affinity kept, 1 -> 2 */
+        "c/api 172.30.0.30 10.1.2.1\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n",
+};
+
+/* the child: the proxier in netns X, fed step by step through the store
+ * (changes carried where they can be, else partial from the whole
+ * table); after each step a fresh proxier's full sync of the same
+ * cluster in a fresh netns Y must save the same */
+static int carried_child(void)
+{
+        const char *const *all[2] = { carried_steps, steps };
+        size_t n_all[2] = { sizeof(carried_steps) / sizeof(carried_steps[0]),
+                            sizeof(steps) / sizeof(steps[0]) };
+        struct se_proxy_runner run_x, run_y;
+        int code = 0;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        int x = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        struct se_store *sx = se_store_new();
+        struct se_proxy_proxier *px = proxier_for(sx, &run_x);
+        const char *prev = "";
+        carried_applies = 0;
+        for (int list = 0; list < 2 && !code; list++)
+                for (size_t i = 0; i < n_all[list] && !code; i++) {
+                        const char *spec = all[list][i];
+                        store_step(sx, prev, spec);
+                        prev = spec;
+                        struct se_proxy_proxier_stats st0, st1;
+                        se_proxy_proxier_stats(px, &st0);
+                        (void)se_proxy_proxier_step(px, sx);
+                        se_proxy_proxier_stats(px, &st1);
+                        if (st1.syncs_failed != st0.syncs_failed)
+                                code = 10 + (int)i;
+                        char *xs[2] = { use_nft ? nft_saved() : saved("nat"),
+                                        use_nft ? strdup("") : saved("filter") };
+                        if (!xs[0])
+                                code = 3;
+                        if (!code && unshare(CLONE_NEWNET) < 0)
+                                code = 30 + (int)i;
+                        struct se_store *sy = se_store_new();
+                        struct se_proxy_proxier *py = code ? NULL : proxier_for(sy, &run_y);
+                        store_step(sy, "", spec);
+                        if (py) {
+                                se_proxy_proxier_step(py, sy);
+                                se_proxy_proxier_stats(py, &st1);
+                                if (st1.syncs_full != 1)
+                                        code = 40 + (int)i;
+                        }
+                        char *ys[2] = { code    ? NULL :
+                                        use_nft ? nft_saved() :
+                                                  saved("nat"),
+                                        code    ? NULL :
+                                        use_nft ? strdup("") :
+                                                  saved("filter") };
+                        for (int t = 0; t < 2 && !code; t++)
+                                if (strcmp(xs[t], ys[t]) != 0) {
+                                        fprintf(stderr,
+                                                "# list %d step %zu, %s:\n# carried:\n%s# full:\n%s",
+                                                list, i, t ? "filter" : "nat", xs[t], ys[t]);
+                                        code = 50 + (int)i;
+                                }
+                        for (int t = 0; t < 2; t++) {
+                                free(xs[t]);
+                                free(ys[t]);
+                        }
+                        se_proxy_proxier_free(py);
+                        se_store_free(sy);
+                        if (!code && setns(x, CLONE_NEWNET) < 0)
+                                code = 4;
+                }
+        /* the endpoint-only steps went the carried way (iptables; nftables
+         * syncs from the whole table) */
+        if (!code && !use_nft && carried_applies < 3) {
+                fprintf(stderr, "# only %u carried syncs\n", carried_applies);
+                code = 60;
+        }
+        close(x);
+        se_proxy_proxier_free(px);
+        se_store_free(sx);
+        return code;
+}
+
+static void test_partial__carried_applied_equals_full(void **state)
+{
+        (void)state;
+        use_nft = false;
+        run_child(carried_child);
+}
+
+/* the proxier with nftables, fed through the store the same way */
+static void test_partial__nft_proxier_applied_equals_full(void **state)
+{
+        (void)state;
+        use_nft = true;
+        run_child(carried_child);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -754,6 +947,8 @@ int main(void)
                 cmocka_unit_test(test_partial__nft_elements),
                 cmocka_unit_test(test_partial__nft_endpoint_maps),
                 cmocka_unit_test(test_partial__applied_equals_full),
+                cmocka_unit_test(test_partial__carried_applied_equals_full),
+                cmocka_unit_test(test_partial__nft_proxier_applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full_plain),
                 cmocka_unit_test(test_partial__nft_full_sync_keeps_affinity),

@@ -1,0 +1,188 @@
+/* Benchmark: the proxier's partial sync for ONE endpoint change, changes
+ * carried from the store (only that service rebuilt and written), against
+ * the rediscovering path of before (the whole table built and written,
+ * unchanged services found by comparing text), in the same run, at
+ * 1,000 / 10,000 / 30,000 services x 10 endpoints (iptables, minimal
+ * partial syncs). CPU is the process's (CLOCK_PROCESS_CPUTIME_ID), the
+ * median of BENCH_PROXIER_ROUNDS (default 21) changes; bytes are the
+ * restore input. The system is a fake runner (nothing is applied: the
+ * tool's time is not the proxier's CPU). BENCH_PROXIER_SIZES=N,N,...
+ * changes the sizes. Prints figures; asserts nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <svcenv/proxy_proxier.h>
+#include <svcenv/store.h>
+
+#include "proxy_cluster.h"
+
+static double cpu_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int apply_nothing(void *ctx, enum se_proxy_tool tool, const char *data, size_t n, char *err,
+                         size_t errsize)
+{
+        (void)ctx, (void)tool, (void)data, (void)n, (void)err, (void)errsize;
+        return 0;
+}
+
+static int run_nothing(void *ctx, const char *const *argv, struct se_strbuf *out, char *err,
+                       size_t errsize)
+{
+        (void)ctx, (void)argv, (void)out, (void)err, (void)errsize;
+        return 0;
+}
+
+static int jumps_nothing(void *ctx, enum se_ip_family fam, char *err, size_t errsize)
+{
+        (void)ctx, (void)fam, (void)err, (void)errsize;
+        return 0;
+}
+
+static int names_nothing(void *ctx, enum se_ip_family fam, struct se_strv *ret)
+{
+        (void)ctx, (void)fam, (void)ret;
+        return 0;
+}
+
+static int rules_one(void *ctx, enum se_ip_family fam, const char *chain, size_t *ret)
+{
+        (void)ctx, (void)fam, (void)chain;
+        *ret = 1;
+        return 0;
+}
+
+/* a clock that stands still: no canary check, no periodic full sync */
+static void now_fixed(void *ctx, struct se_proxy_instant *now)
+{
+        (void)ctx;
+        now->mono_ns = 1000000000LL;
+        now->real_ns = 1764500000000000000LL;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+        double a = *(const double *)x, b = *(const double *)y;
+        return a < b ? -1 : a > b;
+}
+
+static void options(struct se_proxy_options *o)
+{
+        se_proxy_options_init(o);
+        o->node_name = "node-a";
+        se_parse_ip("10.0.0.11", &o->node_ips[0]);
+        o->n_node_ips = 1;
+        se_parse_cidr("10.244.0.0/16", &o->cluster_cidrs[0]);
+        o->n_cluster_cidrs = 1;
+        o->random_fully = true;
+}
+
+static void one_size(unsigned n, unsigned rounds)
+{
+        static const struct se_proxy_runner fake = { apply_nothing, run_nothing, jumps_nothing,
+                                                     names_nothing, rules_one,   now_fixed,
+                                                     NULL };
+        struct se_proxy_proxier_config cfg = { .minimal = true,
+                                               .sync_period_ns = 30000000000LL,
+                                               .min_sync_period_ns = 0 };
+        struct se_proxy_options o;
+        enum se_ip_family fam = SE_IPV4;
+        options(&o);
+        struct se_store *s = se_store_new();
+        struct se_proxy_proxier *p = se_proxy_proxier_new(&cfg, &fake);
+        if (!s || !p)
+                exit(1);
+        for (unsigned i = 0; i < n; i++)
+                if (bench_put_service(s, i, 10, i * 10) < 0)
+                        exit(1);
+        /* subscribed after the load: the first sync is full anyway */
+        se_store_subscribe(s, SE_KIND_SERVICE, se_proxy_proxier_on_change, p);
+        se_store_subscribe(s, SE_KIND_ENDPOINT_SLICE, se_proxy_proxier_on_change, p);
+        se_proxy_proxier_begin(p, &o, &fam, 1);
+        double c0 = cpu_now();
+        se_proxy_proxier_step(p, s);
+        double full = cpu_now() - c0;
+        struct se_proxy_proxier_stats st;
+        se_proxy_proxier_stats(p, &st);
+        size_t full_bytes = st.bytes_last;
+
+        /* the rediscovering path: a tracker that saw the same full sync */
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        se_proxy_tracker_set_minimal(tr, true);
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, (size_t)1 << 31);
+        if (se_proxy_table_build(s, &o, fam, &t) < 0 || se_proxy_iptables_sync(t, &o, tr, &sb) < 0)
+                exit(1);
+        se_proxy_tracker_done(tr, true, &sb);
+        se_strbuf_release(&sb);
+        se_proxy_table_free(t);
+
+        double *carried = calloc(rounds, sizeof(double)), *redisc = calloc(rounds, sizeof(double));
+        size_t carried_bytes = 0, redisc_bytes = 0;
+        uint64_t rebuilt = 0;
+        for (unsigned k = 0; k < rounds; k++) {
+                /* one endpoint of one service replaced, a different one each round */
+                unsigned svc = (n / 2 + k * 7919u) % n;
+                if (bench_put_service(s, svc, 10, n * 10 + 100 * k) < 0)
+                        exit(1);
+                c0 = cpu_now();
+                se_proxy_proxier_step(p, s);
+                carried[k] = cpu_now() - c0;
+                se_proxy_proxier_stats(p, &st);
+                carried_bytes = st.bytes_last;
+                rebuilt = st.services_rebuilt_last;
+
+                c0 = cpu_now();
+                t = NULL;
+                se_strbuf_init(&sb, (size_t)1 << 31);
+                if (se_proxy_table_build(s, &o, fam, &t) < 0 ||
+                    se_proxy_iptables_sync(t, &o, tr, &sb) < 0)
+                        exit(1);
+                redisc_bytes = sb.len;
+                se_proxy_tracker_done(tr, true, &sb);
+                se_strbuf_release(&sb);
+                se_proxy_table_free(t);
+                redisc[k] = cpu_now() - c0;
+        }
+        qsort(carried, rounds, sizeof(double), cmp_double);
+        qsort(redisc, rounds, sizeof(double), cmp_double);
+        printf("  %6u services: full sync %8.1f ms CPU, %9zu bytes | one endpoint: carried "
+               "%7.3f ms CPU (max %.3f), %5zu bytes, %llu rebuilt | rediscovering %8.2f ms CPU, "
+               "%6zu bytes\n",
+               n, full * 1e3, full_bytes, carried[rounds / 2] * 1e3, carried[rounds - 1] * 1e3,
+               carried_bytes, (unsigned long long)rebuilt, redisc[rounds / 2] * 1e3, redisc_bytes);
+        free(carried);
+        free(redisc);
+        se_proxy_tracker_free(tr);
+        se_proxy_proxier_free(p);
+        se_store_free(s);
+}
+
+int main(void)
+{
+        const char *env = getenv("BENCH_PROXIER_SIZES");
+        const char *sizes = env ? env : "1000,10000,30000";
+        env = getenv("BENCH_PROXIER_ROUNDS");
+        unsigned rounds = env ? (unsigned)strtoul(env, NULL, 10) : 21;
+        if (rounds == 0)
+                rounds = 1;
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        printf("proxier partial sync, one endpoint changed (iptables, 10 endpoints per service, "
+               "median of %u):\n",
+               rounds);
+        for (const char *q = sizes; *q;) {
+                unsigned n = (unsigned)strtoul(q, NULL, 10);
+                if (n)
+                        one_size(n, rounds);
+                q += strcspn(q, ",");
+                q += *q == ',';
+        }
+        return 0;
+}
