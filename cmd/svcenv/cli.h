@@ -68,5 +68,15 @@ int cmd_endpoints(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_admit(int argc, char **argv);
 int cmd_dns(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+
+/* svcenv rules' proxy options (cmd_rules.c), for svcenv trace: an option
+ * letter of its table and its argument into o; EXIT_OK or the exit code
+ * after a one-line error naming subcommand sub. */
+struct se_proxy_options;
+int cli_proxy_option(const char *sub, int c, const char *arg, struct se_proxy_options *o);
+/* Node IPs and zone of node name into o (--node-ip wins); EXIT_INVALID
+ * after a one-line error when the Node is unknown and no IP was given. */
+int cli_proxy_node(const struct se_store *store, const char *name, struct se_proxy_options *o);
 
 #endif

@@ -45,18 +45,18 @@ struct rules_args {
         bool apply;
 };
 
-static int tristate(const char *opt, const char *v, bool auto_value, bool *ret)
+static int tristate(const char *sub, const char *opt, const char *v, bool auto_value, bool *ret)
 {
         if (strcmp(v, "auto") == 0) {
                 *ret = auto_value;
                 return 0;
         }
         if (se_parse_bool(v, ret) < 0)
-                return cli_usage_error("rules", "--%s wants auto, on or off, not \"%s\"", opt, v);
+                return cli_usage_error(sub, "--%s wants auto, on or off, not \"%s\"", opt, v);
         return 0;
 }
 
-static int add_node_ips(struct se_proxy_options *o, const char *list)
+static int add_node_ips(const char *sub, struct se_proxy_options *o, const char *list)
 {
         struct se_strv parts = SE_STRV_INIT;
         int rc = 0;
@@ -65,11 +65,11 @@ static int add_node_ips(struct se_proxy_options *o, const char *list)
         se_strv_foreach(s, &parts) {
                 struct se_ip ip;
                 if (se_parse_ip(*s, &ip) < 0) {
-                        rc = cli_usage_error("rules", "--node-ip: invalid IP \"%s\"", *s);
+                        rc = cli_usage_error(sub, "--node-ip: invalid IP \"%s\"", *s);
                         break;
                 }
                 if (o->n_node_ips >= SE_PROXY_MAX_NODE_IPS) {
-                        rc = cli_usage_error("rules", "--node-ip: at most %d addresses",
+                        rc = cli_usage_error(sub, "--node-ip: at most %d addresses",
                                              SE_PROXY_MAX_NODE_IPS);
                         break;
                 }
@@ -79,7 +79,9 @@ static int add_node_ips(struct se_proxy_options *o, const char *list)
         return rc;
 }
 
-static int parse_option(int c, const char *arg, struct se_proxy_options *o, struct rules_args *a)
+/* sub: the subcommand named in usage errors */
+static int parse_option(const char *sub, int c, const char *arg, struct se_proxy_options *o,
+                        struct rules_args *a)
 {
         struct se_diag d = { 0 };
         int r;
@@ -93,14 +95,14 @@ static int parse_option(int c, const char *arg, struct se_proxy_options *o, stru
         case 'c':
                 r = se_proxy_parse_cidr_list(arg, o->cluster_cidrs, 2, NULL, &d);
                 if (r < 0)
-                        return cli_usage_error("rules", "--cluster-cidr: %s", d.text);
+                        return cli_usage_error(sub, "--cluster-cidr: %s", d.text);
                 o->n_cluster_cidrs = (unsigned)r;
                 return 0;
         case 'i':
-                return add_node_ips(o, arg);
+                return add_node_ips(sub, o, arg);
         case 'm':
                 if (se_parse_int(arg, 0, 31, &o->masquerade_bit) < 0)
-                        return cli_usage_error("rules", "--masquerade-bit wants 0..31, not \"%s\"",
+                        return cli_usage_error(sub, "--masquerade-bit wants 0..31, not \"%s\"",
                                                arg);
                 return 0;
         case 'M':
@@ -110,18 +112,17 @@ static int parse_option(int c, const char *arg, struct se_proxy_options *o, stru
                 r = se_proxy_parse_cidr_list(arg, o->nodeport_cidrs, SE_PROXY_MAX_CIDRS,
                                              &o->nodeport_primary, &d);
                 if (r < 0)
-                        return cli_usage_error("rules", "--nodeport-addresses: %s", d.text);
+                        return cli_usage_error(sub, "--nodeport-addresses: %s", d.text);
                 o->n_nodeport_cidrs = (unsigned)r;
                 return 0;
         case 'l':
                 if (se_parse_bool(arg, &o->localhost_nodeports) < 0)
-                        return cli_usage_error("rules",
-                                               "--localhost-nodeports wants true or false");
+                        return cli_usage_error(sub, "--localhost-nodeports wants true or false");
                 return 0;
         case 'R':
-                return tristate("random-fully", arg, true, &o->random_fully);
+                return tristate(sub, "random-fully", arg, true, &o->random_fully);
         case 'a':
-                return tristate("nfacct", arg, false, &o->nfacct);
+                return tristate(sub, "nfacct", arg, false, &o->nfacct);
         case 'P':
                 o->proxy_name = arg;
                 return 0;
@@ -132,7 +133,7 @@ static int parse_option(int c, const char *arg, struct se_proxy_options *o, stru
                 a->apply = true;
                 return 0;
         default:
-                return cli_usage_error("rules", "unknown option");
+                return cli_usage_error(sub, "unknown option");
         }
 }
 
@@ -302,7 +303,7 @@ int cmd_rules(int argc, char **argv)
                         }
                         continue;
                 }
-                if ((rc = parse_option(c, optarg, &o, &a)) != EXIT_OK)
+                if ((rc = parse_option("rules", c, optarg, &o, &a)) != EXIT_OK)
                         goto out;
         }
         if (optind < argc) {
@@ -334,4 +335,16 @@ out:
         se_store_free(store);
         cli_source_release(&src);
         return rc;
+}
+
+/* For svcenv trace, which takes the same proxy options and Node facts. */
+int cli_proxy_option(const char *sub, int c, const char *arg, struct se_proxy_options *o)
+{
+        struct rules_args a = { NULL, "iptables", NULL, false };
+        return parse_option(sub, c, arg, o, &a);
+}
+
+int cli_proxy_node(const struct se_store *store, const char *name, struct se_proxy_options *o)
+{
+        return node_facts(store, name, o);
 }
