@@ -35,6 +35,7 @@ struct walk {
         const struct se_cidr *detect_cidr;
         char from[64], to[64];
         bool entered; /* the nat hook's jump is in the steps */
+        char np_match[96]; /* nodeport_match's text */
         int r; /* first error */
 };
 
@@ -347,11 +348,9 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
 static void category_notes(struct walk *w, const struct se_proxy_svcport *sp, const struct plan *p,
                            bool local)
 {
-        uint32_t ready = 0, local_ready = 0;
-        for (uint32_t i = 0; i < sp->n_eps; i++) {
+        uint32_t ready = 0;
+        for (uint32_t i = 0; i < sp->n_eps; i++)
                 ready += sp->eps[i].ready;
-                local_ready += sp->eps[i].ready && sp->eps[i].local;
-        }
         const struct se_proxy_endpoint *const *eps = local ? p->cat.local : p->cat.cluster;
         uint32_t n = local ? p->cat.n_local : p->cat.n_cluster;
         bool fallback = n > 0 && !eps[0]->ready;
@@ -364,7 +363,6 @@ static void category_notes(struct walk *w, const struct se_proxy_svcport *sp, co
         else if (!fallback && n < ready)
                 note(w, "topology hints: %u of %u ready endpoints are hinted for this %s", n, ready,
                      w->opt->zone ? "node's zone or the node" : "node");
-        (void)local_ready;
 }
 
 /* Masquerading in the internal (ClusterIP) policy chain. */
@@ -523,6 +521,18 @@ static bool firewall(struct walk *w, const struct se_proxy_svcport *sp, const st
         return false;
 }
 
+/* The match of nft's NodePort rule (proxy_nft.c's nodeport_match). */
+static const char *nodeport_match(struct walk *w)
+{
+        char *buf = w->np_match;
+        if (proxy_nodeport_all(w->opt, w->t->family))
+                snprintf(buf, sizeof(w->np_match), "fib daddr type local %s daddr != %s", w->ip,
+                         w->t->family == SE_IPV6 ? "::1" : "127.0.0.0/8");
+        else
+                snprintf(buf, sizeof(w->np_match), "%s daddr @nodeport-ips", w->ip);
+        return buf;
+}
+
 /* NodePort, externalIP, load-balancer IP: the external chain. */
 static void external(struct walk *w, const struct se_proxy_svcport *sp, const struct plan *p)
 {
@@ -541,18 +551,20 @@ static void external(struct walk *w, const struct se_proxy_svcport *sp, const st
         if (w->nft) {
                 if (d == SE_TRACE_DEST_NODE_PORT)
                         step(w, w->table, "services",
-                             "node address: meta l4proto . th dport vmap @service-nodeports: "
-                             "%s . %d : goto %s",
-                             sp->proto, sp->node_port, p->ext);
+                             "%s meta l4proto . th dport vmap @service-nodeports: %s . %d : goto "
+                             "%s",
+                             nodeport_match(w), sp->proto, sp->node_port, p->ext);
                 else
                         step(w, w->table, "services",
                              "%s daddr . meta l4proto . th dport vmap @service-ips: %s . %s . %d "
                              ": goto %s",
                              w->ip, w->to, sp->proto, sp->port, p->ext);
         } else if (d == SE_TRACE_DEST_NODE_PORT) {
+                bool all = proxy_nodeport_all(w->opt, w->t->family);
                 step(w, "nat", "KUBE-SERVICES",
                      "\"kubernetes service nodeports; NOTE: this must be the last rule in this "
-                     "chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS");
+                     "chain\" %s%s -j KUBE-NODEPORTS",
+                     all ? "-m addrtype --dst-type LOCAL" : "-d ", all ? "" : w->to);
                 step(w, "nat", "KUBE-NODEPORTS", "%s -p %s --dport %d -j %s", sp->spn, sp->proto,
                      sp->node_port, p->ext);
         } else if (d == SE_TRACE_DEST_EXTERNAL_IP || !p->uses_fw) {

@@ -404,10 +404,27 @@ static void test_trace__node_port(void **state)
                 want_step(&r, nft ? "services" : "KUBE-NODEPORTS", "30080");
                 spread_from_rules(&r, nft, chain_with(&r, nft ? "service-" : "KUBE-SVC-"));
                 assert_non_null(strstr(r.tr.node_port_ips, "10.99.0.1"));
+                /* nft's default: NodePorts on the primary IPs only */
+                want_step(&r, nft ? "services" : "KUBE-SERVICES",
+                          nft ? "ip daddr @nodeport-ips" : "--dst-type LOCAL -j KUBE-NODEPORTS");
                 done(&r);
                 /* localhost: iptables takes NodePorts there, nftables not */
                 trace(s, &o, nft, "127.0.0.1", "127.0.0.1:30080", &r);
                 assert_int_equal(r.tr.verdict, nft ? SE_TRACE_PASS : SE_TRACE_DNAT);
+                done(&r);
+                /* --nodeport-addresses: the selected node IPs only */
+                struct se_proxy_options sel = o;
+                assert_int_equal(se_parse_cidr("10.99.0.0/24", &sel.nodeport_cidrs[0]), 0);
+                sel.n_nodeport_cidrs = 1;
+                sel.nodeport_primary = false;
+                trace(s, &sel, nft, "10.99.0.2", "10.99.0.1:30080", &r);
+                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                want_step(&r, nft ? "services" : "KUBE-SERVICES",
+                          nft ? "ip daddr @nodeport-ips" : "-d 10.99.0.1 -j KUBE-NODEPORTS");
+                assert_string_equal(r.tr.node_port_ips, "10.99.0.1");
+                done(&r);
+                trace(s, &sel, nft, "127.0.0.1", "127.0.0.1:30080", &r);
+                assert_int_equal(r.tr.verdict, SE_TRACE_PASS);
                 done(&r);
                 /* another address is no node address */
                 trace(s, &o, nft, "10.99.0.2", "10.99.0.7:30080", &r);
