@@ -14,7 +14,7 @@ static const char usage[] =
         "Usage: svcenv trace -f CLUSTER --node NAME --from IP --to IP:PORT[/PROTO]\n"
         "         [--mode iptables|nftables] [-o text|json] [--cluster-cidr CIDR[,CIDR]]\n"
         "         [--node-ip IP ...] [--masquerade-all] [--nodeport-addresses CIDRS|primary]\n"
-        "         [--localhost-nodeports true|false] [--proxy-name NAME]\n"
+        "         [--localhost-nodeports true|false] [--proxy-name NAME] [--affinity-state]\n"
         "       svcenv trace --kubeconfig FILE [--context C] --node NAME ...  (a live cluster)\n"
         "\n"
         "Walks the rules the proxy would program on node NAME (as `svcenv rules`, same\n"
@@ -23,12 +23,16 @@ static const char usage[] =
         "rules name them, the verdict (DNAT, REJECT, DROP, or PASS when no rule of ours\n"
         "takes it), whether it is masqueraded and why, and every endpoint it can reach\n"
         "with the probability of a new connection. ClientIP affinity is reported with\n"
-        "its timeout (which endpoint a known client has is kernel state, not shown).\n"
+        "its timeout; with --affinity-state, run on the node itself, the kernel's\n"
+        "affinity entries say which endpoint already holds this client (iptables:\n"
+        "/proc/net/xt_recent, whose entries' age is not checked; nftables: the\n"
+        "endpoint's affinity set of table svcenv, read with `nft list set`).\n"
         "A --from that is one of the node's IPs or loopback is traffic of the node\n"
         "itself. The table is the family of --to; --from must be of the same family.\n";
 
 struct trace_args {
         const char *node, *from, *to, *mode, *output;
+        bool affinity_state;
 };
 
 static int parse(int argc, char **argv, struct cli_source *src, struct se_proxy_options *o,
@@ -48,6 +52,7 @@ static int parse(int argc, char **argv, struct cli_source *src, struct se_proxy_
                 { "nodeport-addresses", required_argument, NULL, 'p' },
                 { "localhost-nodeports", required_argument, NULL, 'l' },
                 { "proxy-name", required_argument, NULL, 'P' },
+                { "affinity-state", no_argument, NULL, 'S' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 }
         };
@@ -74,6 +79,9 @@ static int parse(int argc, char **argv, struct cli_source *src, struct se_proxy_
                         continue;
                 case 'o':
                         a->output = optarg;
+                        continue;
+                case 'S':
+                        a->affinity_state = true;
                         continue;
                 default:
                         break;
@@ -128,6 +136,11 @@ static int run(const struct se_store *store, const struct se_proxy_options *o,
         se_proxy_table_free(t);
         if (r < 0)
                 return cli_fail(EXIT_SYSTEM, "cannot trace: %s", strerror(-r));
+        if (a->affinity_state && (r = se_proxy_trace_read_affinity(&tr, q)) < 0) {
+                se_proxy_trace_release(&tr);
+                return cli_fail(EXIT_SYSTEM, "cannot read the %s affinity state on this host: %s",
+                                a->mode, strerror(-r));
+        }
         se_strbuf_init(&sb, 0);
         r = strcmp(a->output, "json") == 0 ? se_proxy_trace_json(&tr, q, &sb) :
                                              se_proxy_trace_text(&tr, q, &sb);

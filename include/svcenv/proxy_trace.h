@@ -70,6 +70,7 @@ struct se_proxy_trace_endpoint {
         double probability; /* of a new connection (affinity aside) */
         bool local, ready, serving, terminating;
         bool masquerade; /* hairpin: the source is this endpoint */
+        bool pinned; /* the kernel's affinity state sends this client here */
 };
 
 struct se_proxy_trace {
@@ -87,6 +88,7 @@ struct se_proxy_trace {
         uint32_t n_endpoints;
         bool affinity; /* ClientIP: a client seen before keeps its endpoint */
         int32_t affinity_timeout; /* seconds */
+        bool affinity_read; /* se_proxy_trace_read_affinity looked at the kernel */
         char **notes; /* topology hints, terminating fallback, ... */
         uint32_t n_notes;
         char *node_port_ips; /* the addresses a NodePort is taken on, NULL if none */
@@ -103,6 +105,16 @@ int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_opt
                        enum se_trace_backend backend, const struct se_proxy_trace_query *q,
                        struct se_proxy_trace *ret);
 void se_proxy_trace_release(struct se_proxy_trace *tr);
+
+/* On the node itself (I/O, not pure): for a DNAT with ClientIP affinity,
+ * reads the kernel's affinity state of each endpoint for q's source
+ * (iptables: /proc/net/xt_recent/KUBE-SEP-…, the `recent` list; its age
+ * is not checked; nftables: `nft list set` of the endpoint's affinity set,
+ * whose entries expire by themselves) and sets endpoints[i].pinned where
+ * the source is held. Nothing to read (no affinity, no DNAT): 0. 0 once
+ * read (affinity_read set), -ENOENT when the state is not on this host
+ * (no such list or set), or another negative errno. */
+int se_proxy_trace_read_affinity(struct se_proxy_trace *tr, const struct se_proxy_trace_query *q);
 
 /* Readable text / one JSON object (and a newline) appended to out. 0 or
  * the strbuf's error. */

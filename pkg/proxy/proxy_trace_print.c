@@ -78,17 +78,30 @@ int se_proxy_trace_text(const struct se_proxy_trace *tr, const struct se_proxy_t
                         "affinity:   ClientIP, %d s: a client that connected within "
                         "that time gets its endpoint again; a new one is spread as below\n",
                         tr->affinity_timeout);
+        if (tr->affinity_read) {
+                const char *pin = NULL;
+                for (uint32_t i = 0; i < tr->n_endpoints && !pin; i++)
+                        if (tr->endpoints[i].pinned)
+                                pin = tr->endpoints[i].endpoint;
+                if (pin)
+                        se_strbuf_printf(out, "affinity:   this host's state holds %s for %s\n",
+                                         from, pin);
+                else
+                        se_strbuf_printf(out, "affinity:   this host's state has no entry for %s\n",
+                                         from);
+        }
         if (tr->n_endpoints) {
                 se_strbuf_puts(out, "endpoints:\n");
                 for (uint32_t i = 0; i < tr->n_endpoints; i++) {
                         const struct se_proxy_trace_endpoint *e = &tr->endpoints[i];
-                        se_strbuf_printf(out, "  %-24s %7.3f%%  %s%s%s%s\n", e->endpoint,
+                        se_strbuf_printf(out, "  %-24s %7.3f%%  %s%s%s%s%s\n", e->endpoint,
                                          100.0 * e->probability, e->chain,
                                          e->local ? "  local" : "",
                                          e->ready       ? "" :
                                          e->terminating ? "  terminating" :
                                                           "",
-                                         e->masquerade ? "  hairpin: masqueraded" : "");
+                                         e->masquerade ? "  hairpin: masqueraded" : "",
+                                         e->pinned ? "  pinned by affinity" : "");
                 }
         }
         for (uint32_t i = 0; i < tr->n_notes; i++)
@@ -166,8 +179,9 @@ int se_proxy_trace_json(const struct se_proxy_trace *tr, const struct se_proxy_t
         str_or_null(out, tr->masquerade_reason);
         key(out, "affinity", false);
         if (tr->affinity)
-                se_strbuf_printf(out, "{\"type\":\"ClientIP\",\"timeoutSeconds\":%d}",
-                                 tr->affinity_timeout);
+                se_strbuf_printf(out,
+                                 "{\"type\":\"ClientIP\",\"timeoutSeconds\":%d,\"stateRead\":%s}",
+                                 tr->affinity_timeout, yes(tr->affinity_read));
         else
                 se_strbuf_puts(out, "null");
         key(out, "endpoints", false);
@@ -191,6 +205,8 @@ int se_proxy_trace_json(const struct se_proxy_trace *tr, const struct se_proxy_t
                 se_strbuf_puts(out, yes(e->terminating));
                 key(out, "hairpin", false);
                 se_strbuf_puts(out, yes(e->masquerade));
+                key(out, "pinned", false);
+                se_strbuf_puts(out, yes(e->pinned));
                 se_strbuf_puts(out, "}");
         }
         se_strbuf_puts(out, "]");

@@ -237,6 +237,25 @@ for mode in iptables nftables; do
         else
                 not_ok "$mode: ClientIP affinity traced; the client is pinned to a traced endpoint ($(tr '\n' ' ' <"$tmp/t-sticky") / $pinned)"
         fi
+        # on the node, the kernel's affinity state names the endpoint the client is pinned to
+        held=$(inns "$NODE" "$SVCENV/svcenv" trace "${opts[@]}" --mode $mode --from 10.99.0.2 \
+                --to 10.96.0.11:80 --affinity-state -o json 2>"$tmp/held.err" |
+                python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(" ".join("b" + e["endpoint"].split(":")[0].split(".")[2] for e in d["endpoints"] if e["pinned"]))')
+        if [ -n "$pinned" ] && [ "$held" = "$pinned" ]; then
+                ok "$mode: --affinity-state names the endpoint the client reaches ($held)"
+        else
+                not_ok "$mode: --affinity-state names the endpoint the client reaches (trace: '$held', traffic: '$pinned' $(head -c 200 "$tmp/held.err"))"
+        fi
+        held=$(inns "$NODE" "$SVCENV/svcenv" trace "${opts[@]}" --mode $mode --from 10.99.0.3 \
+                --to 10.96.0.11:80 --affinity-state 2>&1)
+        if grep -q "state has no entry for 10.99.0.3" <<<"$held" && ! grep -q "pinned by" <<<"$held"; then
+                ok "$mode: --affinity-state pins no endpoint for a client never seen"
+        else
+                not_ok "$mode: --affinity-state pins no endpoint for a client never seen"
+                sed 's/^/# /' <<<"$held"
+        fi
 
         # verdicts without DNAT: REJECT refuses at once, DROP times out
         for case in empty:10.96.0.12:80:REJECT remote:10.99.0.1:30082:DROP closed:198.51.100.8:80:DROP; do
