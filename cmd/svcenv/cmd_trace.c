@@ -132,7 +132,8 @@ static int run(const struct se_store *store, const struct se_proxy_options *o,
         if (r < 0)
                 return cli_fail(EXIT_SYSTEM, "cannot build the rules: %s", strerror(-r));
         se_proxy_trace_locality(q, o);
-        r = se_proxy_trace_run(t, o, nft ? SE_TRACE_NFTABLES : SE_TRACE_IPTABLES, q, &tr);
+        r = se_proxy_trace_run(t, o, nft ? SE_PROXY_TRACE_NFTABLES : SE_PROXY_TRACE_IPTABLES, q,
+                               &tr);
         se_proxy_table_free(t);
         if (r < 0)
                 return cli_fail(EXIT_SYSTEM, "cannot trace: %s", strerror(-r));

@@ -22,28 +22,27 @@
 #include <svcenv/proxy.h>
 #include <svcenv/strbuf.h>
 
-enum se_trace_backend { SE_TRACE_IPTABLES, SE_TRACE_NFTABLES };
+enum se_proxy_trace_backend { SE_PROXY_TRACE_IPTABLES, SE_PROXY_TRACE_NFTABLES };
 
 /* What the destination is to the rules. */
-enum se_trace_dest {
-        SE_TRACE_DEST_NONE, /* no service address of ours */
-        SE_TRACE_DEST_CLUSTER_IP,
-        SE_TRACE_DEST_EXTERNAL_IP,
-        SE_TRACE_DEST_LOAD_BALANCER,
-        SE_TRACE_DEST_NODE_PORT,
+enum se_proxy_trace_dest {
+        SE_PROXY_TRACE_DEST_NONE, /* no service address of ours */
+        SE_PROXY_TRACE_DEST_CLUSTER_IP,
+        SE_PROXY_TRACE_DEST_EXTERNAL_IP,
+        SE_PROXY_TRACE_DEST_LOAD_BALANCER,
+        SE_PROXY_TRACE_DEST_NODE_PORT,
 };
 
-enum se_trace_verdict {
-        SE_TRACE_PASS, /* no rule of ours takes it: routed as it is */
-        SE_TRACE_DNAT, /* to one of the endpoints */
-        SE_TRACE_REJECT,
-        SE_TRACE_DROP,
+enum se_proxy_trace_verdict {
+        SE_PROXY_TRACE_PASS, /* no rule of ours takes it: routed as it is */
+        SE_PROXY_TRACE_DNAT, /* to one of the endpoints */
+        SE_PROXY_TRACE_REJECT,
+        SE_PROXY_TRACE_DROP,
 };
 
 /* The packet. from_local: the source is an address of the node itself
  * (the packet leaves through OUTPUT, addrtype LOCAL / fib saddr type
- * local); se_proxy_trace_query_init sets it when from is one of the
- * options' node IPs or loopback. */
+ * local); se_proxy_trace_locality sets it. */
 struct se_proxy_trace_query {
         struct se_ip from, to;
         int32_t port;
@@ -74,13 +73,13 @@ struct se_proxy_trace_endpoint {
 };
 
 struct se_proxy_trace {
-        enum se_trace_backend backend;
-        enum se_trace_dest dest;
+        enum se_proxy_trace_backend backend;
+        enum se_proxy_trace_dest dest;
         char *service; /* "ns/name:port" (spn), NULL when none */
         char *protocol; /* "tcp", "udp", "sctp" */
         struct se_proxy_trace_step *steps;
         uint32_t n_steps;
-        enum se_trace_verdict verdict;
+        enum se_proxy_trace_verdict verdict;
         char *reason; /* why this verdict, one sentence */
         bool masquerade; /* before the endpoint's own hairpin rule */
         char *masquerade_reason; /* why (or why not), one sentence */
@@ -94,15 +93,15 @@ struct se_proxy_trace {
         char *node_port_ips; /* the addresses a NodePort is taken on, NULL if none */
 };
 
-/* Fills q's defaults (protocol tcp) and from_local from opt (a node IP or
- * a loopback address) once from is set. */
+/* Sets q->from_local from opt once q->from is set: one of the node IPs
+ * or a loopback address. */
 void se_proxy_trace_locality(struct se_proxy_trace_query *q, const struct se_proxy_options *opt);
 
 /* Walks t (the family of q's addresses, built with opt) for q. *ret is
  * filled (release it). 0, -ENOMEM, or -EINVAL when the addresses are not
  * of t's family. */
 int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_options *opt,
-                       enum se_trace_backend backend, const struct se_proxy_trace_query *q,
+                       enum se_proxy_trace_backend backend, const struct se_proxy_trace_query *q,
                        struct se_proxy_trace *ret);
 void se_proxy_trace_release(struct se_proxy_trace *tr);
 

@@ -329,7 +329,7 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
                      "-m statistic --mode random --probability 1/(%u-i) -j KUBE-SEP-<endpoint i>: "
                      "each endpoint 1/%u",
                      n, n);
-        tr->verdict = SE_TRACE_DNAT;
+        tr->verdict = SE_PROXY_TRACE_DNAT;
         if (n == 1)
                 set_str(w, &tr->reason, "to %s", eps[0]->str);
         else
@@ -409,14 +409,14 @@ static void no_endpoints(struct walk *w, const struct se_proxy_svcport *sp, bool
 {
         struct se_proxy_trace *tr = w->tr;
         const char *why = none_at_all ? "has no endpoints" : "has no local endpoints";
-        tr->verdict = none_at_all ? SE_TRACE_REJECT : SE_TRACE_DROP;
+        tr->verdict = none_at_all ? SE_PROXY_TRACE_REJECT : SE_PROXY_TRACE_DROP;
         set_str(w, &tr->reason, "%s %s%s", sp->spn, why,
                 none_at_all ? "" :
                 external    ? " (externalTrafficPolicy Local)" :
                               " (internalTrafficPolicy Local)");
         const char *target = none_at_all ? "REJECT" : "DROP";
         if (w->nft) {
-                bool np = tr->dest == SE_TRACE_DEST_NODE_PORT;
+                bool np = tr->dest == SE_PROXY_TRACE_DEST_NODE_PORT;
                 const char *chk = np ? "nodeport-endpoints-check" : "service-endpoints-check";
                 const char *map = np ? "no-endpoint-nodeports" : "no-endpoint-services";
                 const char *v = none_at_all ? "goto reject-chain" : "drop";
@@ -431,7 +431,7 @@ static void no_endpoints(struct walk *w, const struct se_proxy_svcport *sp, bool
                 return;
         }
         const char *chain = external ? "KUBE-EXTERNAL-SERVICES" : "KUBE-SERVICES";
-        if (tr->dest == SE_TRACE_DEST_NODE_PORT)
+        if (tr->dest == SE_PROXY_TRACE_DEST_NODE_PORT)
                 step(w, "filter", chain,
                      "\"%s %s\" -m addrtype --dst-type LOCAL -p %s --dport %d -j %s", sp->spn, why,
                      sp->proto, sp->node_port, target);
@@ -511,7 +511,7 @@ static bool firewall(struct walk *w, const struct se_proxy_svcport *sp, const st
         }
         if (pass)
                 return true;
-        tr->verdict = SE_TRACE_DROP;
+        tr->verdict = SE_PROXY_TRACE_DROP;
         set_str(w, &tr->reason, "the source %s is not in loadBalancerSourceRanges of %s", w->from,
                 sp->spn);
         if (!w->nft)
@@ -537,19 +537,19 @@ static const char *nodeport_match(struct walk *w)
 static void external(struct walk *w, const struct se_proxy_svcport *sp, const struct plan *p)
 {
         struct se_proxy_trace *tr = w->tr;
-        const enum se_trace_dest d = tr->dest;
+        const enum se_proxy_trace_dest d = tr->dest;
         if (!p->has_any) {
                 hook(w);
                 if (w->nft)
                         nat_step(w, "services", "no element for it in the services' maps: no DNAT");
                 return no_endpoints(w, sp, true, true);
         }
-        if (d == SE_TRACE_DEST_LOAD_BALANCER && p->uses_fw && !firewall(w, sp, p))
+        if (d == SE_PROXY_TRACE_DEST_LOAD_BALANCER && p->uses_fw && !firewall(w, sp, p))
                 return;
         /* into the external chain */
         hook(w);
         if (w->nft) {
-                if (d == SE_TRACE_DEST_NODE_PORT)
+                if (d == SE_PROXY_TRACE_DEST_NODE_PORT)
                         step(w, w->table, "services",
                              "%s meta l4proto . th dport vmap @service-nodeports: %s . %d : goto "
                              "%s",
@@ -559,7 +559,7 @@ static void external(struct walk *w, const struct se_proxy_svcport *sp, const st
                              "%s daddr . meta l4proto . th dport vmap @service-ips: %s . %s . %d "
                              ": goto %s",
                              w->ip, w->to, sp->proto, sp->port, p->ext);
-        } else if (d == SE_TRACE_DEST_NODE_PORT) {
+        } else if (d == SE_PROXY_TRACE_DEST_NODE_PORT) {
                 bool all = proxy_nodeport_all(w->opt, w->t->family);
                 step(w, "nat", "KUBE-SERVICES",
                      "\"kubernetes service nodeports; NOTE: this must be the last rule in this "
@@ -567,10 +567,10 @@ static void external(struct walk *w, const struct se_proxy_svcport *sp, const st
                      all ? "-m addrtype --dst-type LOCAL" : "-d ", all ? "" : w->to);
                 step(w, "nat", "KUBE-NODEPORTS", "%s -p %s --dport %d -j %s", sp->spn, sp->proto,
                      sp->node_port, p->ext);
-        } else if (d == SE_TRACE_DEST_EXTERNAL_IP || !p->uses_fw) {
+        } else if (d == SE_PROXY_TRACE_DEST_EXTERNAL_IP || !p->uses_fw) {
                 step(w, "nat", "KUBE-SERVICES", "\"%s %s\" -d %s -p %s --dport %d -j %s", sp->spn,
-                     d == SE_TRACE_DEST_EXTERNAL_IP ? "external IP" : "loadbalancer IP", w->to,
-                     sp->proto, sp->port, p->ext);
+                     d == SE_PROXY_TRACE_DEST_EXTERNAL_IP ? "external IP" : "loadbalancer IP",
+                     w->to, sp->proto, sp->port, p->ext);
         }
         const char *mark = w->nft ? "jump mark-for-masquerade" : "-j KUBE-MARK-MASQ";
         if (!sp->external_local) {
@@ -682,14 +682,14 @@ static void no_service(struct walk *w)
         bool cip = false;
         for (uint32_t i = 0; i < w->t->n_ports && !cip; i++)
                 cip = ip_is(w->t->ports[i].cluster_ip, &w->q->to);
-        tr->verdict = SE_TRACE_PASS;
+        tr->verdict = SE_PROXY_TRACE_PASS;
         hook(w);
         if (w->nft) {
                 nat_step(w, "services", "no element matches: no DNAT");
                 const char *chain = w->q->from_local ? "filter-output" : "filter-forward";
                 if (cip) {
-                        tr->dest = SE_TRACE_DEST_CLUSTER_IP;
-                        tr->verdict = SE_TRACE_REJECT;
+                        tr->dest = SE_PROXY_TRACE_DEST_CLUSTER_IP;
+                        tr->verdict = SE_PROXY_TRACE_REJECT;
                         step(w, w->table, chain, "ct state new jump cluster-ips-check");
                         step(w, w->table, "cluster-ips-check", "%s daddr @cluster-ips reject",
                              w->ip);
@@ -703,7 +703,7 @@ static void no_service(struct walk *w)
                         if (se_parse_cidr(w->t->service_cidrs[i], &c) < 0 ||
                             !se_cidr_contains(&c, &w->q->to))
                                 continue;
-                        tr->verdict = SE_TRACE_DROP;
+                        tr->verdict = SE_PROXY_TRACE_DROP;
                         step(w, w->table, chain, "ct state new jump cluster-ips-check");
                         step(w, w->table, "cluster-ips-check", "%s daddr { %s } drop", w->ip,
                              w->t->service_cidrs[i]);
@@ -716,7 +716,7 @@ static void no_service(struct walk *w)
                 nat_step(w, "KUBE-SERVICES", "no rule matches: no DNAT");
         }
         if (cip)
-                tr->dest = SE_TRACE_DEST_CLUSTER_IP;
+                tr->dest = SE_PROXY_TRACE_DEST_CLUSTER_IP;
         set_str(w, &tr->reason,
                 cip ? "%s is a ClusterIP without a service port %d/%s: no rule of ours takes it, "
                       "it is routed as it is" :
@@ -728,28 +728,28 @@ static void no_service(struct walk *w)
 /* The service port the destination is, and how (KUBE-SERVICES order:
  * services by name, then cluster IP, external IPs, LB IPs; NodePorts
  * last). */
-static const struct se_proxy_svcport *find(struct walk *w, enum se_trace_dest *dest)
+static const struct se_proxy_svcport *find(struct walk *w, enum se_proxy_trace_dest *dest)
 {
         const struct se_proxy_trace_query *q = w->q;
         for (uint32_t i = 0; i < w->t->n_ports; i++) {
                 const struct se_proxy_svcport *sp = &w->t->ports[i];
                 if (sp->protocol != q->protocol || sp->port != q->port)
                         continue;
-                *dest = SE_TRACE_DEST_CLUSTER_IP;
+                *dest = SE_PROXY_TRACE_DEST_CLUSTER_IP;
                 if (ip_is(sp->cluster_ip, &q->to))
                         return sp;
-                *dest = SE_TRACE_DEST_EXTERNAL_IP;
+                *dest = SE_PROXY_TRACE_DEST_EXTERNAL_IP;
                 for (uint32_t k = 0; k < sp->n_external_ips; k++)
                         if (ip_is(sp->external_ips[k], &q->to))
                                 return sp;
-                *dest = SE_TRACE_DEST_LOAD_BALANCER;
+                *dest = SE_PROXY_TRACE_DEST_LOAD_BALANCER;
                 for (uint32_t k = 0; k < sp->n_lb_vips; k++)
                         if (ip_is(sp->lb_vips[k], &q->to))
                                 return sp;
         }
         if (!nodeport_dest(w))
                 return NULL;
-        *dest = SE_TRACE_DEST_NODE_PORT;
+        *dest = SE_PROXY_TRACE_DEST_NODE_PORT;
         for (uint32_t i = 0; i < w->t->n_ports; i++) {
                 const struct se_proxy_svcport *sp = &w->t->ports[i];
                 if (sp->protocol == q->protocol && sp->node_port == q->port)
@@ -785,14 +785,14 @@ void se_proxy_trace_release(struct se_proxy_trace *tr)
 }
 
 int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_options *opt,
-                       enum se_trace_backend backend, const struct se_proxy_trace_query *q,
+                       enum se_proxy_trace_backend backend, const struct se_proxy_trace_query *q,
                        struct se_proxy_trace *ret)
 {
         memset(ret, 0, sizeof(*ret));
         if (q->from.family != t->family || q->to.family != t->family)
                 return -EINVAL;
         struct walk w = { .tr = ret, .t = t, .opt = opt, .q = q };
-        w.nft = backend == SE_TRACE_NFTABLES;
+        w.nft = backend == SE_PROXY_TRACE_NFTABLES;
         w.ip = t->family == SE_IPV6 ? "ip6" : "ip";
         snprintf(w.table, sizeof(w.table), "%s svcenv", w.ip);
         if ((w.detect_cidr = proxy_cluster_cidr(opt, t->family)))
@@ -807,7 +807,7 @@ int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_opt
                 se_proxy_trace_release(ret);
                 return -ENOMEM;
         }
-        enum se_trace_dest dest = SE_TRACE_DEST_NONE;
+        enum se_proxy_trace_dest dest = SE_PROXY_TRACE_DEST_NONE;
         const struct se_proxy_svcport *sp = find(&w, &dest);
         if (!sp) {
                 no_service(&w);
@@ -819,19 +819,19 @@ int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_opt
                 if (sp->node_port)
                         nodeport_ips(&w);
                 int r = plan(&w, sp, &p);
-                if (r == 0 && dest == SE_TRACE_DEST_CLUSTER_IP)
+                if (r == 0 && dest == SE_PROXY_TRACE_DEST_CLUSTER_IP)
                         cluster_ip(&w, sp, &p);
                 else if (r == 0)
                         external(&w, sp, &p);
                 fail(&w, r);
                 proxy_categories_release(&p.cat);
-                if (ret->verdict == SE_TRACE_DNAT && ret->masquerade)
+                if (ret->verdict == SE_PROXY_TRACE_DNAT && ret->masquerade)
                         note(&w,
                              "masqueraded on the way out (%s), source becomes the node's "
                              "address",
                              w.nft ? "chain masquerading" : "KUBE-POSTROUTING -j MASQUERADE");
         }
-        if (!ret->masquerade_reason && ret->verdict == SE_TRACE_DNAT)
+        if (!ret->masquerade_reason && ret->verdict == SE_PROXY_TRACE_DNAT)
                 set_str(&w, &ret->masquerade_reason, "no");
         if (w.r < 0) {
                 se_proxy_trace_release(ret);

@@ -71,14 +71,14 @@ static int nft_set(const char *family, const char *chain, const char *from, bool
 
 int se_proxy_trace_read_affinity(struct se_proxy_trace *tr, const struct se_proxy_trace_query *q)
 {
-        if (!tr->affinity || tr->verdict != SE_TRACE_DNAT)
+        if (!tr->affinity || tr->verdict != SE_PROXY_TRACE_DNAT)
                 return 0;
         char from[64];
         se_ip_format(&q->from, from, sizeof(from));
         const char *family = q->from.family == SE_IPV6 ? "ip6" : "ip";
         for (uint32_t i = 0; i < tr->n_endpoints; i++) {
                 struct se_proxy_trace_endpoint *e = &tr->endpoints[i];
-                int r = tr->backend == SE_TRACE_NFTABLES ?
+                int r = tr->backend == SE_PROXY_TRACE_NFTABLES ?
                                 nft_set(family, e->chain, from, &e->pinned) :
                                 xt_recent(e->chain, from, &e->pinned);
                 if (r < 0)

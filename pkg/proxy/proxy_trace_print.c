@@ -5,33 +5,33 @@
 #include <svcenv/jsonstr.h>
 #include <svcenv/proxy_trace.h>
 
-static const char *dest_name(enum se_trace_dest d)
+static const char *dest_name(enum se_proxy_trace_dest d)
 {
         switch (d) {
-        case SE_TRACE_DEST_CLUSTER_IP:
+        case SE_PROXY_TRACE_DEST_CLUSTER_IP:
                 return "clusterIP";
-        case SE_TRACE_DEST_EXTERNAL_IP:
+        case SE_PROXY_TRACE_DEST_EXTERNAL_IP:
                 return "externalIP";
-        case SE_TRACE_DEST_LOAD_BALANCER:
+        case SE_PROXY_TRACE_DEST_LOAD_BALANCER:
                 return "loadBalancerIP";
-        case SE_TRACE_DEST_NODE_PORT:
+        case SE_PROXY_TRACE_DEST_NODE_PORT:
                 return "nodePort";
-        case SE_TRACE_DEST_NONE:
+        case SE_PROXY_TRACE_DEST_NONE:
         default:
                 return "none";
         }
 }
 
-static const char *verdict_name(enum se_trace_verdict v)
+static const char *verdict_name(enum se_proxy_trace_verdict v)
 {
         switch (v) {
-        case SE_TRACE_DNAT:
+        case SE_PROXY_TRACE_DNAT:
                 return "DNAT";
-        case SE_TRACE_REJECT:
+        case SE_PROXY_TRACE_REJECT:
                 return "REJECT";
-        case SE_TRACE_DROP:
+        case SE_PROXY_TRACE_DROP:
                 return "DROP";
-        case SE_TRACE_PASS:
+        case SE_PROXY_TRACE_PASS:
         default:
                 return "PASS";
         }
@@ -55,7 +55,7 @@ int se_proxy_trace_text(const struct se_proxy_trace *tr, const struct se_proxy_t
         packet(tr, q, from, to);
         se_strbuf_printf(out, "packet:     %s%s -> %s (%s)\n", from,
                          q->from_local ? " (a node address)" : "", to,
-                         tr->backend == SE_TRACE_NFTABLES ? "nftables" : "iptables");
+                         tr->backend == SE_PROXY_TRACE_NFTABLES ? "nftables" : "iptables");
         if (tr->service)
                 se_strbuf_printf(out, "service:    %s (%s)\n", tr->service, dest_name(tr->dest));
         else
@@ -69,7 +69,8 @@ int se_proxy_trace_text(const struct se_proxy_trace *tr, const struct se_proxy_t
                                  s->rule);
         }
         se_strbuf_printf(out, "verdict:    %s%s%s\n", verdict_name(tr->verdict),
-                         tr->verdict == SE_TRACE_DNAT ? " " : ": ", tr->reason ? tr->reason : "");
+                         tr->verdict == SE_PROXY_TRACE_DNAT ? " " : ": ",
+                         tr->reason ? tr->reason : "");
         if (tr->masquerade_reason)
                 se_strbuf_printf(out, "masquerade: %s\n", tr->masquerade_reason);
         if (tr->affinity)
@@ -138,7 +139,7 @@ int se_proxy_trace_json(const struct se_proxy_trace *tr, const struct se_proxy_t
         se_ip_format(&q->to, to, sizeof(to));
         se_strbuf_puts(out, "{");
         key(out, "backend", true);
-        se_json_put_string(out, tr->backend == SE_TRACE_NFTABLES ? "nftables" : "iptables");
+        se_json_put_string(out, tr->backend == SE_PROXY_TRACE_NFTABLES ? "nftables" : "iptables");
         key(out, "from", false);
         se_json_put_string(out, from);
         key(out, "fromNode", false);

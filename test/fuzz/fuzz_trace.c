@@ -77,8 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int mode = 0; mode < 2; mode++) {
                 struct se_proxy_trace tr;
                 const struct se_proxy_table *t = tables[q.to.family == SE_IPV6];
-                int r = se_proxy_trace_run(t, &opt, mode ? SE_TRACE_NFTABLES : SE_TRACE_IPTABLES,
-                                           &q, &tr);
+                int r = se_proxy_trace_run(
+                        t, &opt, mode ? SE_PROXY_TRACE_NFTABLES : SE_PROXY_TRACE_IPTABLES, &q, &tr);
                 if (r == -EINVAL && q.from.family != q.to.family)
                         continue;
                 if (r < 0)
@@ -86,9 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 double sum = 0;
                 for (uint32_t i = 0; i < tr.n_endpoints; i++)
                         sum += tr.endpoints[i].probability;
-                if (tr.verdict == SE_TRACE_DNAT && (tr.n_endpoints == 0 || fabs(sum - 1) > 1e-9))
+                if (tr.verdict == SE_PROXY_TRACE_DNAT &&
+                    (tr.n_endpoints == 0 || fabs(sum - 1) > 1e-9))
                         abort();
-                if (tr.verdict != SE_TRACE_DNAT && tr.n_endpoints)
+                if (tr.verdict != SE_PROXY_TRACE_DNAT && tr.n_endpoints)
                         abort();
                 struct se_strbuf sb;
                 se_strbuf_init(&sb, 0);

@@ -115,7 +115,8 @@ static void trace(const struct se_store *s, const struct se_proxy_options *o, bo
         se_proxy_trace_locality(&res->q, o);
         struct se_proxy_table *t = NULL;
         assert_int_equal(se_proxy_table_build(s, o, res->q.to.family, &t), 0);
-        assert_int_equal(se_proxy_trace_run(t, o, nft ? SE_TRACE_NFTABLES : SE_TRACE_IPTABLES,
+        assert_int_equal(se_proxy_trace_run(t, o,
+                                            nft ? SE_PROXY_TRACE_NFTABLES : SE_PROXY_TRACE_IPTABLES,
                                             &res->q, &res->tr),
                          0);
         struct se_strbuf sb;
@@ -292,8 +293,8 @@ static void test_trace__cluster_ip(void **state)
                 options(&o, nft);
                 struct result r;
                 trace(s, &o, nft, "10.99.0.2", "10.96.0.10:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
-                assert_int_equal(r.tr.dest, SE_TRACE_DEST_CLUSTER_IP);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_CLUSTER_IP);
                 assert_string_equal(r.tr.service, "e2e/web:http");
                 want_eps(&r, three_eps, 1.0 / 3);
                 chains_written(&r, nft);
@@ -360,7 +361,7 @@ static void test_trace__no_endpoints(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.99.0.2", "10.96.0.12:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_REJECT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REJECT);
                 assert_int_equal(r.tr.n_endpoints, 0);
                 assert_non_null(strstr(r.tr.reason, "has no endpoints"));
                 chains_written(&r, nft);
@@ -370,13 +371,13 @@ static void test_trace__no_endpoints(void **state)
                         want_step(&r, "KUBE-SERVICES", "-j REJECT");
                 done(&r);
                 trace(s, &o, nft, "10.99.0.2", "192.0.2.50:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_REJECT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REJECT);
                 if (!nft)
                         want_step(&r, "KUBE-EXTERNAL-SERVICES", "-d 192.0.2.50");
                 done(&r);
                 trace(s, &o, nft, "10.99.0.2", "10.99.0.1:30090", &r);
-                assert_int_equal(r.tr.dest, SE_TRACE_DEST_NODE_PORT);
-                assert_int_equal(r.tr.verdict, SE_TRACE_REJECT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_NODE_PORT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REJECT);
                 want_step(&r, nft ? "nodeport-endpoints-check" : "KUBE-EXTERNAL-SERVICES",
                           nft ? "30090" : "--dst-type LOCAL");
                 done(&r);
@@ -396,8 +397,8 @@ static void test_trace__node_port(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.99.0.2", "10.99.0.1:30080", &r);
-                assert_int_equal(r.tr.dest, SE_TRACE_DEST_NODE_PORT);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_NODE_PORT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 assert_true(r.tr.masquerade); /* external, policy Cluster */
                 want_eps(&r, three_eps, 1.0 / 3);
                 chains_written(&r, nft);
@@ -410,7 +411,7 @@ static void test_trace__node_port(void **state)
                 done(&r);
                 /* localhost: iptables takes NodePorts there, nftables not */
                 trace(s, &o, nft, "127.0.0.1", "127.0.0.1:30080", &r);
-                assert_int_equal(r.tr.verdict, nft ? SE_TRACE_PASS : SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, nft ? SE_PROXY_TRACE_PASS : SE_PROXY_TRACE_DNAT);
                 done(&r);
                 /* --nodeport-addresses: the selected node IPs only */
                 struct se_proxy_options sel = o;
@@ -418,17 +419,17 @@ static void test_trace__node_port(void **state)
                 sel.n_nodeport_cidrs = 1;
                 sel.nodeport_primary = false;
                 trace(s, &sel, nft, "10.99.0.2", "10.99.0.1:30080", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 want_step(&r, nft ? "services" : "KUBE-SERVICES",
                           nft ? "ip daddr @nodeport-ips" : "-d 10.99.0.1 -j KUBE-NODEPORTS");
                 assert_string_equal(r.tr.node_port_ips, "10.99.0.1");
                 done(&r);
                 trace(s, &sel, nft, "127.0.0.1", "127.0.0.1:30080", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_PASS);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_PASS);
                 done(&r);
                 /* another address is no node address */
                 trace(s, &o, nft, "10.99.0.2", "10.99.0.7:30080", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_PASS);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_PASS);
                 assert_null(r.tr.service);
                 done(&r);
         }
@@ -447,8 +448,8 @@ static void test_trace__external_ip(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.244.1.2", "192.0.2.50:80", &r);
-                assert_int_equal(r.tr.dest, SE_TRACE_DEST_EXTERNAL_IP);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_EXTERNAL_IP);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 assert_true(r.tr.masquerade); /* even from a pod: eTP Cluster */
                 want_step(&r, chain_with(&r, nft ? "external-" : "KUBE-EXT-"),
                           nft ? "mark-for-masquerade" : "KUBE-MARK-MASQ");
@@ -472,13 +473,13 @@ static void test_trace__load_balancer_firewall(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "203.0.113.9", "198.51.100.7:80", &r);
-                assert_int_equal(r.tr.dest, SE_TRACE_DEST_LOAD_BALANCER);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_LOAD_BALANCER);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 chains_written(&r, nft);
                 want_step(&r, chain_with(&r, nft ? "firewall-" : "KUBE-FW-"), NULL);
                 done(&r);
                 trace(s, &o, nft, "203.0.113.200", "198.51.100.7:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DROP);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DROP);
                 assert_int_equal(r.tr.n_endpoints, 0);
                 assert_non_null(strstr(r.tr.reason, "loadBalancerSourceRanges"));
                 if (!nft)
@@ -489,7 +490,7 @@ static void test_trace__load_balancer_firewall(void **state)
                 done(&r);
                 /* the NodePort is not subject to the source ranges */
                 trace(s, &o, nft, "203.0.113.200", "10.99.0.1:30085", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 done(&r);
         }
         se_store_free(s);
@@ -513,7 +514,7 @@ static void test_trace__external_policy_local(void **state)
                 options(&o, nft);
                 /* an outside client: local endpoints only, source kept */
                 trace(s, &o, nft, "10.99.0.2", "10.99.0.1:30081", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 assert_false(r.tr.masquerade);
                 want_eps(&r, local_ep, 1.0);
                 chains_written(&r, nft);
@@ -547,7 +548,7 @@ static void test_trace__external_policy_local(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.99.0.2", "10.99.0.1:30082", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DROP);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DROP);
                 assert_non_null(strstr(r.tr.reason, "no local endpoints"));
                 assert_int_equal(r.tr.n_endpoints, 0);
                 chains_written(&r, nft);
@@ -569,7 +570,7 @@ static void test_trace__internal_policy_local(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.244.5.5", "10.96.0.16:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 want_eps(&r, local_ep, 1.0);
                 chains_written(&r, nft);
                 want_step(&r, nft ? "services" : "KUBE-SERVICES",
@@ -587,7 +588,7 @@ static void test_trace__internal_policy_local(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.244.5.5", "10.96.0.16:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DROP);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DROP);
                 if (!nft)
                         want_step(&r, "KUBE-SERVICES", "has no local endpoints");
                 else
@@ -687,22 +688,22 @@ static void test_trace__not_a_service(void **state)
                 options(&o, nft);
                 /* an unused port of a ClusterIP: nft rejects, iptables lets it go */
                 trace(s, &o, nft, "10.99.0.2", "10.96.0.10:81", &r);
-                assert_int_equal(r.tr.verdict, nft ? SE_TRACE_REJECT : SE_TRACE_PASS);
+                assert_int_equal(r.tr.verdict, nft ? SE_PROXY_TRACE_REJECT : SE_PROXY_TRACE_PASS);
                 if (nft)
                         want_step(&r, "cluster-ips-check", "@cluster-ips reject");
                 chains_written(&r, nft);
                 done(&r);
                 /* UDP to a TCP port is another service port */
                 trace(s, &o, nft, "10.99.0.2", "10.96.0.10:80/udp", &r);
-                assert_int_not_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_not_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 done(&r);
                 /* unallocated in the service CIDR: nft drops */
                 trace(s, &o, nft, "10.99.0.2", "10.96.0.99:80", &r);
-                assert_int_equal(r.tr.verdict, nft ? SE_TRACE_DROP : SE_TRACE_PASS);
+                assert_int_equal(r.tr.verdict, nft ? SE_PROXY_TRACE_DROP : SE_PROXY_TRACE_PASS);
                 done(&r);
                 trace(s, &o, nft, "10.99.0.2", "192.0.2.1:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_PASS);
-                assert_int_equal(r.tr.dest, SE_TRACE_DEST_NONE);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_PASS);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_NONE);
                 done(&r);
         }
         se_store_free(s);
@@ -724,7 +725,7 @@ static void test_trace__ipv6(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "fd00:99::2", "[fd00:96::10]:80", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 want_eps(&r, v6_eps, 0.5);
                 chains_written(&r, nft);
                 spread_from_rules(&r, nft, chain_with(&r, nft ? "service-" : "KUBE-SVC-"));
@@ -738,7 +739,8 @@ static void test_trace__ipv6(void **state)
                 assert_int_equal(se_parse_ip("10.99.0.2", &q.from), 0);
                 assert_int_equal(se_parse_ip("fd00:96::10", &q.to), 0);
                 assert_int_equal(se_proxy_table_build(s, &o, SE_IPV6, &t), 0);
-                assert_int_equal(se_proxy_trace_run(t, &o, SE_TRACE_IPTABLES, &q, &tr), -EINVAL);
+                assert_int_equal(se_proxy_trace_run(t, &o, SE_PROXY_TRACE_IPTABLES, &q, &tr),
+                                 -EINVAL);
                 se_proxy_table_free(t);
         }
         se_store_free(s);
@@ -756,14 +758,14 @@ static void test_trace__udp(void **state)
                 struct result r;
                 options(&o, nft);
                 trace(s, &o, nft, "10.244.1.5", "10.96.0.13:53/UDP", &r);
-                assert_int_equal(r.tr.verdict, SE_TRACE_DNAT);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 assert_string_equal(r.tr.protocol, "udp");
                 assert_int_equal(r.tr.n_endpoints, 2);
                 chains_written(&r, nft);
                 done(&r);
                 /* tcp: no such service port (nft rejects it for the ClusterIP) */
                 trace(s, &o, nft, "10.244.1.5", "10.96.0.13:53", &r);
-                assert_int_equal(r.tr.verdict, nft ? SE_TRACE_REJECT : SE_TRACE_PASS);
+                assert_int_equal(r.tr.verdict, nft ? SE_PROXY_TRACE_REJECT : SE_PROXY_TRACE_PASS);
                 done(&r);
         }
         se_store_free(s);
