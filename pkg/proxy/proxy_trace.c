@@ -45,6 +45,7 @@ static void fail(struct walk *w, int r)
                 w->r = r;
 }
 
+static char *vfmt(struct walk *w, const char *fmt, va_list ap) SE_PRINTF(2, 0);
 static char *vfmt(struct walk *w, const char *fmt, va_list ap)
 {
         char *s = NULL;
