@@ -50,11 +50,15 @@ setup() {
                 must inns "$ns" ip link set lo up
         done
         must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
+        must inns "$NODE" sysctl -qw net.ipv6.conf.all.forwarding=1
         must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
         must inns "$CL" ip addr add 10.99.0.2/24 dev vc
+        must inns "$CL" ip addr add fd00:99::2/64 dev vc nodad
         must inns "$CL" ip link set vc up
         must inns "$CL" ip route add default via 10.99.0.1
+        must inns "$CL" ip -6 route add default via fd00:99::1
         must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
+        must inns "$NODE" ip addr add fd00:99::1/64 dev vn nodad
         must inns "$NODE" ip link set vn up
         # service and LB addresses are routed on (as a default route would),
         # so what no rule takes reaches FORWARD instead of "no route"
@@ -63,6 +67,7 @@ setup() {
         must inns "$NODE" ip link set up0 up
         must inns "$NODE" ip route add 10.96.0.0/16 dev up0
         must inns "$NODE" ip route add 198.51.100.0/24 dev up0
+        must inns "$NODE" ip -6 route add fd00:96::/112 dev up0
         for k in 1 2 3; do
                 ns=$p-b$k
                 must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
@@ -71,6 +76,9 @@ setup() {
                 must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
                 must inns "$ns" ip link set eth0 up
                 must inns "$ns" ip route add default via 10.244.$k.1
+                must inns "$NODE" ip addr add fd00:244:$k::1/64 dev vb$k nodad
+                must inns "$ns" ip addr add fd00:244:$k::2/64 dev eth0 nodad
+                must inns "$ns" ip -6 route add default via fd00:244:$k::1
         done
 }
 
@@ -116,12 +124,15 @@ write_cluster() {
 apiVersion: v1
 kind: Node
 metadata: {name: node-a, labels: {topology.kubernetes.io/zone: z1}}
-status: {addresses: [{type: InternalIP, address: 10.99.0.1}]}
+status: {addresses: [{type: InternalIP, address: 10.99.0.1}, {type: InternalIP, address: "fd00:99::1"}]}
 EOF
                 svc web 10.96.0.10 ""
                 slice web 10.244.1.2@node-a 10.244.2.2@node-b 10.244.3.2@node-b
                 svc zoned 10.96.0.20 ""
                 slice zoned 10.244.1.2@node-a@z1 10.244.2.2@node-b@z1 10.244.3.2@node-b@z2
+                svc web6 '"fd00:96::10"' ", clusterIPs: [\"fd00:96::10\"], ipFamilies: [IPv6]"
+                slice web6 fd00:244:1::2@node-a fd00:244:2::2@node-b fd00:244:3::2@node-b |
+                        sed 's/addressType: IPv4/addressType: IPv6/'
                 svc sticky 10.96.0.11 ", sessionAffinity: ClientIP"
                 slice sticky 10.244.1.2@node-a 10.244.2.2@node-b 10.244.3.2@node-b
                 svc empty 10.96.0.12 ""
@@ -138,17 +149,18 @@ EOF
         } >"$tmp/cluster.yaml"
 }
 
-opts=(-f "$tmp/cluster.yaml" --node node-a --cluster-cidr 10.244.0.0/16)
+opts=(-f "$tmp/cluster.yaml" --node node-a --cluster-cidr 10.244.0.0/16,fd00:244::/32)
 
-# trace MODE TO: svcenv's verdict and endpoints as "verdict" then
-# "backend probability" lines (endpoint 10.244.k.2 is backend bk)
+# trace MODE TO [FROM]: svcenv's verdict and endpoints as "verdict" then
+# "backend probability" lines (endpoint 10.244.k.2 / fd00:244:k::2 is
+# backend bk)
 trace() {
-        "$SVCENV/svcenv" trace "${opts[@]}" --mode "$1" --from 10.99.0.2 --to "$2" -o json |
-                python3 -c 'import json, sys
+        "$SVCENV/svcenv" trace "${opts[@]}" --mode "$1" --from "${3:-10.99.0.2}" --to "$2" -o json |
+                python3 -c 'import json, re, sys
 d = json.load(sys.stdin)
 print(d["verdict"], "affinity" if d["affinity"] else "-")
 for e in d["endpoints"]:
-    print("b" + e["endpoint"].split(":")[0].split(".")[2], "%.10f" % e["probability"])'
+    print("b" + re.search(r"244[.:](\d+)", e["endpoint"]).group(1), "%.10f" % e["probability"])'
 }
 
 # fits TRACE ANSWERS: every answer is an endpoint the trace names, and
@@ -186,8 +198,8 @@ write_cluster
 for mode in iptables nftables; do
         # each mode starts from a node without the other's rules
         inns "$NODE" nft flush ruleset 2>/dev/null
-        if inns "$NODE" "$SVCENV/svcenv" rules "${opts[@]}" --backend $mode --ip-family ipv4 \
-                --apply 2>"$tmp/apply.err"; then
+        if inns "$NODE" "$SVCENV/svcenv" rules "${opts[@]}" --backend $mode --apply \
+                2>"$tmp/apply.err"; then
                 ok "$mode: rules applied in the node namespace"
         else
                 not_ok "$mode: rules applied in the node namespace ($(head -c 200 "$tmp/apply.err"))"
@@ -195,9 +207,10 @@ for mode in iptables nftables; do
         fi
 
         # spreads: three endpoints at 1/3; topology hints leave two at 1/2
-        for case in web:10.96.0.10 zoned:10.96.0.20 open:198.51.100.7; do
-                name=${case%%:*} ip=${case#*:}
-                trace $mode $ip:80 >"$tmp/t-$name"
+        for case in web:10.96.0.10 zoned:10.96.0.20 open:198.51.100.7 web6:fd00:96::10; do
+                name=${case%%:*} ip=${case#*:} from=10.99.0.2 to=$ip:80
+                [ "$name" = web6 ] && from=fd00:99::2 to="[$ip]:80"
+                trace $mode "$to" $from >"$tmp/t-$name"
                 traffic tcp $ip 80 300 >"$tmp/a-$name"
                 fits "$tmp/t-$name" "$tmp/a-$name" >"$tmp/f-$name"
                 rc=$?
