@@ -324,7 +324,8 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
                 step(w, w->table, name, "numgen random mod %u vmap @%s: each endpoint 1/%u", n,
                      name, n);
         else if (n == 1)
-                step(w, "nat", name, "-j %s (the only endpoint)", tr->endpoints[0].chain);
+                step(w, "nat", name, "-j %s (the only endpoint)",
+                     tr->endpoints[0].chain ? tr->endpoints[0].chain : "");
         else
                 step(w, "nat", name,
                      "-m statistic --mode random --probability 1/(%u-i) -j KUBE-SEP-<endpoint i>: "
