@@ -68,5 +68,6 @@ int cmd_endpoints(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_admit(int argc, char **argv);
 int cmd_dns(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

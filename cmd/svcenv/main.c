@@ -25,6 +25,7 @@ static const struct subcommand subcommands[] = {
         { "rules", cmd_rules, "print the proxy rules (iptables/nftables) for a node" },
         { "admit", cmd_admit, "the AdmissionReview response the webhook sends" },
         { "dns", cmd_dns, "the answer the cluster DNS server gives to a query" },
+        { "trace", cmd_trace, "the rules a packet meets and the endpoints it can reach" },
 };
 
 static void print_usage(FILE *f)

@@ -148,4 +148,12 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
 /* The tracker's top-chain state; NULL when minimal partial syncs are off. */
 struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 
+/* nft: the name the writer gives sp's chain of prefix ("service-",
+ * "local-", "external-", "firewall-") or, with ep, ep's chain (prefix
+ * "endpoint-", "affinity-"): prefix + "HASH8-ns/name/proto/port[__ip/port]"
+ * (proxy_nft.c). out >= 340 bytes. 0 or -EIO. */
+#define PROXY_NFT_NAME_SIZE 340
+int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
+                         const struct se_proxy_endpoint *ep, char *out, size_t size);
+
 #endif

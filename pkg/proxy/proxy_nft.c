@@ -1046,3 +1046,32 @@ done:
         free(w.ep_done);
         return r;
 }
+
+/* For `svcenv trace`: the names write_service gives, made by the same
+ * helpers (one place decides how a chain is named). */
+int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
+                         const struct se_proxy_endpoint *ep, char *out, size_t size)
+{
+        struct nft w = { .opt = NULL };
+        struct nft_name nm = { .n = 0 };
+        size_t pos = 0;
+        base_add(&w.base, &pos, sp->ns, strlen(sp->ns));
+        base_add(&w.base, &pos, "/", 1);
+        base_add(&w.base, &pos, sp->name, strlen(sp->name));
+        base_add(&w.base, &pos, "/", 1);
+        base_add(&w.base, &pos, sp->proto, strlen(sp->proto));
+        base_add(&w.base, &pos, "/", 1);
+        base_add(&w.base, &pos, sp->port_name, strlen(sp->port_name));
+        w.base_n = pos;
+        size_t bn = pos;
+        if (ep)
+                bn = ep_base(&w, &nm, ep);
+        else
+                memcpy(nm.s + 9, w.base.s + 9, pos);
+        int r = name_finish(&nm, bn);
+        if (r < 0)
+                return r;
+        if ((size_t)snprintf(out, size, "%s%s", prefix, nm.s) >= size)
+                return -ENOBUFS;
+        return 0;
+}
