@@ -40,18 +40,16 @@ struct trace_args {
 static int parse(int argc, char **argv, struct cli_source *src, struct se_proxy_flags *f,
                  struct trace_args *a, bool *help)
 {
-        static const struct option opts[] = {
-                CLI_SOURCE_LONG_OPTIONS,
-                { "node", required_argument, NULL, 'N' },
-                { "from", required_argument, NULL, 'F' },
-                { "to", required_argument, NULL, 'T' },
-                { "mode", required_argument, NULL, 'b' },
-                { "output", required_argument, NULL, 'o' },
-                SE_PROXY_LONG_OPTIONS,
-                { "affinity-state", no_argument, NULL, 'S' },
-                { "help", no_argument, NULL, 'h' },
-                { 0 }
-        };
+        static const struct option opts[] = { CLI_SOURCE_LONG_OPTIONS,
+                                              { "node", required_argument, NULL, 'N' },
+                                              { "from", required_argument, NULL, 'F' },
+                                              { "to", required_argument, NULL, 'T' },
+                                              { "mode", required_argument, NULL, 'b' },
+                                              { "output", required_argument, NULL, 'o' },
+                                              SE_PROXY_LONG_OPTIONS,
+                                              { "affinity-state", no_argument, NULL, 'S' },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
         int c, r;
         optind = 1;
         while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {

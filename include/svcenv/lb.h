@@ -81,8 +81,7 @@ int se_lb_update(struct se_lb *lb, const struct se_lb_dest *d, size_t n);
  * available ("no destination available" in IPVS). d and n must be those of
  * the last se_lb_update() (counters and overloaded may differ). key may be
  * NULL for schedulers that hash nothing. */
-int se_lb_pick(struct se_lb *lb, const struct se_lb_dest *d, size_t n,
-               const struct se_lb_key *key);
+int se_lb_pick(struct se_lb *lb, const struct se_lb_dest *d, size_t n, const struct se_lb_key *key);
 
 /* IPVS's overhead of a destination for lc/wlc: active * 256 + inactive */
 uint64_t se_lb_overhead(const struct se_lb_dest *d);

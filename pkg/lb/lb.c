@@ -9,10 +9,9 @@
 #include "lb_internal.h"
 
 static const char *const names[] = {
-        [SE_LB_RR] = "rr",   [SE_LB_WRR] = "wrr", [SE_LB_LC] = "lc",
-        [SE_LB_WLC] = "wlc", [SE_LB_SED] = "sed", [SE_LB_NQ] = "nq",
-        [SE_LB_DH] = "dh",   [SE_LB_SH] = "sh",   [SE_LB_MH] = "mh",
-        [SE_LB_RANDOM] = "random", [SE_LB_P2C] = "p2c",
+        [SE_LB_RR] = "rr",   [SE_LB_WRR] = "wrr",       [SE_LB_LC] = "lc",   [SE_LB_WLC] = "wlc",
+        [SE_LB_SED] = "sed", [SE_LB_NQ] = "nq",         [SE_LB_DH] = "dh",   [SE_LB_SH] = "sh",
+        [SE_LB_MH] = "mh",   [SE_LB_RANDOM] = "random", [SE_LB_P2C] = "p2c",
 };
 
 const char *se_lb_name(enum se_lb_kind kind)
@@ -130,12 +129,10 @@ int se_lb_update(struct se_lb *lb, const struct se_lb_dest *d, size_t n)
         return r;
 }
 
-int se_lb_pick(struct se_lb *lb, const struct se_lb_dest *d, size_t n,
-               const struct se_lb_key *key)
+int se_lb_pick(struct se_lb *lb, const struct se_lb_dest *d, size_t n, const struct se_lb_key *key)
 {
-        if (n != lb->n && lb->kind != SE_LB_LC && lb->kind != SE_LB_WLC &&
-            lb->kind != SE_LB_SED && lb->kind != SE_LB_NQ && lb->kind != SE_LB_RANDOM &&
-            lb->kind != SE_LB_P2C)
+        if (n != lb->n && lb->kind != SE_LB_LC && lb->kind != SE_LB_WLC && lb->kind != SE_LB_SED &&
+            lb->kind != SE_LB_NQ && lb->kind != SE_LB_RANDOM && lb->kind != SE_LB_P2C)
                 return -1; /* a table of another list: never index past d */
         switch (lb->kind) {
         case SE_LB_RR:

@@ -84,8 +84,7 @@ int lb_nq_pick(const struct se_lb_dest *d, size_t n)
                 uint64_t doh = sed_overhead(&d[i]);
                 if (d[i].active == 0)
                         return (int)i;
-                if (least < 0 ||
-                    (__int128)loh * d[i].weight > (__int128)doh * d[least].weight) {
+                if (least < 0 || (__int128)loh * d[i].weight > (__int128)doh * d[least].weight) {
                         least = (int)i;
                         loh = doh;
                 }

@@ -32,13 +32,13 @@ static uint64_t rol64(uint64_t v, unsigned s)
         return v << s | v >> (64 - s);
 }
 
-#define SIPROUND                                                                     \
-        do {                                                                         \
-                v0 += v1, v1 = rol64(v1, 13), v1 ^= v0, v0 = rol64(v0, 32);          \
-                v2 += v3, v3 = rol64(v3, 16), v3 ^= v2;                              \
-                v0 += v3, v3 = rol64(v3, 21), v3 ^= v0;                              \
-                v2 += v1, v1 = rol64(v1, 17), v1 ^= v2, v2 = rol64(v2, 32);          \
-        } while (0)
+#define SIPROUND                                              \
+ do {                                                         \
+  v0 += v1, v1 = rol64(v1, 13), v1 ^= v0, v0 = rol64(v0, 32); \
+  v2 += v3, v3 = rol64(v3, 16), v3 ^= v2;                     \
+  v0 += v3, v3 = rol64(v3, 21), v3 ^= v0;                     \
+  v2 += v1, v1 = rol64(v1, 17), v1 ^= v2, v2 = rol64(v2, 32); \
+ } while (0)
 
 /* lib/siphash.c's hsiphash where longs are 64 bits: SipHash with one
  * compression and three finalization rounds, the 64-bit result cut to 32. */

@@ -65,16 +65,17 @@ static void trace(struct se_lb *lb, const struct se_lb_dest *d, size_t n, const 
 static void test_hsiphash_kernel_vectors(void **state)
 {
         (void)state;
-        static const uint32_t want[] = { 0x050fc4dc, 0x7d57ca93, 0x4dc7d44d, 0xe7ddf7fb,
-                                         0x88d38328, 0x49533b67, 0xc59f22a7, 0x9bb11140,
-                                         0x8d299a8e, 0x6c063de4 };
+        static const uint32_t want[] = {
+                0x050fc4dc, 0x7d57ca93, 0x4dc7d44d, 0xe7ddf7fb, 0x88d38328,
+                0x49533b67, 0xc59f22a7, 0x9bb11140, 0x8d299a8e, 0x6c063de4
+        };
         uint8_t in[16];
         for (unsigned i = 0; i < sizeof(in); i++)
                 in[i] = (uint8_t)i;
         for (size_t n = 0; n < sizeof(want) / sizeof(want[0]); n++)
-                assert_int_equal(se_lb_hsiphash(in, n, 0x0706050403020100ULL,
-                                                0x0f0e0d0c0b0a0908ULL),
-                                 want[n]);
+                assert_int_equal(
+                        se_lb_hsiphash(in, n, 0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL),
+                        want[n]);
 }
 
 static void test_rr(void **state)
@@ -254,21 +255,21 @@ static void test_mh(void **state)
         (void)state;
         struct se_lb_dest d[3] = { dest("10.1.0.1", 8080, 1), dest("10.1.0.2", 8080, 1),
                                    dest("10.1.0.3", 8080, 1) };
-        const char *src[] = { "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "192.168.7.9",
-                              "fd00::5" };
+        const char *src[] = { "10.0.0.1", "10.0.0.2",    "10.0.0.3",
+                              "10.0.0.4", "192.168.7.9", "fd00::5" };
         const int want[] = { 2, 1, 1, 0, 2, 0 };
         const int want_without_b[] = { 1, 0, 1, 0, 1, 0 }; /* indexes in {A, C} */
         struct se_lb *lb = make(SE_LB_MH, 0, d, 3);
         for (size_t i = 0; i < 6; i++) {
-                struct se_lb_key k = strchr(src[i], ':') ? key(src[i], 7, "fd00::96")
-                                                         : key(src[i], 7, "10.96.0.1");
+                struct se_lb_key k = strchr(src[i], ':') ? key(src[i], 7, "fd00::96") :
+                                                           key(src[i], 7, "10.96.0.1");
                 assert_int_equal(se_lb_pick(lb, d, 3, &k), want[i]);
         }
         struct se_lb_dest ac[2] = { d[0], d[2] };
         assert_int_equal(se_lb_update(lb, ac, 2), 0);
         for (size_t i = 0; i < 6; i++) {
-                struct se_lb_key k = strchr(src[i], ':') ? key(src[i], 7, "fd00::96")
-                                                         : key(src[i], 7, "10.96.0.1");
+                struct se_lb_key k = strchr(src[i], ':') ? key(src[i], 7, "fd00::96") :
+                                                           key(src[i], 7, "10.96.0.1");
                 assert_int_equal(se_lb_pick(lb, ac, 2, &k), want_without_b[i]);
         }
         se_lb_free(lb);
@@ -344,8 +345,8 @@ static void test_parse(void **state)
         assert_int_equal(k, SE_LB_MH);
         assert_int_equal(f, SE_LB_PORT);
         assert_string_equal(se_lb_name(SE_LB_P2C), "p2c");
-        const char *bad[] = { "", "r", "rrr", "lc:port", "sh:", "sh:port,", "sh:ports",
-                              "sh,mh-port", "xyz" };
+        const char *bad[] = { "",         "r",        "rrr",        "lc:port", "sh:",
+                              "sh:port,", "sh:ports", "sh,mh-port", "xyz" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_equal(se_lb_parse(bad[i], &k, &f), -EINVAL);
 }
