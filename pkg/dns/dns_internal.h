@@ -231,7 +231,7 @@ struct dns_block {
         struct se_object **slices; /* the same pointers again mean the same */
         uint32_t n_slices; /* contents (store objects are immutable) */
         bool ns_exists;
-        struct dns_node_list nodes;
+        struct dns_node_list nodes; /* sorted by key once built */
         struct dns_ptr_want *ptrs;
         size_t n_ptrs, cap_ptrs;
         struct dns_slab *slab; /* keys, rdata, names, nodes */
@@ -253,16 +253,13 @@ struct se_dns_zone {
         char *zone; /* "cluster.local" */
         uint8_t zone_wire[SE_DNS_MAX_NAME];
         size_t zone_wire_len;
-        /* key -> struct dns_node: the blocks' names, copied from the previous
-         * zone's table (no hashing) and changed where blocks changed; and the
-         * zone's own names (no key is in both) */
-        struct se_hashmap names, own_names;
+        /* key -> struct dns_node: the zone's own names (a block's names are
+         * in the block, found through block_of; no key is in both) */
+        struct se_hashmap own_names;
         /* key -> reverse node (its own allocation, refcounted): copied from
          * the previous zone and made afresh only for the reverse names of
          * the blocks that changed */
         struct se_hashmap rev_names;
-        struct dns_node **nodes; /* every node (own and the blocks'), for listing */
-        size_t n_nodes;
         struct dns_node_list own; /* the frame, namespaces, reverse names, pods */
         struct dns_block **blocks; /* one per Service with names, in store order */
         size_t n_blocks;
@@ -271,5 +268,8 @@ struct se_dns_zone {
 };
 
 const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key);
+/* Every node (own, the blocks', the reverse ones) in a new array, for
+ * listing; *n its length. -ENOMEM. */
+int dns_zone_nodes(const struct se_dns_zone *z, const struct dns_node ***ret, size_t *n);
 
 #endif

@@ -27,6 +27,7 @@ struct build {
         struct dns_node_list *list;
         struct dns_block *blk;
         struct dns_slab *slab; /* of the blocks this build makes */
+        struct se_hashmap blk_names; /* the names of the block being built */
         struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
         struct dns_node_list fresh; /* the reverse nodes made (not owned) */
         bool endpoint_pod_names;
@@ -96,7 +97,7 @@ static int list_push(struct dns_node_list *l, struct dns_node *n)
 static struct dns_node *node_of(struct build *b, const char *key, bool kept,
                                 enum dns_node_kind kind)
 {
-        struct se_hashmap *map = b->blk ? &b->z->names : &b->z->own_names;
+        struct se_hashmap *map = b->blk ? &b->blk_names : &b->z->own_names;
         struct dns_node *n = se_hashmap_get(map, key);
         if (n)
                 return n;
@@ -845,6 +846,7 @@ static void build_release(struct build *b)
         dns_slab_unref(b->slab);
         free(b->fresh.v); /* (the nodes are the zone's) */
         se_hashmap_release(&b->dirty);
+        se_hashmap_release(&b->blk_names);
         for (size_t i = 0; i < b->n_slice_keys; i++) {
                 struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
                 if (l) {
@@ -872,6 +874,36 @@ static bool same_inputs(const struct dns_block *blk, const struct se_service *s,
                 if (blk->slices[i] != &sl->v[i]->obj)
                         return false;
         return true;
+}
+
+static int cmp_node_key(const void *x, const void *y)
+{
+        return strcmp((*(const struct dns_node *const *)x)->key,
+                      (*(const struct dns_node *const *)y)->key);
+}
+
+/* A built block is read-only: its nodes sorted by name (dns_zone_find
+ * searches them there, so no zone-wide table of names is copied per
+ * build) and its arrays cut to size. */
+static void seal_block(struct dns_block *blk)
+{
+        struct dns_node_list *l = &blk->nodes;
+        if (l->n > 1)
+                qsort(l->v, l->n, sizeof(*l->v), cmp_node_key);
+        if (l->cap > l->n && l->n > 0) {
+                struct dns_node **v = se_reallocarray(l->v, l->n, sizeof(*v));
+                if (v) { /* else keep the bigger one */
+                        l->v = v;
+                        l->cap = l->n;
+                }
+        }
+        if (blk->cap_ptrs > blk->n_ptrs && blk->n_ptrs > 0) {
+                struct dns_ptr_want *v = se_reallocarray(blk->ptrs, blk->n_ptrs, sizeof(*v));
+                if (v) {
+                        blk->ptrs = v;
+                        blk->cap_ptrs = blk->n_ptrs;
+                }
+        }
 }
 
 static int new_block(struct build *b, const char *key, const struct se_service *s,
@@ -908,24 +940,16 @@ static int new_block(struct build *b, const char *key, const struct se_service *
                 b->list = &b->z->own;
                 b->blk = NULL;
         }
+        /* its names were only for finding its own nodes while building */
+        se_hashmap_release(&b->blk_names);
         if (r < 0) {
                 dns_block_unref(blk);
                 return r;
         }
         finish(&blk->nodes);
+        seal_block(blk);
         *out = blk;
         return 0;
-}
-
-/* Takes a block's names out of the zone's table (copied from the previous
- * zone's), those a new block has taken over aside. */
-static void drop_names(struct se_dns_zone *z, const struct dns_block *blk)
-{
-        for (size_t i = 0; i < blk->nodes.n; i++) {
-                const struct dns_node *n = blk->nodes.v[i];
-                if (se_hashmap_get(&z->names, n->key) == n)
-                        (void)se_hashmap_remove(&z->names, n->key);
-        }
 }
 
 /* The reverse names a block wants are to be made afresh (it is new, or
@@ -956,8 +980,6 @@ static int add_service(struct build *b, const struct se_service *s)
         if (reused) {
                 __atomic_add_fetch(&blk->refs, 1, __ATOMIC_RELAXED);
         } else {
-                if (blk) /* (its PTRs: drop_gone) */
-                        drop_names(b->z, blk);
                 int r = new_block(b, key, s, sl, ns_exists, &blk);
                 if (r < 0)
                         return r;
@@ -971,17 +993,15 @@ static int add_service(struct build *b, const struct se_service *s)
         return se_hashmap_put(&z->block_of, blk->key, blk, NULL);
 }
 
-/* The names and PTRs of the previous zone's blocks not in this one (the
- * Service changed or went). */
+/* The PTRs of the previous zone's blocks not in this one (the Service
+ * changed or went); their names went with them. */
 static int drop_gone(struct build *b)
 {
         int r = 0;
         for (size_t i = 0; b->prev && i < b->prev->n_blocks && r == 0; i++) {
                 const struct dns_block *old = b->prev->blocks[i];
-                if (se_hashmap_get(&b->z->block_of, old->key) == old)
-                        continue;
-                drop_names(b->z, old);
-                r = mark_dirty(b, old);
+                if (se_hashmap_get(&b->z->block_of, old->key) != old)
+                        r = mark_dirty(b, old);
         }
         return r;
 }
@@ -1019,31 +1039,6 @@ static int place_ptrs(struct build *b)
         return r;
 }
 
-/* z->nodes: the own nodes, every block's and the reverse ones, for
- * listing. */
-static int list_nodes(struct se_dns_zone *z)
-{
-        size_t n = z->own.n + z->rev_names.n;
-        for (size_t i = 0; i < z->n_blocks; i++)
-                n += z->blocks[i]->nodes.n;
-        z->nodes = se_calloc(n ? n : 1, sizeof(*z->nodes));
-        if (!z->nodes)
-                return -ENOMEM;
-        memcpy(z->nodes, z->own.v, z->own.n * sizeof(*z->nodes));
-        n = z->own.n;
-        for (size_t i = 0; i < z->n_blocks; i++) {
-                const struct dns_node_list *l = &z->blocks[i]->nodes;
-                if (l->n) /* (a block may have PTRs alone: v is NULL) */
-                        memcpy(z->nodes + n, l->v, l->n * sizeof(*z->nodes));
-                n += l->n;
-        }
-        void *v;
-        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
-                z->nodes[n++] = v;
-        z->n_nodes = n;
-        return 0;
-}
-
 static int build_all(struct build *b, enum se_dns_pods pods)
 {
         int r = build_frame(b);
@@ -1057,8 +1052,6 @@ static int build_all(struct build *b, enum se_dns_pods pods)
                 r = (int)n;
         if (r == 0 && !(b->z->blocks = se_calloc(n > 0 ? (size_t)n : 1, sizeof(*b->z->blocks))))
                 r = -ENOMEM;
-        if (r == 0 && b->prev)
-                r = se_hashmap_copy(&b->z->names, &b->prev->names);
         for (long i = 0; i < n && r == 0; i++)
                 r = add_service(b, se_service_of(v[i]));
         free(v);
@@ -1068,10 +1061,8 @@ static int build_all(struct build *b, enum se_dns_pods pods)
                 r = place_ptrs(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
                 r = build_pods(b);
-        if (r == 0) {
+        if (r == 0)
                 finish(&b->z->own);
-                r = list_nodes(b->z);
-        }
         return r;
 }
 
