@@ -24,10 +24,8 @@ struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z)
         free(z->blocks);
         se_hashmap_release(&z->block_of);
         se_hashmap_release(&z->own_names);
-        void *v;
-        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
-                dns_rev_unref(v);
-        se_hashmap_release(&z->rev_names);
+        for (size_t i = 0; i < DNS_REV_SHARDS; i++)
+                dns_rev_shard_unref(z->rev[i]);
         se_arena_release(&z->arena);
         free(z->zone);
         free(z);
@@ -50,6 +48,17 @@ void dns_rev_unref(struct dns_node *n)
                 return;
         free(n->rrs.v);
         free(n);
+}
+
+void dns_rev_shard_unref(struct dns_rev_shard *s)
+{
+        if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
+                return;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&s->names, &it, NULL, &v);)
+                dns_rev_unref(v);
+        se_hashmap_release(&s->names);
+        free(s);
 }
 
 void dns_slab_unref(struct dns_slab *slab)
@@ -130,16 +139,21 @@ const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *ke
         /* no key is in two places */
         size_t len = strlen(key);
         const struct dns_node *n = NULL;
-        if (len >= 4 && memcmp(key + len - 4, "arpa", 4) == 0 &&
-            (n = se_hashmap_get(&z->rev_names, key)))
-                return n;
+        if (len >= 4 && memcmp(key + len - 4, "arpa", 4) == 0) {
+                uint64_t h = se_hash_str(key);
+                const struct dns_rev_shard *s = z->rev[dns_rev_shard_of(h)];
+                if (s && (n = se_hashmap_get_hashed(&s->names, key, h)))
+                        return n;
+        }
         n = service_find(z, key, len);
         return n ? n : se_hashmap_get(&z->own_names, key);
 }
 
 int dns_zone_nodes(const struct se_dns_zone *z, const struct dns_node ***ret, size_t *n)
 {
-        size_t total = z->own.n + z->rev_names.n;
+        size_t total = z->own.n;
+        for (size_t i = 0; i < DNS_REV_SHARDS; i++)
+                total += z->rev[i] ? z->rev[i]->names.n : 0;
         for (size_t i = 0; i < z->n_blocks; i++)
                 total += z->blocks[i]->nodes.n;
         const struct dns_node **v = se_calloc(total ? total : 1, sizeof(*v));
@@ -152,8 +166,9 @@ int dns_zone_nodes(const struct se_dns_zone *z, const struct dns_node ***ret, si
                 for (size_t j = 0; j < z->blocks[i]->nodes.n; j++)
                         v[k++] = z->blocks[i]->nodes.v[j];
         void *p;
-        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &p);)
-                v[k++] = p;
+        for (size_t i = 0; i < DNS_REV_SHARDS; i++)
+                for (size_t it = 0; z->rev[i] && se_hashmap_next(&z->rev[i]->names, &it, NULL, &p);)
+                        v[k++] = p;
         *ret = v;
         *n = k;
         return 0;

@@ -29,6 +29,10 @@ struct build {
         struct dns_slab *slab; /* of the blocks this build makes */
         struct se_hashmap blk_names; /* the names of the block being built */
         struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
+        /* a bit per (hash_hi & 0xffff) of the dirty names: most wishes
+         * are told apart from them without a lookup */
+        uint64_t dirty_bits[65536 / 64];
+        bool rev_own[DNS_REV_SHARDS]; /* z->rev[i] is this build's, to change */
         struct dns_node_list fresh; /* the reverse nodes made (not owned) */
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
@@ -213,16 +217,47 @@ static bool reverse_key(const char *ip, char *out, size_t cap)
 /* A PTR record. CoreDNS answers an address that is a ClusterIP with the
  * first such Service alone (services come in namespace/name order here);
  * only an address that is no ClusterIP gets one PTR per endpoint name. */
+/* Shard i of the zone being built, its own to change: made (from the
+ * previous zone's, whose nodes it then references too) the first time. */
+static struct dns_rev_shard *own_shard(struct build *b, size_t i)
+{
+        struct se_dns_zone *z = b->z;
+        if (b->rev_own[i])
+                return z->rev[i];
+        struct dns_rev_shard *s = se_calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->refs = 1;
+        struct dns_rev_shard *shared = z->rev[i];
+        if (shared) {
+                if (se_hashmap_copy(&s->names, &shared->names) < 0) {
+                        free(s);
+                        return NULL;
+                }
+                void *v;
+                for (size_t it = 0; se_hashmap_next(&s->names, &it, NULL, &v);)
+                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
+                dns_rev_shard_unref(shared);
+        }
+        z->rev[i] = s;
+        b->rev_own[i] = true;
+        return s;
+}
+
 static int make_ptr(struct build *b, const char *key, const uint8_t *target, bool cluster_ip,
                     const char *why)
 {
         struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
-        struct dns_node *n = se_hashmap_get(&b->z->rev_names, key);
+        uint64_t h = se_hash_str(key);
+        struct dns_rev_shard *s = own_shard(b, dns_rev_shard_of(h));
+        if (!s)
+                return -ENOMEM;
+        struct dns_node *n = se_hashmap_get_hashed(&s->names, key, h);
         if (!n) {
                 if (!(n = se_calloc(1, sizeof(*n))))
                         return -ENOMEM;
                 *n = (struct dns_node){ .key = key, .refs = 1, .kind = DNS_NODE_REVERSE };
-                if (se_hashmap_put(&b->z->rev_names, key, n, NULL) < 0) {
+                if (se_hashmap_put(&s->names, key, n, NULL) < 0) {
                         free(n);
                         return -ENOMEM;
                 }
@@ -259,9 +294,12 @@ static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool 
                 blk->ptrs = v;
                 blk->cap_ptrs = cap;
         }
-        blk->ptrs[blk->n_ptrs++] = (struct dns_ptr_want){
-                .key = key, .target = target, .why = why, .cluster_ip = cluster_ip
-        };
+        blk->ptrs[blk->n_ptrs++] =
+                (struct dns_ptr_want){ .key = key,
+                                       .target = target,
+                                       .why = why,
+                                       .hash_hi = (uint32_t)(se_hash_str(key) >> 32),
+                                       .cluster_ip = cluster_ip };
         return 0;
 }
 
@@ -956,9 +994,12 @@ static int new_block(struct build *b, const char *key, const struct se_service *
  * gone since the previous zone); a build without one makes them all. */
 static int mark_dirty(struct build *b, const struct dns_block *blk)
 {
-        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++)
+        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++) {
+                uint32_t bit = blk->ptrs[i].hash_hi & 0xffff;
+                b->dirty_bits[bit / 64] |= (uint64_t)1 << (bit % 64);
                 if (se_hashmap_put(&b->dirty, blk->ptrs[i].key, (void *)1, NULL) < 0)
                         return -ENOMEM;
+        }
         return 0;
 }
 
@@ -1015,14 +1056,16 @@ static int place_ptrs(struct build *b)
         struct se_dns_zone *z = b->z;
         bool all = b->prev == NULL;
         if (!all) {
-                if (se_hashmap_copy(&z->rev_names, &b->prev->rev_names) < 0)
-                        return -ENOMEM;
-                void *v;
-                for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
-                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
+                for (size_t i = 0; i < DNS_REV_SHARDS; i++)
+                        if ((z->rev[i] = b->prev->rev[i]))
+                                __atomic_add_fetch(&z->rev[i]->refs, 1, __ATOMIC_RELAXED);
                 const char *k;
-                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);)
-                        dns_rev_unref(se_hashmap_remove(&z->rev_names, k));
+                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);) {
+                        struct dns_rev_shard *s = own_shard(b, dns_rev_shard_of(se_hash_str(k)));
+                        if (!s)
+                                return -ENOMEM;
+                        dns_rev_unref(se_hashmap_remove(&s->names, k));
+                }
                 if (b->dirty.n == 0)
                         return 0;
         }
@@ -1031,7 +1074,9 @@ static int place_ptrs(struct build *b)
                 const struct dns_block *blk = z->blocks[i];
                 for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
                         const struct dns_ptr_want *p = &blk->ptrs[k];
-                        if (all || se_hashmap_get(&b->dirty, p->key))
+                        uint32_t bit = p->hash_hi & 0xffff;
+                        if (all || ((b->dirty_bits[bit / 64] >> (bit % 64) & 1) &&
+                                    se_hashmap_get(&b->dirty, p->key)))
                                 r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
                 }
         }
