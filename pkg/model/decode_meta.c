@@ -59,7 +59,8 @@ int model_decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, con
         if (!meta)
                 return model_dctx_fail(d, "metadata.name", "Required value: name is required");
         size_t old = model_dctx_push_key(d, "metadata");
-        bool slim = d->flags & SE_DECODE_SLIM_POD;
+        /* (each flag reaches only its own kind: decode.c kind_flags) */
+        bool slim = d->flags & (SE_DECODE_SLIM_POD | SE_DECODE_DNS_SLICES);
         struct se_meta_more more = { 0 };
         if ((r = model_get_string(d, meta, "name", &m->name)) < 0 ||
             (!slim && (r = model_get_string(d, meta, "generateName", &more.generate_name)) < 0) ||
