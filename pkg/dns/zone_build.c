@@ -37,13 +37,12 @@ struct build {
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
-        char **slice_keys;
-        size_t n_slice_keys;
+        struct se_arena scratch; /* the slice lists and their keys */
 };
 
 struct slice_list {
         const struct se_endpoint_slice **v;
-        size_t n;
+        size_t n, cap;
 };
 
 /* A DNS label as Kubernetes names are: 1..63 of [a-z0-9-], a letter or
@@ -72,6 +71,18 @@ static void SE_PRINTF(3, 4) keyf(char *buf, size_t cap, const char *fmt, ...)
         va_start(ap, fmt);
         (void)vsnprintf(buf, cap, fmt, ap);
         va_end(ap);
+}
+
+/* "ns/name" into key (KEY_MAX); false when it does not fit. */
+static bool ns_key(char *key, const char *ns, const char *name)
+{
+        size_t nl = strlen(ns), ml = strlen(name);
+        if (nl + ml + 2 > KEY_MAX)
+                return false;
+        memcpy(key, ns, nl);
+        key[nl] = '/';
+        memcpy(key + nl + 1, name, ml + 1);
+        return true;
 }
 
 static void *arena_copy(struct build *b, const void *p, size_t n)
@@ -514,7 +525,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                            bool headless)
 {
         char key[KEY_MAX];
-        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        (void)ns_key(key, s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
         if (!sl)
                 return 0;
@@ -580,7 +591,7 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
         for (uint32_t i = 0; i < n && r == 0; i++)
                 r = add_ptr(b, v[i], target, true, why);
         char key[KEY_MAX];
-        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        (void)ns_key(key, s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
         for (size_t i = 0; sl && i < sl->n && r == 0; i++)
                 for (uint32_t e = 0; e < sl->v[i]->n_endpoints && r == 0; e++) {
@@ -658,17 +669,21 @@ static int build_service(struct build *b, const struct se_service *s)
 
 /* ---- indexes used while building ---- */
 
+static int cmp_slice_name(const void *x, const void *y)
+{
+        return strcmp((*(const struct se_endpoint_slice *const *)x)->obj.meta.name,
+                      (*(const struct se_endpoint_slice *const *)y)->obj.meta.name);
+}
+
+/* Every Service's slices, in slice name order (as a sorted listing of the
+ * store gives them) without sorting the store: a Service has one or a few.
+ * Everything in the build's scratch arena: one release at the end. */
 static int index_slices(struct build *b)
 {
         const struct se_object **v = NULL;
-        long n = se_store_list(b->st, SE_KIND_ENDPOINT_SLICE, NULL, &v);
+        long n = se_store_list_unordered(b->st, SE_KIND_ENDPOINT_SLICE, NULL, &v);
         if (n < 0)
                 return (int)n;
-        b->slice_keys = se_calloc((size_t)n + 1, sizeof(char *));
-        if (!b->slice_keys) {
-                free(v);
-                return -ENOMEM;
-        }
         int r = 0;
         for (long i = 0; i < n && r == 0; i++) {
                 const struct se_endpoint_slice *es = se_endpoint_slice_of(v[i]);
@@ -678,28 +693,39 @@ static int index_slices(struct build *b)
                      strcmp(es->address_type, "IPv6") != 0))
                         continue;
                 char key[KEY_MAX];
-                keyf(key, sizeof(key), "%s/%s", es->obj.meta.namespace, svc);
+                if (!ns_key(key, es->obj.meta.namespace, svc))
+                        continue; /* (no such Service can exist) */
                 struct slice_list *l = se_hashmap_get(&b->slices, key);
                 if (!l) {
-                        char *k = se_strdup(key);
-                        l = se_calloc(1, sizeof(*l));
+                        const char *k = se_arena_strdup(&b->scratch, key);
+                        l = se_arena_alloc(&b->scratch, sizeof(*l));
                         if (!k || !l || se_hashmap_put(&b->slices, k, l, NULL) < 0) {
-                                free(k);
-                                free(l);
                                 r = -ENOMEM;
                                 break;
                         }
-                        b->slice_keys[b->n_slice_keys++] = k;
                 }
-                const struct se_endpoint_slice **nv = se_reallocarray(l->v, l->n + 1, sizeof(*nv));
-                if (!nv) {
-                        r = -ENOMEM;
-                        break;
+                if (l->n == l->cap) {
+                        size_t cap = l->cap ? 2 * l->cap : 1;
+                        const struct se_endpoint_slice **nv =
+                                se_arena_array(&b->scratch, cap, sizeof(*nv));
+                        if (!nv) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        if (l->n)
+                                memcpy(nv, l->v, l->n * sizeof(*nv));
+                        l->v = nv;
+                        l->cap = cap;
                 }
-                l->v = nv;
                 l->v[l->n++] = es;
         }
         free(v);
+        void *lv;
+        for (size_t it = 0; r == 0 && se_hashmap_next(&b->slices, &it, NULL, &lv);) {
+                struct slice_list *l = lv;
+                if (l->n > 1)
+                        qsort(l->v, l->n, sizeof(*l->v), cmp_slice_name);
+        }
         return r;
 }
 
@@ -885,16 +911,8 @@ static void build_release(struct build *b)
         free(b->fresh.v); /* (the nodes are the zone's) */
         se_hashmap_release(&b->dirty);
         se_hashmap_release(&b->blk_names);
-        for (size_t i = 0; i < b->n_slice_keys; i++) {
-                struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
-                if (l) {
-                        free(l->v);
-                        free(l);
-                }
-                free(b->slice_keys[i]);
-        }
-        free(b->slice_keys);
         se_hashmap_release(&b->slices);
+        se_arena_release(&b->scratch);
         se_hashmap_release(&b->ns);
 }
 
@@ -1013,7 +1031,7 @@ static int add_service(struct build *b, const struct se_service *s)
         if (!label_ok(ns) || !label_ok(name))
                 return 0; /* no names and no PTRs */
         char key[KEY_MAX];
-        keyf(key, sizeof(key), "%s/%s", ns, name);
+        (void)ns_key(key, ns, name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
         bool ns_exists = se_hashmap_get(&b->ns, ns) != NULL;
         struct dns_block *blk = b->prev ? se_hashmap_get(&b->prev->block_of, key) : NULL;
