@@ -16,6 +16,16 @@
 #define LABEL_SERVICE_NAME "kubernetes.io/service-name"
 #define KEY_MAX            1024
 #define MAX_NODE_RRS       (2 * DNS_MAX_RRS_PER_NAME)
+/* the blocks of one build share slabs of this size (a block that does
+ * not fit takes a new one; a bigger block grows its slab); below
+ * SE_HUGE_MIN, so plain malloc'ed pages, resident only where used */
+#define SLAB_BYTES ((size_t)1000 * 1000)
+/* a new slab when less is left: most blocks (a Service of tens of
+ * endpoints) need a few KB; a bigger one grows the slab, later blocks
+ * fill what it added */
+#define SLAB_MARGIN ((size_t)32 * 1024)
+/* a build's first slab, grown from small, is left at this size */
+#define SLAB_GROWN ((size_t)256 * 1024)
 
 struct build {
         struct se_dns_zone *z;
@@ -27,6 +37,7 @@ struct build {
         struct dns_node_list *list;
         struct dns_block *blk;
         struct dns_slab *slab; /* of the blocks this build makes */
+        bool slab_reserved; /* the slabs from here on are SLAB_BYTES */
         struct se_hashmap blk_names; /* the names of the block being built */
         struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
         /* a bit per (hash_hi & 0xffff) of the dirty names: most wishes
@@ -965,10 +976,24 @@ static void seal_block(struct dns_block *blk)
 static int new_block(struct build *b, const char *key, const struct se_service *s,
                      const struct slice_list *sl, bool ns_exists, struct dns_block **out)
 {
+        /* An arena left to double would end in a chunk of tens of MB, up
+         * to half of it never used, and huge-page backed (resident) at that
+         * size. So a build's first slab grows from small (a change to a few
+         * Services needs a few KB) up to SLAB_GROWN; the next ones are one
+         * chunk of SLAB_BYTES each, a new one when it is nearly full. */
+        if (b->slab &&
+            (b->slab_reserved ? (size_t)(b->slab->arena.hi - b->slab->arena.lo) < SLAB_MARGIN :
+                                b->slab->arena.total >= SLAB_GROWN)) {
+                dns_slab_unref(b->slab);
+                b->slab = NULL;
+                b->slab_reserved = true;
+        }
         if (!b->slab) {
                 if (!(b->slab = se_calloc(1, sizeof(*b->slab))))
                         return -ENOMEM;
                 b->slab->refs = 1; /* the build's, dropped at its end */
+                if (b->slab_reserved && se_arena_reserve(&b->slab->arena, SLAB_BYTES) < 0)
+                        return -ENOMEM;
         }
         struct dns_block *blk = se_calloc(1, sizeof(*blk));
         if (!blk)
