@@ -165,7 +165,7 @@ struct dns_rr {
 
 struct dns_rr_set {
         struct dns_rr *v;
-        uint32_t n, cap;
+        uint32_t n, cap; /* cap 0 with n > 0: v is in a block's slab */
 };
 
 enum dns_node_kind {

@@ -35,7 +35,8 @@ struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z)
 void dns_node_list_release(struct dns_node_list *l)
 {
         for (size_t i = 0; i < l->n; i++) {
-                free(l->v[i]->rrs.v);
+                if (l->v[i]->rrs.cap) /* (0: in a block's slab) */
+                        free(l->v[i]->rrs.v);
                 free(l->v[i]->seen); /* a build that failed half way */
         }
         free(l->v);

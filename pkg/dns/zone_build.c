@@ -951,12 +951,26 @@ static int cmp_node_key(const void *x, const void *y)
 
 /* A built block is read-only: its nodes sorted by name (dns_zone_find
  * searches them there, so no zone-wide table of names is copied per
- * build) and its arrays cut to size. */
+ * build), their records moved into the slab (no malloc header and
+ * rounding for each of the many small arrays; cap 0 marks them) and its
+ * arrays cut to size. */
 static void seal_block(struct dns_block *blk)
 {
         struct dns_node_list *l = &blk->nodes;
         if (l->n > 1)
                 qsort(l->v, l->n, sizeof(*l->v), cmp_node_key);
+        for (size_t i = 0; i < l->n; i++) {
+                struct dns_rr_set *rs = &l->v[i]->rrs;
+                struct dns_rr *v = rs->n && rs->cap ?
+                                           se_arena_array(&blk->slab->arena, rs->n, sizeof(*v)) :
+                                           NULL;
+                if (!v)
+                        continue; /* (none, or no memory: it stays where it is) */
+                memcpy(v, rs->v, rs->n * sizeof(*v));
+                free(rs->v);
+                rs->v = v;
+                rs->cap = 0;
+        }
         if (l->cap > l->n && l->n > 0) {
                 struct dns_node **v = se_reallocarray(l->v, l->n, sizeof(*v));
                 if (v) { /* else keep the bigger one */
