@@ -91,9 +91,10 @@ enum {
         /* EndpointSlices for a DNS server's cache: only what cluster DNS
          * reads is kept and checked: the metadata as for a slim pod
          * (no generateName, creationTimestamp, annotations or
-         * ownerReferences), addressType, the ports, and of each endpoint
-         * its addresses, hostname and conditions. targetRef, nodeName, zone
-         * and hints are NULL and not checked. Such a slice is for the DNS
+         * ownerReferences; generation checked, not kept), addressType, the
+         * ports, and of each endpoint its addresses, hostname and
+         * conditions. targetRef, nodeName, zone and hints are NULL and not
+         * checked. Such a slice is for the DNS
          * zone only, never for encoding or the controllers. */
         SE_DECODE_DNS_SLICES = 1u << 5,
 };

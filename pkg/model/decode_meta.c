@@ -76,7 +76,7 @@ int model_decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, con
             (!slim && (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL,
                                     more.owner_refs, more.n_owner_refs)) < 0))
                 return r;
-        if (slim) /* checked, not kept: nothing reads a Pod's generation */
+        if (slim) /* checked, not kept: nothing reads a slim object's generation */
                 more.generation = 0;
         if (more.generate_name || more.creation_timestamp || more.generation || more.n_owner_refs) {
                 m->more = model_dctx_array(d, 1, sizeof(*m->more));
