@@ -310,11 +310,14 @@ static int start_online(struct dnsd *d, struct source *src)
                                   SE_KIND_POD };
         unsigned n = d->zopts.pods == SE_DNS_PODS_VERIFIED || d->autopath ? 4 : 3;
         for (unsigned i = 0; i < n; i++) {
-                /* pods: only what `pods verified` reads (IPs, phase, deletion) */
-                struct se_kube_informer_opts io = {
-                        .decode_flags = SE_DECODE_INTERN |
-                                        (kinds[i] == SE_KIND_POD ? SE_DECODE_SLIM_POD : 0)
-                };
+                /* pods: only what `pods verified` reads (IPs, phase, deletion);
+                 * slices: only what the zone reads (the pod's name too with
+                 * --endpoint-pod-names) */
+                unsigned slim = kinds[i] == SE_KIND_POD ? SE_DECODE_SLIM_POD :
+                                kinds[i] == SE_KIND_ENDPOINT_SLICE && !d->zopts.endpoint_pod_names ?
+                                                          SE_DECODE_DNS_SLICES :
+                                                          0;
+                struct se_kube_informer_opts io = { .decode_flags = SE_DECODE_INTERN | slim };
                 if (se_store_subscribe(d->store, kinds[i], dnsd_on_store_change, d) < 0 ||
                     !(src->inf[i] = se_kube_informer_new(src->client, kinds[i], d->store, &io,
                                                          on_informer_error, d)))

@@ -88,6 +88,15 @@ enum {
          * (one such object must not fail a whole list). The JSON must be
          * loaded with JSON_ALLOW_NUL. */
         SE_DECODE_NUL_AS_C080 = 1u << 4,
+        /* EndpointSlices for a DNS server's cache: only what cluster DNS
+         * reads is kept and checked: the metadata as for a slim pod
+         * (no generateName, creationTimestamp, annotations or
+         * ownerReferences; generation checked, not kept), addressType, the
+         * ports, and of each endpoint its addresses, hostname and
+         * conditions. targetRef, nodeName, zone and hints are NULL and not
+         * checked. Such a slice is for the DNS
+         * zone only, never for encoding or the controllers. */
+        SE_DECODE_DNS_SLICES = 1u << 5,
 };
 
 /* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */

@@ -165,7 +165,7 @@ struct dns_rr {
 
 struct dns_rr_set {
         struct dns_rr *v;
-        uint32_t n, cap;
+        uint32_t n, cap; /* cap 0 with n > 0: v is in a block's slab */
 };
 
 enum dns_node_kind {
@@ -210,8 +210,26 @@ struct dns_ptr_want {
         const char *key; /* the reverse name, in the block's arena */
         const uint8_t *target;
         const char *why;
+        uint32_t hash_hi; /* the key's se_hash_str >> 32 */
         bool cluster_ip;
 };
+
+/* The reverse names are split by their key's hash into shards: a zone
+ * built after a change shares every shard none of whose names changed
+ * with the previous zone, so it copies and references DNS_REV_SHARDS
+ * pointers, not every reverse name. */
+#define DNS_REV_SHARDS 1024
+static inline size_t dns_rev_shard_of(uint64_t hash)
+{
+        return (size_t)(hash >> 54); /* the top 10 bits; the table uses the low ones */
+}
+
+struct dns_rev_shard {
+        int refs; /* the zones that hold it */
+        struct se_hashmap names; /* key -> reverse node (each refcounted by shards) */
+};
+
+void dns_rev_shard_unref(struct dns_rev_shard *s); /* NULL-safe */
 
 /* The arena of the blocks one build made: one arena per block would waste
  * most of its doubling chunks. It goes with the last of them. */
@@ -231,7 +249,7 @@ struct dns_block {
         struct se_object **slices; /* the same pointers again mean the same */
         uint32_t n_slices; /* contents (store objects are immutable) */
         bool ns_exists;
-        struct dns_node_list nodes;
+        struct dns_node_list nodes; /* sorted by key once built */
         struct dns_ptr_want *ptrs;
         size_t n_ptrs, cap_ptrs;
         struct dns_slab *slab; /* keys, rdata, names, nodes */
@@ -253,16 +271,13 @@ struct se_dns_zone {
         char *zone; /* "cluster.local" */
         uint8_t zone_wire[SE_DNS_MAX_NAME];
         size_t zone_wire_len;
-        /* key -> struct dns_node: the blocks' names, copied from the previous
-         * zone's table (no hashing) and changed where blocks changed; and the
-         * zone's own names (no key is in both) */
-        struct se_hashmap names, own_names;
-        /* key -> reverse node (its own allocation, refcounted): copied from
-         * the previous zone and made afresh only for the reverse names of
-         * the blocks that changed */
-        struct se_hashmap rev_names;
-        struct dns_node **nodes; /* every node (own and the blocks'), for listing */
-        size_t n_nodes;
+        /* key -> struct dns_node: the zone's own names (a block's names are
+         * in the block, found through block_of; no key is in both) */
+        struct se_hashmap own_names;
+        /* the reverse names (each node its own allocation, refcounted by
+         * the shards that hold it): the previous zone's shards, those with
+         * a name the changed blocks want made afresh; NULL: none there */
+        struct dns_rev_shard *rev[DNS_REV_SHARDS];
         struct dns_node_list own; /* the frame, namespaces, reverse names, pods */
         struct dns_block **blocks; /* one per Service with names, in store order */
         size_t n_blocks;
@@ -271,5 +286,8 @@ struct se_dns_zone {
 };
 
 const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key);
+/* Every node (own, the blocks', the reverse ones) in a new array, for
+ * listing; *n its length. -ENOMEM. */
+int dns_zone_nodes(const struct se_dns_zone *z, const struct dns_node ***ret, size_t *n);
 
 #endif

@@ -153,19 +153,19 @@ static int master(const struct se_dns_zone *z, bool why, char **ret)
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
-        const struct dns_node **v = se_calloc(z->n_nodes ? z->n_nodes : 1, sizeof(*v));
-        if (!v)
+        const struct dns_node **v = NULL;
+        size_t n_nodes = 0;
+        if (dns_zone_nodes(z, &v, &n_nodes) < 0)
                 return -ENOMEM;
-        memcpy(v, z->nodes, z->n_nodes * sizeof(*v));
-        qsort(v, z->n_nodes, sizeof(*v), cmp_node);
+        qsort(v, n_nodes, sizeof(*v), cmp_node);
         static const char *const apex[] = { NULL, "in-addr.arpa", "ip6.arpa" };
         int group = -1;
-        for (size_t i = 0; i <= z->n_nodes; i++) {
-                int g = i < z->n_nodes ? zone_of(v[i]->key) : 3;
+        for (size_t i = 0; i <= n_nodes; i++) {
+                int g = i < n_nodes ? zone_of(v[i]->key) : 3;
                 while (group < g && group < 2) /* each zone's SOA opens it */
                         if (++group < 3)
                                 put_soa(&sb, apex[group] ? apex[group] : z->zone, z);
-                if (i == z->n_nodes)
+                if (i == n_nodes)
                         break;
                 for (size_t t = 0; t < SE_ARRAY_SIZE(type_order); t++)
                         for (uint32_t k = 0; k < v[i]->rrs.n; k++)
@@ -214,11 +214,15 @@ int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **re
                 *ret = se_strdup("");
                 return *ret ? 0 : -ENOMEM;
         }
+        const struct dns_node **v = NULL;
+        size_t n_nodes = 0;
+        if (dns_zone_nodes(z, &v, &n_nodes) < 0)
+                return -ENOMEM;
         if (strcmp(want, z->zone) == 0 || strcmp(want, "in-addr.arpa") == 0 ||
             strcmp(want, "ip6.arpa") == 0)
                 put_soa(&sb, want, z);
-        for (size_t i = 0; i < z->n_nodes; i++) {
-                const struct dns_node *n = z->nodes[i];
+        for (size_t i = 0; i < n_nodes; i++) {
+                const struct dns_node *n = v[i];
                 owner_text(n, text, sizeof(text));
                 if (strcmp(n->key, want) != 0 && strcmp(text, want) != 0)
                         continue;
@@ -227,6 +231,7 @@ int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **re
                                 if (n->rrs.v[k].type == type_order[t])
                                         put_rr(&sb, n, &n->rrs.v[k], true);
         }
+        free(v);
         if (se_strbuf_failed(&sb)) {
                 se_strbuf_release(&sb);
                 return -ENOMEM;

@@ -16,6 +16,16 @@
 #define LABEL_SERVICE_NAME "kubernetes.io/service-name"
 #define KEY_MAX            1024
 #define MAX_NODE_RRS       (2 * DNS_MAX_RRS_PER_NAME)
+/* the blocks of one build share slabs of this size (a block that does
+ * not fit takes a new one; a bigger block grows its slab); below
+ * SE_HUGE_MIN, so plain malloc'ed pages, resident only where used */
+#define SLAB_BYTES ((size_t)1000 * 1000)
+/* a new slab when less is left: most blocks (a Service of tens of
+ * endpoints) need a few KB; a bigger one grows the slab, later blocks
+ * fill what it added */
+#define SLAB_MARGIN ((size_t)32 * 1024)
+/* a build's first slab, grown from small, is left at this size */
+#define SLAB_GROWN ((size_t)256 * 1024)
 
 struct build {
         struct se_dns_zone *z;
@@ -27,18 +37,23 @@ struct build {
         struct dns_node_list *list;
         struct dns_block *blk;
         struct dns_slab *slab; /* of the blocks this build makes */
+        bool slab_reserved; /* the slabs from here on are SLAB_BYTES */
+        struct se_hashmap blk_names; /* the names of the block being built */
         struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
+        /* a bit per (hash_hi & 0xffff) of the dirty names: most wishes
+         * are told apart from them without a lookup */
+        uint64_t dirty_bits[65536 / 64];
+        bool rev_own[DNS_REV_SHARDS]; /* z->rev[i] is this build's, to change */
         struct dns_node_list fresh; /* the reverse nodes made (not owned) */
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
-        char **slice_keys;
-        size_t n_slice_keys;
+        struct se_arena scratch; /* the slice lists and their keys */
 };
 
 struct slice_list {
         const struct se_endpoint_slice **v;
-        size_t n;
+        size_t n, cap;
 };
 
 /* A DNS label as Kubernetes names are: 1..63 of [a-z0-9-], a letter or
@@ -69,6 +84,18 @@ static void SE_PRINTF(3, 4) keyf(char *buf, size_t cap, const char *fmt, ...)
         va_end(ap);
 }
 
+/* "ns/name" into key (KEY_MAX); false when it does not fit. */
+static bool ns_key(char *key, const char *ns, const char *name)
+{
+        size_t nl = strlen(ns), ml = strlen(name);
+        if (nl + ml + 2 > KEY_MAX)
+                return false;
+        memcpy(key, ns, nl);
+        key[nl] = '/';
+        memcpy(key + nl + 1, name, ml + 1);
+        return true;
+}
+
 static void *arena_copy(struct build *b, const void *p, size_t n)
 {
         void *q = se_arena_alloc(b->arena, n ? n : 1);
@@ -96,7 +123,7 @@ static int list_push(struct dns_node_list *l, struct dns_node *n)
 static struct dns_node *node_of(struct build *b, const char *key, bool kept,
                                 enum dns_node_kind kind)
 {
-        struct se_hashmap *map = b->blk ? &b->z->names : &b->z->own_names;
+        struct se_hashmap *map = b->blk ? &b->blk_names : &b->z->own_names;
         struct dns_node *n = se_hashmap_get(map, key);
         if (n)
                 return n;
@@ -212,16 +239,47 @@ static bool reverse_key(const char *ip, char *out, size_t cap)
 /* A PTR record. CoreDNS answers an address that is a ClusterIP with the
  * first such Service alone (services come in namespace/name order here);
  * only an address that is no ClusterIP gets one PTR per endpoint name. */
+/* Shard i of the zone being built, its own to change: made (from the
+ * previous zone's, whose nodes it then references too) the first time. */
+static struct dns_rev_shard *own_shard(struct build *b, size_t i)
+{
+        struct se_dns_zone *z = b->z;
+        if (b->rev_own[i])
+                return z->rev[i];
+        struct dns_rev_shard *s = se_calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->refs = 1;
+        struct dns_rev_shard *shared = z->rev[i];
+        if (shared) {
+                if (se_hashmap_copy(&s->names, &shared->names) < 0) {
+                        free(s);
+                        return NULL;
+                }
+                void *v;
+                for (size_t it = 0; se_hashmap_next(&s->names, &it, NULL, &v);)
+                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
+                dns_rev_shard_unref(shared);
+        }
+        z->rev[i] = s;
+        b->rev_own[i] = true;
+        return s;
+}
+
 static int make_ptr(struct build *b, const char *key, const uint8_t *target, bool cluster_ip,
                     const char *why)
 {
         struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
-        struct dns_node *n = se_hashmap_get(&b->z->rev_names, key);
+        uint64_t h = se_hash_str(key);
+        struct dns_rev_shard *s = own_shard(b, dns_rev_shard_of(h));
+        if (!s)
+                return -ENOMEM;
+        struct dns_node *n = se_hashmap_get_hashed(&s->names, key, h);
         if (!n) {
                 if (!(n = se_calloc(1, sizeof(*n))))
                         return -ENOMEM;
                 *n = (struct dns_node){ .key = key, .refs = 1, .kind = DNS_NODE_REVERSE };
-                if (se_hashmap_put(&b->z->rev_names, key, n, NULL) < 0) {
+                if (se_hashmap_put(&s->names, key, n, NULL) < 0) {
                         free(n);
                         return -ENOMEM;
                 }
@@ -258,9 +316,12 @@ static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool 
                 blk->ptrs = v;
                 blk->cap_ptrs = cap;
         }
-        blk->ptrs[blk->n_ptrs++] = (struct dns_ptr_want){
-                .key = key, .target = target, .why = why, .cluster_ip = cluster_ip
-        };
+        blk->ptrs[blk->n_ptrs++] =
+                (struct dns_ptr_want){ .key = key,
+                                       .target = target,
+                                       .why = why,
+                                       .hash_hi = (uint32_t)(se_hash_str(key) >> 32),
+                                       .cluster_ip = cluster_ip };
         return 0;
 }
 
@@ -475,7 +536,7 @@ static int build_endpoints(struct build *b, const struct se_service *s, const ch
                            bool headless)
 {
         char key[KEY_MAX];
-        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        (void)ns_key(key, s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
         if (!sl)
                 return 0;
@@ -541,7 +602,7 @@ static int build_ptrs_only(struct build *b, const struct se_service *s, const ch
         for (uint32_t i = 0; i < n && r == 0; i++)
                 r = add_ptr(b, v[i], target, true, why);
         char key[KEY_MAX];
-        keyf(key, sizeof(key), "%s/%s", s->obj.meta.namespace, s->obj.meta.name);
+        (void)ns_key(key, s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
         for (size_t i = 0; sl && i < sl->n && r == 0; i++)
                 for (uint32_t e = 0; e < sl->v[i]->n_endpoints && r == 0; e++) {
@@ -619,17 +680,21 @@ static int build_service(struct build *b, const struct se_service *s)
 
 /* ---- indexes used while building ---- */
 
+static int cmp_slice_name(const void *x, const void *y)
+{
+        return strcmp((*(const struct se_endpoint_slice *const *)x)->obj.meta.name,
+                      (*(const struct se_endpoint_slice *const *)y)->obj.meta.name);
+}
+
+/* Every Service's slices, in slice name order (as a sorted listing of the
+ * store gives them) without sorting the store: a Service has one or a few.
+ * Everything in the build's scratch arena: one release at the end. */
 static int index_slices(struct build *b)
 {
         const struct se_object **v = NULL;
-        long n = se_store_list(b->st, SE_KIND_ENDPOINT_SLICE, NULL, &v);
+        long n = se_store_list_unordered(b->st, SE_KIND_ENDPOINT_SLICE, NULL, &v);
         if (n < 0)
                 return (int)n;
-        b->slice_keys = se_calloc((size_t)n + 1, sizeof(char *));
-        if (!b->slice_keys) {
-                free(v);
-                return -ENOMEM;
-        }
         int r = 0;
         for (long i = 0; i < n && r == 0; i++) {
                 const struct se_endpoint_slice *es = se_endpoint_slice_of(v[i]);
@@ -639,28 +704,39 @@ static int index_slices(struct build *b)
                      strcmp(es->address_type, "IPv6") != 0))
                         continue;
                 char key[KEY_MAX];
-                keyf(key, sizeof(key), "%s/%s", es->obj.meta.namespace, svc);
+                if (!ns_key(key, es->obj.meta.namespace, svc))
+                        continue; /* (no such Service can exist) */
                 struct slice_list *l = se_hashmap_get(&b->slices, key);
                 if (!l) {
-                        char *k = se_strdup(key);
-                        l = se_calloc(1, sizeof(*l));
+                        const char *k = se_arena_strdup(&b->scratch, key);
+                        l = se_arena_alloc(&b->scratch, sizeof(*l));
                         if (!k || !l || se_hashmap_put(&b->slices, k, l, NULL) < 0) {
-                                free(k);
-                                free(l);
                                 r = -ENOMEM;
                                 break;
                         }
-                        b->slice_keys[b->n_slice_keys++] = k;
                 }
-                const struct se_endpoint_slice **nv = se_reallocarray(l->v, l->n + 1, sizeof(*nv));
-                if (!nv) {
-                        r = -ENOMEM;
-                        break;
+                if (l->n == l->cap) {
+                        size_t cap = l->cap ? 2 * l->cap : 1;
+                        const struct se_endpoint_slice **nv =
+                                se_arena_array(&b->scratch, cap, sizeof(*nv));
+                        if (!nv) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        if (l->n)
+                                memcpy(nv, l->v, l->n * sizeof(*nv));
+                        l->v = nv;
+                        l->cap = cap;
                 }
-                l->v = nv;
                 l->v[l->n++] = es;
         }
         free(v);
+        void *lv;
+        for (size_t it = 0; r == 0 && se_hashmap_next(&b->slices, &it, NULL, &lv);) {
+                struct slice_list *l = lv;
+                if (l->n > 1)
+                        qsort(l->v, l->n, sizeof(*l->v), cmp_slice_name);
+        }
         return r;
 }
 
@@ -845,16 +921,9 @@ static void build_release(struct build *b)
         dns_slab_unref(b->slab);
         free(b->fresh.v); /* (the nodes are the zone's) */
         se_hashmap_release(&b->dirty);
-        for (size_t i = 0; i < b->n_slice_keys; i++) {
-                struct slice_list *l = se_hashmap_get(&b->slices, b->slice_keys[i]);
-                if (l) {
-                        free(l->v);
-                        free(l);
-                }
-                free(b->slice_keys[i]);
-        }
-        free(b->slice_keys);
+        se_hashmap_release(&b->blk_names);
         se_hashmap_release(&b->slices);
+        se_arena_release(&b->scratch);
         se_hashmap_release(&b->ns);
 }
 
@@ -874,13 +943,71 @@ static bool same_inputs(const struct dns_block *blk, const struct se_service *s,
         return true;
 }
 
+static int cmp_node_key(const void *x, const void *y)
+{
+        return strcmp((*(const struct dns_node *const *)x)->key,
+                      (*(const struct dns_node *const *)y)->key);
+}
+
+/* A built block is read-only: its nodes sorted by name (dns_zone_find
+ * searches them there, so no zone-wide table of names is copied per
+ * build), their records moved into the slab (no malloc header and
+ * rounding for each of the many small arrays; cap 0 marks them) and its
+ * arrays cut to size. */
+static void seal_block(struct dns_block *blk)
+{
+        struct dns_node_list *l = &blk->nodes;
+        if (l->n > 1)
+                qsort(l->v, l->n, sizeof(*l->v), cmp_node_key);
+        for (size_t i = 0; i < l->n; i++) {
+                struct dns_rr_set *rs = &l->v[i]->rrs;
+                struct dns_rr *v = rs->n && rs->cap ?
+                                           se_arena_array(&blk->slab->arena, rs->n, sizeof(*v)) :
+                                           NULL;
+                if (!v)
+                        continue; /* (none, or no memory: it stays where it is) */
+                memcpy(v, rs->v, rs->n * sizeof(*v));
+                free(rs->v);
+                rs->v = v;
+                rs->cap = 0;
+        }
+        if (l->cap > l->n && l->n > 0) {
+                struct dns_node **v = se_reallocarray(l->v, l->n, sizeof(*v));
+                if (v) { /* else keep the bigger one */
+                        l->v = v;
+                        l->cap = l->n;
+                }
+        }
+        if (blk->cap_ptrs > blk->n_ptrs && blk->n_ptrs > 0) {
+                struct dns_ptr_want *v = se_reallocarray(blk->ptrs, blk->n_ptrs, sizeof(*v));
+                if (v) {
+                        blk->ptrs = v;
+                        blk->cap_ptrs = blk->n_ptrs;
+                }
+        }
+}
+
 static int new_block(struct build *b, const char *key, const struct se_service *s,
                      const struct slice_list *sl, bool ns_exists, struct dns_block **out)
 {
+        /* An arena left to double would end in a chunk of tens of MB, up
+         * to half of it never used, and huge-page backed (resident) at that
+         * size. So a build's first slab grows from small (a change to a few
+         * Services needs a few KB) up to SLAB_GROWN; the next ones are one
+         * chunk of SLAB_BYTES each, a new one when it is nearly full. */
+        if (b->slab &&
+            (b->slab_reserved ? (size_t)(b->slab->arena.hi - b->slab->arena.lo) < SLAB_MARGIN :
+                                b->slab->arena.total >= SLAB_GROWN)) {
+                dns_slab_unref(b->slab);
+                b->slab = NULL;
+                b->slab_reserved = true;
+        }
         if (!b->slab) {
                 if (!(b->slab = se_calloc(1, sizeof(*b->slab))))
                         return -ENOMEM;
                 b->slab->refs = 1; /* the build's, dropped at its end */
+                if (b->slab_reserved && se_arena_reserve(&b->slab->arena, SLAB_BYTES) < 0)
+                        return -ENOMEM;
         }
         struct dns_block *blk = se_calloc(1, sizeof(*blk));
         if (!blk)
@@ -908,33 +1035,28 @@ static int new_block(struct build *b, const char *key, const struct se_service *
                 b->list = &b->z->own;
                 b->blk = NULL;
         }
+        /* its names were only for finding its own nodes while building */
+        se_hashmap_release(&b->blk_names);
         if (r < 0) {
                 dns_block_unref(blk);
                 return r;
         }
         finish(&blk->nodes);
+        seal_block(blk);
         *out = blk;
         return 0;
-}
-
-/* Takes a block's names out of the zone's table (copied from the previous
- * zone's), those a new block has taken over aside. */
-static void drop_names(struct se_dns_zone *z, const struct dns_block *blk)
-{
-        for (size_t i = 0; i < blk->nodes.n; i++) {
-                const struct dns_node *n = blk->nodes.v[i];
-                if (se_hashmap_get(&z->names, n->key) == n)
-                        (void)se_hashmap_remove(&z->names, n->key);
-        }
 }
 
 /* The reverse names a block wants are to be made afresh (it is new, or
  * gone since the previous zone); a build without one makes them all. */
 static int mark_dirty(struct build *b, const struct dns_block *blk)
 {
-        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++)
+        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++) {
+                uint32_t bit = blk->ptrs[i].hash_hi & 0xffff;
+                b->dirty_bits[bit / 64] |= (uint64_t)1 << (bit % 64);
                 if (se_hashmap_put(&b->dirty, blk->ptrs[i].key, (void *)1, NULL) < 0)
                         return -ENOMEM;
+        }
         return 0;
 }
 
@@ -948,7 +1070,7 @@ static int add_service(struct build *b, const struct se_service *s)
         if (!label_ok(ns) || !label_ok(name))
                 return 0; /* no names and no PTRs */
         char key[KEY_MAX];
-        keyf(key, sizeof(key), "%s/%s", ns, name);
+        (void)ns_key(key, ns, name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
         bool ns_exists = se_hashmap_get(&b->ns, ns) != NULL;
         struct dns_block *blk = b->prev ? se_hashmap_get(&b->prev->block_of, key) : NULL;
@@ -956,8 +1078,6 @@ static int add_service(struct build *b, const struct se_service *s)
         if (reused) {
                 __atomic_add_fetch(&blk->refs, 1, __ATOMIC_RELAXED);
         } else {
-                if (blk) /* (its PTRs: drop_gone) */
-                        drop_names(b->z, blk);
                 int r = new_block(b, key, s, sl, ns_exists, &blk);
                 if (r < 0)
                         return r;
@@ -971,17 +1091,15 @@ static int add_service(struct build *b, const struct se_service *s)
         return se_hashmap_put(&z->block_of, blk->key, blk, NULL);
 }
 
-/* The names and PTRs of the previous zone's blocks not in this one (the
- * Service changed or went). */
+/* The PTRs of the previous zone's blocks not in this one (the Service
+ * changed or went); their names went with them. */
 static int drop_gone(struct build *b)
 {
         int r = 0;
         for (size_t i = 0; b->prev && i < b->prev->n_blocks && r == 0; i++) {
                 const struct dns_block *old = b->prev->blocks[i];
-                if (se_hashmap_get(&b->z->block_of, old->key) == old)
-                        continue;
-                drop_names(b->z, old);
-                r = mark_dirty(b, old);
+                if (se_hashmap_get(&b->z->block_of, old->key) != old)
+                        r = mark_dirty(b, old);
         }
         return r;
 }
@@ -995,14 +1113,16 @@ static int place_ptrs(struct build *b)
         struct se_dns_zone *z = b->z;
         bool all = b->prev == NULL;
         if (!all) {
-                if (se_hashmap_copy(&z->rev_names, &b->prev->rev_names) < 0)
-                        return -ENOMEM;
-                void *v;
-                for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
-                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
+                for (size_t i = 0; i < DNS_REV_SHARDS; i++)
+                        if ((z->rev[i] = b->prev->rev[i]))
+                                __atomic_add_fetch(&z->rev[i]->refs, 1, __ATOMIC_RELAXED);
                 const char *k;
-                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);)
-                        dns_rev_unref(se_hashmap_remove(&z->rev_names, k));
+                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);) {
+                        struct dns_rev_shard *s = own_shard(b, dns_rev_shard_of(se_hash_str(k)));
+                        if (!s)
+                                return -ENOMEM;
+                        dns_rev_unref(se_hashmap_remove(&s->names, k));
+                }
                 if (b->dirty.n == 0)
                         return 0;
         }
@@ -1011,37 +1131,14 @@ static int place_ptrs(struct build *b)
                 const struct dns_block *blk = z->blocks[i];
                 for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
                         const struct dns_ptr_want *p = &blk->ptrs[k];
-                        if (all || se_hashmap_get(&b->dirty, p->key))
+                        uint32_t bit = p->hash_hi & 0xffff;
+                        if (all || ((b->dirty_bits[bit / 64] >> (bit % 64) & 1) &&
+                                    se_hashmap_get(&b->dirty, p->key)))
                                 r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
                 }
         }
         finish(&b->fresh);
         return r;
-}
-
-/* z->nodes: the own nodes, every block's and the reverse ones, for
- * listing. */
-static int list_nodes(struct se_dns_zone *z)
-{
-        size_t n = z->own.n + z->rev_names.n;
-        for (size_t i = 0; i < z->n_blocks; i++)
-                n += z->blocks[i]->nodes.n;
-        z->nodes = se_calloc(n ? n : 1, sizeof(*z->nodes));
-        if (!z->nodes)
-                return -ENOMEM;
-        memcpy(z->nodes, z->own.v, z->own.n * sizeof(*z->nodes));
-        n = z->own.n;
-        for (size_t i = 0; i < z->n_blocks; i++) {
-                const struct dns_node_list *l = &z->blocks[i]->nodes;
-                if (l->n) /* (a block may have PTRs alone: v is NULL) */
-                        memcpy(z->nodes + n, l->v, l->n * sizeof(*z->nodes));
-                n += l->n;
-        }
-        void *v;
-        for (size_t it = 0; se_hashmap_next(&z->rev_names, &it, NULL, &v);)
-                z->nodes[n++] = v;
-        z->n_nodes = n;
-        return 0;
 }
 
 static int build_all(struct build *b, enum se_dns_pods pods)
@@ -1057,8 +1154,6 @@ static int build_all(struct build *b, enum se_dns_pods pods)
                 r = (int)n;
         if (r == 0 && !(b->z->blocks = se_calloc(n > 0 ? (size_t)n : 1, sizeof(*b->z->blocks))))
                 r = -ENOMEM;
-        if (r == 0 && b->prev)
-                r = se_hashmap_copy(&b->z->names, &b->prev->names);
         for (long i = 0; i < n && r == 0; i++)
                 r = add_service(b, se_service_of(v[i]));
         free(v);
@@ -1068,10 +1163,8 @@ static int build_all(struct build *b, enum se_dns_pods pods)
                 r = place_ptrs(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
                 r = build_pods(b);
-        if (r == 0) {
+        if (r == 0)
                 finish(&b->z->own);
-                r = list_nodes(b->z);
-        }
         return r;
 }
 

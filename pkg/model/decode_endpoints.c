@@ -113,15 +113,16 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
 {
         struct se_slice_endpoint *se = out;
         const char *addr_type = ctx;
-        const json_t *cond, *hints;
+        const json_t *cond, *hints = NULL;
+        bool dns = d->flags & SE_DECODE_DNS_SLICES; /* what cluster DNS reads, no more */
         int r;
         if ((r = model_get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
             (r = model_get_string(d, e, "hostname", &se->hostname)) < 0 ||
-            (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0 ||
-            (r = model_get_string(d, e, "nodeName", &se->node_name)) < 0 ||
-            (r = model_get_string(d, e, "zone", &se->zone)) < 0 ||
+            (!dns && (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0) ||
+            (!dns && (r = model_get_string(d, e, "nodeName", &se->node_name)) < 0) ||
+            (!dns && (r = model_get_string(d, e, "zone", &se->zone)) < 0) ||
             (r = model_get_object(d, e, "conditions", &cond)) < 0 ||
-            (r = model_get_object(d, e, "hints", &hints)) < 0)
+            (!dns && (r = model_get_object(d, e, "hints", &hints)) < 0))
                 return r;
         if (se->addresses.n < 1 || se->addresses.n > 100)
                 return model_dctx_fail(d, "addresses",

@@ -59,7 +59,8 @@ int model_decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, con
         if (!meta)
                 return model_dctx_fail(d, "metadata.name", "Required value: name is required");
         size_t old = model_dctx_push_key(d, "metadata");
-        bool slim = d->flags & SE_DECODE_SLIM_POD;
+        /* (each flag reaches only its own kind: decode.c kind_flags) */
+        bool slim = d->flags & (SE_DECODE_SLIM_POD | SE_DECODE_DNS_SLICES);
         struct se_meta_more more = { 0 };
         if ((r = model_get_string(d, meta, "name", &m->name)) < 0 ||
             (!slim && (r = model_get_string(d, meta, "generateName", &more.generate_name)) < 0) ||
@@ -75,7 +76,7 @@ int model_decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, con
             (!slim && (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL,
                                     more.owner_refs, more.n_owner_refs)) < 0))
                 return r;
-        if (slim) /* checked, not kept: nothing reads a Pod's generation */
+        if (slim) /* checked, not kept: nothing reads a slim object's generation */
                 more.generation = 0;
         if (more.generate_name || more.creation_timestamp || more.generation || more.n_owner_refs) {
                 m->more = model_dctx_array(d, 1, sizeof(*m->more));

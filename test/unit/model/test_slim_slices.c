@@ -191,12 +191,71 @@ static void test_slim_slices__hints_and_errors(void **state)
         json_decref(j);
 }
 
+/* SE_DECODE_DNS_SLICES: what cluster DNS reads (addresses, hostname,
+ * conditions, ports, the service-name label) is as in a full decode; the
+ * rest is dropped unread, and the slice costs far less. */
+static void test_slim_slices__dns_form(void **state)
+{
+        (void)state;
+        json_t *j = controller_slice(15);
+        json_t *eps = json_object_get(j, "endpoints");
+        json_object_set_new(json_array_get(eps, 1), "hostname", json_string("web-1"));
+        json_object_set_new(json_object_get(json_array_get(eps, 2), "conditions"), "ready",
+                            json_false());
+        /* not read, so not checked either */
+        json_object_set_new(json_array_get(eps, 3), "hints", json_string("not an object"));
+        struct se_endpoint_slice *full = NULL, *dns = decode(j, SE_DECODE_DNS_SLICES);
+        json_object_del(json_array_get(eps, 3), "hints");
+        full = decode(j, 0);
+        assert_false(dns->slim);
+        assert_int_equal(dns->n_endpoints, 15);
+        for (uint32_t i = 0; i < 15; i++) {
+                const struct se_slice_endpoint *f = &full->endpoints[i], *e = &dns->endpoints[i];
+                assert_int_equal(e->addresses.n, 1);
+                assert_string_equal(e->addresses.v[0], f->addresses.v[0]);
+                assert_int_equal(e->ready, f->ready);
+                assert_int_equal(e->serving, f->serving);
+                assert_int_equal(e->terminating, f->terminating);
+                if (f->hostname)
+                        assert_string_equal(e->hostname, f->hostname);
+                else
+                        assert_null(e->hostname);
+                assert_null(e->target_ref);
+                assert_null(e->node_name);
+                assert_null(e->zone);
+                assert_int_equal(e->hint_zones.n + e->hint_nodes.n, 0);
+        }
+        assert_string_equal(dns->endpoints[1].hostname, "web-1");
+        assert_int_equal(dns->endpoints[2].ready, SE_FALSE);
+        assert_string_equal(se_kvlist_get(&dns->obj.meta.labels, "kubernetes.io/service-name"),
+                            "web");
+        assert_int_equal(se_meta_n_owner_refs(&dns->obj.meta), 0);
+        assert_int_equal(dns->n_ports, 1);
+        assert_int_equal(dns->ports[0].port, 8080);
+        size_t fm = se_object_memory(&full->obj), dm = se_object_memory(&dns->obj);
+        print_message("15-endpoint slice: full %zu bytes, DNS form %zu bytes\n", fm, dm);
+        assert_true(dm * 3 < fm * 2);
+        /* the addresses are still checked */
+        json_object_set_new(json_array_get(eps, 4), "addresses", json_pack("[s]", "10.0.0.256"));
+        struct se_object *o = NULL;
+        struct se_decode_error e;
+        assert_int_equal(se_decode_object_flags(j, SE_KIND_ENDPOINT_SLICE, NULL,
+                                                SE_DECODE_DNS_SLICES, &o, &e),
+                         -EINVAL);
+        assert_null(o);
+        assert_string_equal(e.path, "endpoints[4].addresses[0]");
+        se_object_unref(&full->obj);
+        se_object_unref(&dns->obj);
+        json_decref(j);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_slim_slices__digests_and_memory),
                 cmocka_unit_test(test_slim_slices__digest_fields),
                 cmocka_unit_test(test_slim_slices__hints_and_errors),
+                cmocka_unit_test(test_slim_slices__dns_form),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
