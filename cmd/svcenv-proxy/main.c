@@ -12,6 +12,8 @@
 
 #include <svcenv/alloc.h>
 #include <svcenv/log.h>
+#include <svcenv/macro.h>
+#include <svcenv/manifest.h>
 #include <svcenv/parse.h>
 #include <svcenv/strv.h>
 #include <svcenv/timeutil.h>
@@ -29,6 +31,14 @@ static const char usage[] =
         "\n"
         "  --hostname-override NAME   the Node we run on (default: the hostname)\n"
         "  --backend iptables|nftables (default iptables)\n"
+        "  --mode iptables|nftables|userspace\n"
+        "                             userspace: every Service through svcenv's own L4\n"
+        "                             proxy (retries, affinity), reached by redirect rules\n"
+        "                             written with --backend\n"
+        "  --userspace-port N         the proxy's one port (default 10262)\n"
+        "  --udp-timeout DUR          idle UDP sessions end (userspace; default 250ms)\n"
+        "  -f FILE|DIR                serve from manifests instead of the API server\n"
+        "                             (userspace mode; repeatable)\n"
         "  --cluster-cidr CIDR[,CIDR] local-traffic detection\n"
         "  --node-ip IP[,IP]          node IPs (default: from the Node)\n"
         "  --masquerade-bit N         (default 14)\n"
@@ -204,8 +214,44 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
 
 static void *sync_thread(void *data)
 {
-        proxyd_run(data);
+        struct proxyd *d = data;
+        if (d->userspace)
+                proxyd_userspace_run(d);
+        else
+                proxyd_run(d);
         return NULL;
+}
+
+/* --mode userspace: the proxy's workers first (their metrics are served);
+ * with -f the store is filled from the files instead of informers. */
+static int userspace_start(struct proxyd *d)
+{
+        struct se_uproxy_config cfg = {
+                .port = (uint16_t)(d->uport ? d->uport : SE_UPROXY_DEFAULT_PORT),
+                .udp_timeout_ns = d->udp_timeout_ns ? d->udp_timeout_ns : 250000000LL,
+                .ipv6 = se_proxy_host_ipv6(d->nft),
+        };
+        d->uport = cfg.port;
+        int r = se_uproxy_start(&cfg, &d->uproxy);
+        if (r < 0) {
+                se_log_error("userspace proxy on port %u: %s", cfg.port, strerror(-r));
+                return 4;
+        }
+        uint64_t limit, conns;
+        se_uproxy_fd_budget(d->uproxy, &limit, &conns);
+        se_log_info(0, "userspace proxy on port %u: fd limit %llu, room for %llu TCP connections",
+                    cfg.port, (unsigned long long)limit, (unsigned long long)conns);
+        if (d->n_files == 0)
+                return 0;
+        struct se_diag diag;
+        r = se_manifest_load(d->store, d->files, d->n_files, "default", NULL, &diag);
+        if (r < 0) {
+                char buf[1024];
+                se_diag_format(&diag, buf, sizeof(buf));
+                se_log_error("%s", buf);
+                return r == -ENOMEM ? 4 : 3;
+        }
+        return 0;
 }
 
 static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kubeconfig,
@@ -231,6 +277,9 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_METRICS,
                 O_CLEANUP,
                 O_PARTIAL,
+                O_MODE,
+                O_UPORT,
+                O_UDPTIMEOUT,
         };
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -252,13 +301,16 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "metrics-bind-address", required_argument, NULL, O_METRICS },
                 { "cleanup", no_argument, NULL, O_CLEANUP },
                 { "partial-sync", required_argument, NULL, O_PARTIAL },
+                { "mode", required_argument, NULL, O_MODE },
+                { "userspace-port", required_argument, NULL, O_UPORT },
+                { "udp-timeout", required_argument, NULL, O_UDPTIMEOUT },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
         struct se_diag diag = { 0 };
         int c, r, v;
-        while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "v:hf:", opts, NULL)) != -1) {
                 switch (c) {
                 case O_KUBECONFIG:
                         *kubeconfig = optarg;
@@ -351,6 +403,35 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                                    optarg);
                         d->minimal = strcmp(optarg, "minimal") == 0;
                         break;
+                case O_MODE:
+                        if (strcmp(optarg, "userspace") == 0) {
+                                d->userspace = true;
+                                break;
+                        }
+                        if (strcmp(optarg, "iptables") != 0 && strcmp(optarg, "nftables") != 0)
+                                return usage_error("--mode wants iptables, nftables or "
+                                                   "userspace, not \"%s\"",
+                                                   optarg);
+                        d->nft = strcmp(optarg, "nftables") == 0;
+                        break;
+                case O_UPORT:
+                        if (se_parse_int(optarg, 1, 65535, &d->uport) < 0)
+                                return usage_error("--userspace-port wants 1..65535, not \"%s\"",
+                                                   optarg);
+                        break;
+                case O_UDPTIMEOUT:
+                        /* as upstream: "Must be greater than 0" */
+                        if (se_parse_duration(optarg, MAX_PERIOD_NS, &d->udp_timeout_ns) < 0 ||
+                            d->udp_timeout_ns <= 0)
+                                return usage_error("--udp-timeout wants a duration over 0, not "
+                                                   "\"%s\"",
+                                                   optarg);
+                        break;
+                case 'f':
+                        if (d->n_files >= SE_ARRAY_SIZE(d->files))
+                                return usage_error("-f: at most %zu", SE_ARRAY_SIZE(d->files));
+                        d->files[d->n_files++] = optarg;
+                        break;
                 case 'v':
                         if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
                                 return usage_error("-v wants a level, not \"%s\"", optarg);
@@ -366,6 +447,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         }
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
+        if (d->n_files && !d->userspace)
+                return usage_error("-f works with --mode userspace only");
         if (d->nft)
                 se_proxy_options_nft_defaults(&d->opt);
         return 0;
@@ -456,6 +539,8 @@ int main(int argc, char **argv)
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
+        if (d.n_files)
+                sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -464,15 +549,21 @@ int main(int argc, char **argv)
         bool started = false;
         /* kube-proxy serves its health before its informers sync (healthy,
          * no family synced yet) */
-        if (!(d.store = se_store_new()) || proxyd_serve_start(&d) < 0 ||
-            start_informers(&d, kubeconfig, master) < 0) {
+        if (!(d.store = se_store_new())) {
+                rc = 4;
+                goto out;
+        }
+        if (d.userspace && (rc = userspace_start(&d)) != 0)
+                goto out;
+        if (proxyd_serve_start(&d) < 0 ||
+            (!d.n_files && start_informers(&d, kubeconfig, master) < 0)) {
                 rc = 4;
                 goto out;
         }
         /* kube-proxy waits for its Node first (NodeManager); then its sync
          * loop starts, which counts as an update of every family for the
          * health server, while the other informers sync */
-        if (wait_synced(&d, 0, &set) < 0)
+        if (!d.n_files && wait_synced(&d, 0, &set) < 0)
                 goto out;
         node_facts(&d);
         /* as kube-proxy: both families wherever the host has IPv6 */
@@ -481,7 +572,7 @@ int main(int argc, char **argv)
         for (unsigned i = 1; i < d.n_inf; i++)
                 if (wait_synced(&d, (int)i, &set) < 0)
                         goto out;
-        if (d.nfacct_mode != 0 && !d.nft) { /* auto or on: the counters first */
+        if (d.nfacct_mode != 0 && !d.nft && !d.userspace) { /* auto or on: the counters first */
                 int r1 = se_proxy_nfacct_ensure("localhost_nps_accepted_pkts");
                 int r2 = se_proxy_nfacct_ensure("ct_state_invalid_dropped_pkts");
                 d.opt.nfacct = r1 == 0 && r2 == 0;
@@ -495,11 +586,20 @@ int main(int argc, char **argv)
         }
         started = true;
         se_log_info(0, "svcenv-proxy on node %s (%s, %u famil%s)", d.hostname,
-                    d.nft ? "nftables" : "iptables", d.n_fams, d.n_fams > 1 ? "ies" : "y");
+                    d.userspace ? "userspace" :
+                    d.nft       ? "nftables" :
+                                  "iptables",
+                    d.n_fams, d.n_fams > 1 ? "ies" : "y");
         for (;;) {
                 int sig = 0;
-                if (sigwait(&set, &sig) == 0)
+                if (sigwait(&set, &sig) != 0)
+                        continue;
+                if (sig != SIGHUP)
                         break;
+                pthread_mutex_lock(&d.mu); /* -f: the sync thread reads the files again */
+                d.reload = true;
+                pthread_cond_signal(&d.cond);
+                pthread_mutex_unlock(&d.mu);
         }
         se_log_info(0, "shutting down");
 out:
@@ -510,6 +610,7 @@ out:
         if (started)
                 pthread_join(tid, NULL);
         proxyd_serve_stop(&d);
+        d.uproxy = se_uproxy_stop(d.uproxy);
         for (unsigned i = 0; i < d.n_inf; i++)
                 d.inf[i] = se_kube_informer_free(d.inf[i]);
         d.client = se_kube_client_free(d.client);

@@ -14,6 +14,7 @@
 #include <svcenv/kube_watch.h>
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
+#include <svcenv/uproxy.h>
 
 #define MAX_TRIGGERS 4096 /* pending trigger times kept for the latency metric */
 #define MAX_HC_PORTS 256 /* health-check node ports served */
@@ -37,6 +38,14 @@ struct proxyd {
         const char *healthz_addr, *metrics_addr;
         enum se_ip_family fams[2];
         unsigned n_fams;
+        /* --mode userspace */
+        bool userspace;
+        int uport;
+        int64_t udp_timeout_ns;
+        const char *files[64]; /* -f: serve from manifests, no API server */
+        size_t n_files;
+        struct se_uproxy *uproxy;
+        bool reload; /* SIGHUP with -f: read the files again (under mu) */
 
         struct se_store *store;
         struct se_kube_client *client;
@@ -75,6 +84,8 @@ void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object
                       const struct se_object *new_obj);
 /* The loop: returns when d->stop is set. */
 void proxyd_run(struct proxyd *d);
+/* The userspace mode's loop (userspace.c): returns when d->stop is set. */
+void proxyd_userspace_run(struct proxyd *d);
 /* Serving (serve.c). */
 int proxyd_serve_start(struct proxyd *d);
 void proxyd_serve_stop(struct proxyd *d);

@@ -38,6 +38,8 @@ static void gauge(struct se_strbuf *sb, const char *type, const char *name, cons
 static void metrics(void *data, struct se_strbuf *sb)
 {
         struct proxyd *d = data;
+        if (d->uproxy) /* --mode userspace */
+                se_uproxy_metrics(d->uproxy, sb);
         se_histogram_render(&d->sync_all, sb, "kubeproxy_sync_proxy_rules_duration_seconds", NULL,
                             "SyncProxyRules latency in seconds");
         se_histogram_render(&d->sync_full, sb, "kubeproxy_sync_full_proxy_rules_duration_seconds",

@@ -1,0 +1,171 @@
+/* --mode userspace: every Service through svcenv's own proxy (pkg/uproxy).
+ * The loop rebuilds the snapshot on every change, swaps it into the proxy's
+ * workers and rewrites the redirect rules (iptables or nft by --backend);
+ * TPROXY'd UDP is routed to the local stack by a mark rule of our own. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <svcenv/log.h>
+#include <svcenv/manifest.h>
+#include <svcenv/timeutil.h>
+#include <svcenv/uproxy.h>
+
+#include "proxyd.h"
+
+static void run_quiet(const char *const *argv)
+{
+        char err[256];
+        (void)se_proxy_run(argv, NULL, err, sizeof(err));
+}
+
+/* The policy route TPROXY needs (marked packets are delivered locally) and
+ * the jumps to our chains: made once, kept if present. */
+static void ensure_plumbing(const struct proxyd *d, enum se_ip_family fam)
+{
+        bool v6 = fam == SE_IPV6;
+        char mark[32], table[16];
+        snprintf(mark, sizeof(mark), "%#x/%#x", SE_UPROXY_DEFAULT_MARK, SE_UPROXY_DEFAULT_MARK);
+        snprintf(table, sizeof(table), "%d", SE_UPROXY_ROUTE_TABLE);
+        const char *fl = v6 ? "-6" : "-4";
+        const char *del[] = { "ip", fl, "rule", "del", "fwmark", mark, "lookup", table, NULL };
+        const char *add[] = { "ip", fl, "rule", "add", "fwmark", mark, "lookup", table, NULL };
+        const char *route[] = { "ip",  fl,   "route", "replace", "local", v6 ? "::/0" : "0.0.0.0/0",
+                                "dev", "lo", "table", table,     NULL };
+        run_quiet(del); /* no duplicates across restarts */
+        run_quiet(add);
+        run_quiet(route);
+        if (d->nft)
+                return;
+        const char *const *jumps[3];
+        unsigned n = se_uproxy_jumps(jumps);
+        for (unsigned i = 0; i < n; i++) {
+                const char *argv[16] = { v6 ? "ip6tables" : "iptables", "-w", "-t", jumps[i][0] };
+                size_t k = 4;
+                argv[k++] = "-C";
+                for (size_t j = 1; jumps[i][j] && k < 15; j++)
+                        argv[k++] = jumps[i][j];
+                char err[256];
+                if (se_proxy_run(argv, NULL, err, sizeof(err)) == 0)
+                        continue;
+                argv[4] = "-I";
+                if (se_proxy_run(argv, NULL, err, sizeof(err)) < 0)
+                        se_log_warn("%s: %s", argv[0], err);
+        }
+}
+
+/* SIGHUP with -f: a fresh store from the files (the old one is this
+ * thread's alone in that mode), so that removed objects go too. */
+static void reload_files(struct proxyd *d)
+{
+        struct se_store *st = se_store_new();
+        struct se_diag diag;
+        int r = st ? se_manifest_load(st, d->files, d->n_files, "default", NULL, &diag) : -ENOMEM;
+        if (r < 0) {
+                char buf[1024];
+                se_diag_format(&diag, buf, sizeof(buf));
+                se_log_error("reload: %s; serving the last good files",
+                             r == -ENOMEM ? "out of memory" : buf);
+                se_store_free(st);
+                return;
+        }
+        se_store_free(d->store);
+        d->store = st;
+        se_log_info(0, "reloaded %zu manifest path(s)", d->n_files);
+}
+
+static bool sync_userspace(struct proxyd *d)
+{
+        struct se_proxy_table *t[2] = { NULL, NULL };
+        struct se_uproxy_snapshot *snap = NULL;
+        bool ok = true;
+        int r = 0;
+        se_store_rdlock(d->store);
+        for (unsigned i = 0; r == 0 && i < d->n_fams; i++)
+                r = se_proxy_table_build(d->store, &d->opt, d->fams[i], &t[i]);
+        if (r == 0)
+                r = se_uproxy_snapshot_build((const struct se_proxy_table *const *)t, d->n_fams,
+                                             d->store, &snap);
+        se_store_unlock(d->store);
+        if (r == 0 && snap->n_bad_sched)
+                se_log_warn("%u service port(s) have an invalid %s annotation: rr used",
+                            snap->n_bad_sched, SE_UPROXY_SCHED_ANNOTATION);
+        if (r == 0)
+                r = se_uproxy_update(d->uproxy, snap);
+        if (r < 0) {
+                se_log_error("userspace sync: %s", strerror(-r));
+                ok = false;
+        }
+        struct se_uproxy_rules_opts o = { .port = (uint16_t)d->uport,
+                                          .mark = SE_UPROXY_DEFAULT_MARK };
+        for (unsigned i = 0; r == 0 && i < d->n_fams; i++) {
+                struct se_strbuf out;
+                char err[1024] = "";
+                se_strbuf_init(&out, 0);
+                bool v6 = d->fams[i] == SE_IPV6;
+                int w = d->nft ? se_uproxy_rules_nft(t[i], &o, &out) :
+                                 se_uproxy_rules_iptables(t[i], &o, &out);
+                if (w == 0)
+                        w = se_proxy_apply(d->nft ? SE_PROXY_NFT :
+                                           v6     ? SE_PROXY_IP6TABLES_RESTORE :
+                                                    SE_PROXY_IPTABLES_RESTORE,
+                                           out.buf, out.len, err, sizeof(err));
+                if (w == 0)
+                        ensure_plumbing(d, d->fams[i]);
+                else {
+                        se_log_error("userspace rules (%s): %s", v6 ? "IPv6" : "IPv4",
+                                     err[0] ? err : strerror(-w));
+                        ok = false;
+                }
+                se_strbuf_release(&out);
+        }
+        for (unsigned i = 0; i < 2; i++)
+                se_proxy_table_free(t[i]);
+        if (ok) {
+                struct se_proxy_instant now;
+                proxyd_now(d, &now);
+                pthread_mutex_lock(&d->mu);
+                se_proxy_health_updated(&d->health, &now);
+                d->last_sync_ts = (double)now.real_ns / 1e9;
+                pthread_mutex_unlock(&d->mu);
+        }
+        return ok;
+}
+
+void proxyd_userspace_run(struct proxyd *d)
+{
+        bool need = true;
+        int64_t last = 0;
+        for (;;) {
+                pthread_mutex_lock(&d->mu);
+                bool stop = d->stop, reload = d->reload;
+                need |= d->dirty || reload;
+                d->dirty = d->reload = false;
+                pthread_mutex_unlock(&d->mu);
+                if (stop)
+                        break;
+                if (reload)
+                        reload_files(d);
+                int64_t now = (int64_t)se_now_mono_ns();
+                if (need || now - last >= d->sync_period_ns) {
+                        if (last && now - last < d->min_sync_period_ns) {
+                                struct timespec ts = { 0, 0 };
+                                int64_t w = d->min_sync_period_ns - (now - last);
+                                ts.tv_sec = (time_t)(w / 1000000000LL);
+                                ts.tv_nsec = (long)(w % 1000000000LL);
+                                nanosleep(&ts, NULL);
+                        }
+                        need = !sync_userspace(d);
+                        last = (int64_t)se_now_mono_ns();
+                        continue;
+                }
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_sec += 1;
+                pthread_mutex_lock(&d->mu);
+                if (!d->stop && !d->dirty && !d->reload)
+                        pthread_cond_timedwait(&d->cond, &d->mu, &ts);
+                pthread_mutex_unlock(&d->mu);
+        }
+}
