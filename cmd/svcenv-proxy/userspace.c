@@ -158,8 +158,10 @@ void proxyd_userspace_run(struct proxyd *d)
                         }
                         need = !sync_userspace(d);
                         last = (int64_t)se_now_mono_ns();
-                        continue;
+                        if (!need)
+                                continue;
                 }
+                /* a change, the period, or after a failure a second's pause */
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 ts.tv_sec += 1;

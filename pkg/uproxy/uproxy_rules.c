@@ -110,14 +110,14 @@ int se_uproxy_rules_nft(const struct se_proxy_table *t, const struct se_uproxy_r
         se_strbuf_printf(out, "add table %s " NFT_TABLE "\ndelete table %s " NFT_TABLE "\n", fam,
                          fam);
         se_strbuf_printf(out, "table %s " NFT_TABLE " {\n", fam);
-        se_strbuf_puts(out, "\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; "
+        se_strbuf_puts(out, "\tchain prerouting {\n\t\ttype nat hook prerouting priority -100; "
                             "policy accept;\n\t\tjump services\n\t}\n");
-        se_strbuf_puts(out, "\tchain output {\n\t\ttype nat hook output priority dstnat; "
+        se_strbuf_puts(out, "\tchain output {\n\t\ttype nat hook output priority -100; "
                             "policy accept;\n\t\tjump services\n\t}\n");
         for (int chain = 0; chain < 2; chain++) {
                 bool udp = chain == 1;
                 if (udp)
-                        se_strbuf_puts(out, "\tchain tproxy {\n\t\ttype filter hook prerouting "
+                        se_strbuf_puts(out, "\tchain divert {\n\t\ttype filter hook prerouting "
                                             "priority mangle; policy accept;\n");
                 else
                         se_strbuf_puts(out, "\tchain services {\n");
