@@ -116,7 +116,7 @@ static void metrics_handle(void *data, const struct se_httpd_request *req,
         if (strcmp(req->path, "/proxyMode") == 0) {
                 struct se_strbuf sb;
                 se_strbuf_init(&sb, 64);
-                se_strbuf_puts(&sb, d->nft ? "nftables" : "iptables");
+                se_strbuf_puts(&sb, d->userspace ? "userspace" : d->nft ? "nftables" : "iptables");
                 resp->nosniff = true;
                 return reply(resp, 200, "text/plain; charset=utf-8", &sb);
         }
