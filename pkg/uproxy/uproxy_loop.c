@@ -196,6 +196,10 @@ static void worker_release(struct uproxy_worker *w)
                         close(hs[i]->fd);
         if (w->epfd >= 0)
                 close(w->epfd);
+        for (unsigned i = 0; i < w->n_pipes; i++) {
+                close(w->pipes[i][0]);
+                close(w->pipes[i][1]);
+        }
         se_hashmap_release(&w->udp_sessions);
         free(w->udp_buf);
 }
@@ -247,7 +251,8 @@ static uint64_t raise_fd_limit(void)
 
 void se_uproxy_fd_budget(const struct se_uproxy *up, uint64_t *ret_limit, uint64_t *ret_conns)
 {
-        uint64_t reserve = 64 + 8 * (uint64_t)up->n_workers; /* listeners, epoll, logs */
+        /* listeners, epoll, logs; pooled pipes */
+        uint64_t reserve = 64 + (8 + 2 * UPROXY_PIPE_POOL) * (uint64_t)up->n_workers;
         *ret_limit = up->fd_limit;
         *ret_conns = up->fd_limit > reserve ? (up->fd_limit - reserve) / 6 : 0;
 }

@@ -1,8 +1,9 @@
 /* TCP through the proxy: accept, recover the VIP:port (SO_ORIGINAL_DST after
  * REDIRECT; getsockname otherwise), connect to an endpoint without blocking
  * (up to 4 attempts, 250 ms .. 2 s, never the same endpoint twice, a refusal
- * moves on at once), then splice bytes both ways through a pipe each,
- * carrying a half-close (shutdown(SHUT_WR) once one side's EOF is through). */
+ * moves on at once), then move bytes both ways (recv/send while small,
+ * splice through a pipe once bulk), carrying a half-close (shutdown(SHUT_WR) once one side's EOF is
+ * through). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +23,13 @@
 #define SPLICE_CHUNK  (1 << 16)
 #define SPLICE_ROUNDS 8 /* per event, so one busy connection does not starve the rest */
 #define ACCEPT_BATCH  64
+#define COPY_SMALL    16384 /* a read this full turns a direction to splice */
 
 struct pipe_dir {
         int p[2];
         size_t n; /* bytes in the pipe */
         bool eof, shut;
+        bool bulk; /* splice from now on */
 };
 
 struct uproxy_conn {
@@ -78,6 +81,35 @@ static void close_backend(struct uproxy_conn *c)
         c->hb.events = UINT32_MAX;
 }
 
+/* A pipe for one direction: from the worker's pool when it has one. */
+static int pipe_get(struct uproxy_worker *w, struct pipe_dir *d)
+{
+        if (w->n_pipes) {
+                w->n_pipes--;
+                d->p[0] = w->pipes[w->n_pipes][0];
+                d->p[1] = w->pipes[w->n_pipes][1];
+                return 0;
+        }
+        return pipe2(d->p, O_NONBLOCK | O_CLOEXEC);
+}
+
+/* Back to the pool if empty (bytes left in it would reach the next
+ * connection), else closed. */
+static void pipe_put(struct uproxy_worker *w, struct pipe_dir *d)
+{
+        if (d->p[0] < 0)
+                return;
+        if (d->n == 0 && w->n_pipes < UPROXY_PIPE_POOL && !atomic_load(&w->up->stop)) {
+                w->pipes[w->n_pipes][0] = d->p[0];
+                w->pipes[w->n_pipes][1] = d->p[1];
+                w->n_pipes++;
+        } else {
+                close(d->p[0]);
+                close(d->p[1]);
+        }
+        d->p[0] = d->p[1] = -1;
+}
+
 static void conn_close(struct uproxy_conn *c)
 {
         if (c->closed)
@@ -90,9 +122,7 @@ static void conn_close(struct uproxy_conn *c)
                 close(c->hc.fd);
         c->hc.fd = -1;
         for (int i = 0; i < 2; i++)
-                for (int k = 0; k < 2; k++)
-                        if (c->d[i].p[k] >= 0)
-                                close(c->d[i].p[k]);
+                pipe_put(c->w, &c->d[i]);
         atomic_fetch_sub(&c->svc->conns_active, 1);
         if (c->all_prev)
                 c->all_prev->all_next = c->all_next;
@@ -140,13 +170,55 @@ static int set_masks(struct uproxy_conn *c)
         return r;
 }
 
+/* Small transfers (a request, an answer) are cheaper by recv/send through
+ * a buffer than by splice, which needs a pipe: a direction starts that
+ * way and turns to splice once a read fills the buffer (haproxy's
+ * splice-auto does much the same). What the destination does not take goes
+ * into the pipe. 1: moved something or saw EOF; 0: nothing to read; -1. */
+static int copy_small(struct uproxy_worker *w, struct pipe_dir *p, int src, int dst)
+{
+        char buf[COPY_SMALL];
+        ssize_t r = recv(src, buf, sizeof(buf), MSG_DONTWAIT);
+        if (r == 0) {
+                p->eof = true;
+                return 1;
+        }
+        if (r < 0)
+                return errno == EAGAIN ? 0 : -1;
+        if ((size_t)r == sizeof(buf))
+                p->bulk = true;
+        ssize_t sent = send(dst, buf, (size_t)r, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (sent < 0) {
+                if (errno != EAGAIN)
+                        return -1;
+                sent = 0;
+        }
+        if (sent < r) { /* the rest waits in the pipe (empty, 64 KiB: it fits) */
+                if (p->p[0] < 0 && pipe_get(w, p) < 0)
+                        return -1;
+                ssize_t k = write(p->p[1], buf + sent, (size_t)(r - sent));
+                if (k != r - sent)
+                        return -1;
+                p->n += (size_t)k;
+        }
+        return 1;
+}
+
 /* Moves what it can of one direction; -1 on a socket error. */
 static int pump(struct uproxy_conn *c, int dir)
 {
         struct pipe_dir *p = &c->d[dir];
         int src = dir ? c->hb.fd : c->hc.fd, dst = dir ? c->hc.fd : c->hb.fd;
         for (int round = 0; round < SPLICE_ROUNDS; round++) {
+                if (p->n == 0 && !p->eof && !p->bulk) {
+                        int r = copy_small(c->w, p, src, dst);
+                        if (r <= 0)
+                                return r;
+                        continue;
+                }
                 if (p->n == 0 && !p->eof) {
+                        if (p->p[0] < 0 && pipe_get(c->w, p) < 0)
+                                return -1;
                         ssize_t r = splice(src, NULL, p->p[1], NULL, SPLICE_CHUNK,
                                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
                         if (r > 0)
@@ -191,13 +263,7 @@ static void established(struct uproxy_conn *c)
         atomic_fetch_sub(&c->ep->inactive, 1);
         c->counted_inactive = false;
         atomic_fetch_add(&c->ep->active, 1);
-        c->established = true;
-        for (int i = 0; i < 2; i++)
-                if (pipe2(c->d[i].p, O_NONBLOCK | O_CLOEXEC) < 0) {
-                        c->d[i].p[0] = c->d[i].p[1] = -1;
-                        fail(c);
-                        return;
-                }
+        c->established = true; /* pipes come when needed (copy_small) */
         int one = 1;
         setsockopt(c->hb.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (set_masks(c) < 0)
@@ -256,19 +322,14 @@ static void attempt_failed(struct uproxy_conn *c)
         attempt(c);
 }
 
-static bool original_dst(int fd, struct sockaddr_storage *dst)
+static bool original_dst(int fd, bool v6, struct sockaddr_storage *dst)
 {
         socklen_t len = sizeof(*dst);
-        struct sockaddr_storage local;
-        socklen_t llen = sizeof(local);
-        if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
-                return false;
-        bool v6 = local.ss_family == AF_INET6;
         if (getsockopt(fd, v6 ? SOL_IPV6 : SOL_IP, v6 ? IP6T_SO_ORIGINAL_DST : SO_ORIGINAL_DST, dst,
                        &len) == 0)
                 return true;
-        *dst = local; /* not NATed: TPROXY or a direct connection */
-        return true;
+        len = sizeof(*dst); /* not NATed: TPROXY or a direct connection */
+        return getsockname(fd, (struct sockaddr *)dst, &len) == 0;
 }
 
 void uproxy_tcp_accept(struct uproxy_worker *w, struct uproxy_handle *h)
@@ -290,7 +351,7 @@ void uproxy_tcp_accept(struct uproxy_worker *w, struct uproxy_handle *h)
                         return;
                 }
                 struct uproxy_svc *svc = NULL;
-                if (original_dst(fd, &dst))
+                if (original_dst(fd, h == &w->tcp[1], &dst))
                         svc = uproxy_find(w, (struct sockaddr *)&dst, IPPROTO_TCP);
                 struct uproxy_conn *c = svc ? se_calloc(1, sizeof(*c)) : NULL;
                 if (!c) {

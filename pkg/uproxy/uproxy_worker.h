@@ -15,6 +15,7 @@
 #include "uproxy_internal.h"
 
 #define UPROXY_UDP_BATCH 16 /* datagrams per recvmmsg/sendmmsg */
+#define UPROXY_PIPE_POOL 256 /* empty pipes kept per worker for the next connections */
 #define UPROXY_UDP_MAX   65536 /* bytes of one datagram */
 
 enum uproxy_htype {
@@ -59,6 +60,8 @@ struct uproxy_worker {
         struct uproxy_conn *conns; /* every open TCP connection */
         struct uproxy_conn *dead; /* closed in this batch, freed after it */
         unsigned n_conns;
+        int pipes[UPROXY_PIPE_POOL][2]; /* empty pipes, reused: a pipe2 and two closes saved */
+        unsigned n_pipes;
         struct se_hashmap udp_sessions; /* "client|vip" -> session */
         struct uproxy_usess *lru_head, *lru_tail; /* least recently active first */
         struct uproxy_usess *udp_dead;

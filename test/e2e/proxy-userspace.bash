@@ -242,6 +242,9 @@ check "UDP: a 60000-byte datagram goes through whole" \
 check "half-close: the client shuts its write side and still gets the answer" \
         grep -qx 'b[123]:5' <(peer halfclose 10.96.0.30 80)
 
+check "8 MiB one way through splice, then the answer" \
+        grep -qx 'b[123]:8388608' <(peer halfclose 10.96.0.30 80 8388608)
+
 tcp 10.96.0.11 80 6 >"$tmp/sticky"
 check "ClientIP affinity: 6 connections, one endpoint" \
         test "$(sort -u "$tmp/sticky" | wc -l)" -eq 1 -a "$(grep -c '^b' "$tmp/sticky")" -eq 6

@@ -3,7 +3,8 @@
 
   uproxy_peer.py echo NAME PORT        TCP: read to EOF, answer NAME:<bytes read>;
                                        UDP: answer each datagram with NAME:<size>
-  uproxy_peer.py halfclose IP PORT     send "hello", shut write, print the answer
+  uproxy_peer.py halfclose IP PORT [N] send "hello" (or N bytes), shut write, print
+                                       the answer
   uproxy_peer.py hold IP PORT FLAG     connect, send "x", wait for file FLAG,
                                        then shut write and print the answer
   uproxy_peer.py udpsess IP PORT SPEC  one UDP socket (one source port); SPEC is
@@ -66,10 +67,10 @@ def read_all(c):
         out += b
 
 
-def halfclose(ip, port):
+def halfclose(ip, port, n=None):
     try:
         c = connect(ip, port)
-        c.sendall(b"hello")
+        c.sendall(b"z" * n if n is not None else b"hello")
         c.shutdown(socket.SHUT_WR)
         print(read_all(c))
     except OSError as e:
@@ -123,7 +124,7 @@ def main():
     if a[0] == "echo":
         echo(a[1], int(a[2]))
     elif a[0] == "halfclose":
-        halfclose(a[1], int(a[2]))
+        halfclose(a[1], int(a[2]), int(a[3]) if len(a) > 3 else None)
     elif a[0] == "hold":
         hold(a[1], int(a[2]), a[3])
     elif a[0] == "udpsess":
