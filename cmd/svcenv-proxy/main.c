@@ -161,6 +161,7 @@ static int cleanup(void)
                 char err[256];
                 (void)se_proxy_run(argv, NULL, err, sizeof(err)); /* absent: fine */
         }
+        proxyd_userspace_cleanup();
         return rc;
 }
 

@@ -86,6 +86,8 @@ void proxyd_on_change(void *data, enum se_store_event ev, const struct se_object
 void proxyd_run(struct proxyd *d);
 /* The userspace mode's loop (userspace.c): returns when d->stop is set. */
 void proxyd_userspace_run(struct proxyd *d);
+/* --cleanup's part for the userspace mode: jumps, chains, nft table, ip rule. */
+void proxyd_userspace_cleanup(void);
 /* Serving (serve.c). */
 int proxyd_serve_start(struct proxyd *d);
 void proxyd_serve_stop(struct proxyd *d);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <svcenv/log.h>
+#include <svcenv/macro.h>
 #include <svcenv/manifest.h>
 #include <svcenv/timeutil.h>
 #include <svcenv/uproxy.h>
@@ -73,6 +74,43 @@ static void reload_files(struct proxyd *d)
         se_store_free(d->store);
         d->store = st;
         se_log_info(0, "reloaded %zu manifest path(s)", d->n_files);
+}
+
+void proxyd_userspace_cleanup(void)
+{
+        char mark[32], table[16];
+        snprintf(mark, sizeof(mark), "%#x/%#x", SE_UPROXY_DEFAULT_MARK, SE_UPROXY_DEFAULT_MARK);
+        snprintf(table, sizeof(table), "%d", SE_UPROXY_ROUTE_TABLE);
+        const char *const *jumps[3];
+        unsigned n = se_uproxy_jumps(jumps);
+        static const char *const chains[][2] = { { "nat", SE_UPROXY_NAT_CHAIN },
+                                                 { "nat", SE_UPROXY_NODEPORT_CHAIN },
+                                                 { "mangle", SE_UPROXY_TPROXY_CHAIN } };
+        for (int f = 0; f < 2; f++) {
+                const char *tool = f ? "ip6tables" : "iptables";
+                for (unsigned i = 0; i < n; i++) {
+                        const char *argv[16] = { tool, "-w", "-t", jumps[i][0], "-D" };
+                        size_t k = 5;
+                        for (size_t j = 1; jumps[i][j] && k < 15; j++)
+                                argv[k++] = jumps[i][j];
+                        run_quiet(argv);
+                }
+                for (int op = 0; op < 2; op++) /* flush all, then delete all */
+                        for (size_t i = 0; i < SE_ARRAY_SIZE(chains); i++) {
+                                const char *argv[] = {
+                                        tool,         "-w", "-t", chains[i][0], op ? "-X" : "-F",
+                                        chains[i][1], NULL
+                                };
+                                run_quiet(argv);
+                        }
+                const char *nft[] = {
+                        "nft", "delete", "table", f ? "ip6" : "ip", SE_UPROXY_NFT_TABLE, NULL
+                };
+                run_quiet(nft);
+                const char *rule[] = { "ip", f ? "-6" : "-4", "rule", "del", "fwmark",
+                                       mark, "lookup",        table,  NULL };
+                run_quiet(rule);
+        }
 }
 
 static bool sync_userspace(struct proxyd *d)

@@ -37,6 +37,11 @@
 #define SE_UPROXY_DEFAULT_PORT     10262
 #define SE_UPROXY_DEFAULT_MARK     0x00800000u /* TPROXY mark (bit 23) */
 #define SE_UPROXY_ROUTE_TABLE      262 /* routing table of the TPROXY mark */
+/* What the redirect rules make (for --cleanup). */
+#define SE_UPROXY_NAT_CHAIN      "SVCENV-USERSPACE"
+#define SE_UPROXY_NODEPORT_CHAIN "SVCENV-USERSPACE-NODEPORTS"
+#define SE_UPROXY_TPROXY_CHAIN   "SVCENV-USERSPACE-TPROXY"
+#define SE_UPROXY_NFT_TABLE      "svcenv-userspace"
 
 /* Checks an svcenv.io/scheduler value: "NAME[,FLAG...]" with NAME one of
  * rr wrr lc wlc sed nq dh sh mh random p2c and FLAG port or fallback (sh, mh

@@ -10,10 +10,10 @@
 #include <svcenv/macro.h>
 #include <svcenv/uproxy.h>
 
-#define CHAIN     "SVCENV-USERSPACE"
-#define CHAIN_NP  "SVCENV-USERSPACE-NODEPORTS"
-#define CHAIN_TP  "SVCENV-USERSPACE-TPROXY"
-#define NFT_TABLE "svcenv-userspace"
+#define CHAIN     SE_UPROXY_NAT_CHAIN
+#define CHAIN_NP  SE_UPROXY_NODEPORT_CHAIN
+#define CHAIN_TP  SE_UPROXY_TPROXY_CHAIN
+#define NFT_TABLE SE_UPROXY_NFT_TABLE
 
 static bool proxied(const struct se_proxy_svcport *sp, const struct se_uproxy_rules_opts *o)
 {

@@ -281,4 +281,8 @@ check "terminating endpoint: no new connections (6 to b2/b3)" \
 check "terminating endpoint: its open connection runs to its end" \
         grep -qx 'b1:1' "$tmp/hold"
 stop_proxy
+inns "$NODE" "$SVCENV/svcenv-proxy" --cleanup >/dev/null 2>&1
+check "--cleanup removes the userspace chains, table and mark rule" \
+        test -z "$({ inns "$NODE" iptables-save; inns "$NODE" nft list ruleset
+                inns "$NODE" ip rule; } 2>/dev/null | grep -i 'svcenv-userspace\|0x800000')"
 sed -n '/rror\|panic/p' "$tmp/proxy.log" | head -5 | sed 's/^/# proxy: /'
