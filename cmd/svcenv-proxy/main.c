@@ -227,6 +227,16 @@ static void *sync_thread(void *data)
  * with -f the store is filled from the files instead of informers. */
 static int userspace_start(struct proxyd *d)
 {
+        if (d->n_files) { /* bad files fail before anything listens */
+                struct se_diag diag;
+                int r = se_manifest_load(d->store, d->files, d->n_files, "default", NULL, &diag);
+                if (r < 0) {
+                        char buf[1024];
+                        se_diag_format(&diag, buf, sizeof(buf));
+                        se_log_error("%s", buf);
+                        return r == -ENOMEM ? 4 : 3;
+                }
+        }
         struct se_uproxy_config cfg = {
                 .port = (uint16_t)(d->uport ? d->uport : SE_UPROXY_DEFAULT_PORT),
                 .udp_timeout_ns = d->udp_timeout_ns ? d->udp_timeout_ns : 250000000LL,
@@ -242,16 +252,6 @@ static int userspace_start(struct proxyd *d)
         se_uproxy_fd_budget(d->uproxy, &limit, &conns);
         se_log_info(0, "userspace proxy on port %u: fd limit %llu, room for %llu TCP connections",
                     cfg.port, (unsigned long long)limit, (unsigned long long)conns);
-        if (d->n_files == 0)
-                return 0;
-        struct se_diag diag;
-        r = se_manifest_load(d->store, d->files, d->n_files, "default", NULL, &diag);
-        if (r < 0) {
-                char buf[1024];
-                se_diag_format(&diag, buf, sizeof(buf));
-                se_log_error("%s", buf);
-                return r == -ENOMEM ? 4 : 3;
-        }
         return 0;
 }
 
