@@ -13,6 +13,8 @@
 
 #include <svcenv/alloc.h>
 #include <svcenv/log.h>
+#include <svcenv/macro.h>
+#include <svcenv/manifest.h>
 #include <svcenv/parse.h>
 #include <svcenv/strv.h>
 #include <svcenv/timeutil.h>
@@ -30,6 +32,14 @@ static const char usage[] =
         "\n"
         "  --hostname-override NAME   the Node we run on (default: the hostname)\n"
         "  --backend iptables|nftables (default iptables)\n"
+        "  --mode iptables|nftables|userspace\n"
+        "                             userspace: every Service through svcenv's own L4\n"
+        "                             proxy (retries, affinity), reached by redirect rules\n"
+        "                             written with --backend\n"
+        "  --userspace-port N         the proxy's one port (default 10262)\n"
+        "  --udp-timeout DUR          idle UDP sessions end (userspace; default 250ms)\n"
+        "  -f FILE|DIR                serve from manifests instead of the API server\n"
+        "                             (userspace mode; repeatable)\n"
         "  --cluster-cidr CIDR[,CIDR] local-traffic detection\n"
         "  --node-ip IP[,IP]          node IPs (default: from the Node)\n"
         "  --masquerade-bit N         (default 14)\n"
@@ -108,6 +118,7 @@ static int cleanup(void)
                 char err[256];
                 (void)se_proxy_run(argv, NULL, err, sizeof(err)); /* absent: fine */
         }
+        proxyd_userspace_cleanup();
         return rc;
 }
 
@@ -148,8 +159,12 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
         /* the service CIDRs matter to nftables' cluster-ips-check only */
         d->n_inf = d->flags.nft ? 4 : 3;
         for (unsigned i = 0; i < d->n_inf; i++) {
-                if ((r = se_store_subscribe(d->store, kinds[i], se_proxy_proxier_on_change,
-                                            d->proxier)) < 0)
+                /* the userspace mode has a loop of its own */
+                if ((r = d->userspace ?
+                                 se_store_subscribe(d->store, kinds[i], proxyd_userspace_on_change,
+                                                    d) :
+                                 se_store_subscribe(d->store, kinds[i], se_proxy_proxier_on_change,
+                                                    d->proxier)) < 0)
                         return r;
                 d->inf[i] =
                         se_kube_informer_new(d->client, kinds[i], d->store, &opts[i], on_error, d);
@@ -164,8 +179,43 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
 static void *sync_thread(void *data)
 {
         struct proxyd *d = data;
-        se_proxy_proxier_run(d->proxier, d->store);
+        if (d->userspace)
+                proxyd_userspace_run(d);
+        else
+                se_proxy_proxier_run(d->proxier, d->store);
         return NULL;
+}
+
+/* --mode userspace: the proxy's workers first (their metrics are served);
+ * with -f the store is filled from the files instead of informers. */
+static int userspace_start(struct proxyd *d)
+{
+        if (d->n_files) { /* bad files fail before anything listens */
+                struct se_diag diag;
+                int r = se_manifest_load(d->store, d->files, d->n_files, "default", NULL, &diag);
+                if (r < 0) {
+                        char buf[1024];
+                        se_diag_format(&diag, buf, sizeof(buf));
+                        se_log_error("%s", buf);
+                        return r == -ENOMEM ? 4 : 3;
+                }
+        }
+        struct se_uproxy_config cfg = {
+                .port = (uint16_t)(d->uport ? d->uport : SE_UPROXY_DEFAULT_PORT),
+                .udp_timeout_ns = d->udp_timeout_ns ? d->udp_timeout_ns : 250000000LL,
+                .ipv6 = se_proxy_host_ipv6(d->flags.nft),
+        };
+        d->uport = cfg.port;
+        int r = se_uproxy_start(&cfg, &d->uproxy);
+        if (r < 0) {
+                se_log_error("userspace proxy on port %u: %s", cfg.port, strerror(-r));
+                return 4;
+        }
+        uint64_t limit, conns;
+        se_uproxy_fd_budget(d->uproxy, &limit, &conns);
+        se_log_info(0, "userspace proxy on port %u: fd limit %llu, room for %llu TCP connections",
+                    cfg.port, (unsigned long long)limit, (unsigned long long)conns);
+        return 0;
 }
 
 static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kubeconfig,
@@ -181,6 +231,9 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_METRICS,
                 O_CLEANUP,
                 O_PARTIAL,
+                O_MODE,
+                O_UPORT,
+                O_UDPTIMEOUT,
         };
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -193,13 +246,16 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "metrics-bind-address", required_argument, NULL, O_METRICS },
                 { "cleanup", no_argument, NULL, O_CLEANUP },
                 { "partial-sync", required_argument, NULL, O_PARTIAL },
+                { "mode", required_argument, NULL, O_MODE },
+                { "userspace-port", required_argument, NULL, O_UPORT },
+                { "udp-timeout", required_argument, NULL, O_UDPTIMEOUT },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
         struct se_diag diag = { 0 };
         int c, v;
-        while ((c = getopt_long(argc, argv, "v:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "v:hf:", opts, NULL)) != -1) {
                 switch (c) {
                 case O_KUBECONFIG:
                         *kubeconfig = optarg;
@@ -235,6 +291,36 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                                    optarg);
                         d->pcfg.minimal = strcmp(optarg, "minimal") == 0;
                         break;
+                case O_MODE:
+                        if (strcmp(optarg, "userspace") == 0) {
+                                d->userspace = true;
+                                break;
+                        }
+                        if (strcmp(optarg, "iptables") != 0 && strcmp(optarg, "nftables") != 0)
+                                return usage_error("--mode wants iptables, nftables or "
+                                                   "userspace, not \"%s\"",
+                                                   optarg);
+                        if (se_proxy_flag(&d->flags, SE_PROXY_FLAG_BACKEND, optarg, &diag) < 0)
+                                return usage_error("%s", diag.text);
+                        break;
+                case O_UPORT:
+                        if (se_parse_int(optarg, 1, 65535, &d->uport) < 0)
+                                return usage_error("--userspace-port wants 1..65535, not \"%s\"",
+                                                   optarg);
+                        break;
+                case O_UDPTIMEOUT:
+                        /* as upstream: "Must be greater than 0" */
+                        if (se_parse_duration(optarg, MAX_PERIOD_NS, &d->udp_timeout_ns) < 0 ||
+                            d->udp_timeout_ns <= 0)
+                                return usage_error("--udp-timeout wants a duration over 0, not "
+                                                   "\"%s\"",
+                                                   optarg);
+                        break;
+                case 'f':
+                        if (d->n_files >= SE_ARRAY_SIZE(d->files))
+                                return usage_error("-f: at most %zu", SE_ARRAY_SIZE(d->files));
+                        d->files[d->n_files++] = optarg;
+                        break;
                 case 'v':
                         if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */
                                 return usage_error("-v wants a level, not \"%s\"", optarg);
@@ -255,6 +341,8 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         }
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
+        if (d->n_files && !d->userspace)
+                return usage_error("-f works with --mode userspace only");
         se_proxy_flags_finish(&d->flags);
         d->pcfg.nft = d->flags.nft;
         return 0;
@@ -275,6 +363,12 @@ static int wait_synced(struct proxyd *d, int i, const sigset_t *set)
 int main(int argc, char **argv)
 {
         static struct proxyd d;
+        pthread_condattr_t ca; /* the userspace loop waits on the monotonic clock */
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&d.us_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&d.us_mu, NULL);
         const char *kubeconfig = NULL, *master = NULL;
         bool do_cleanup = false;
         char host[256];
@@ -306,6 +400,8 @@ int main(int argc, char **argv)
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
+        if (d.n_files)
+                sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -315,20 +411,27 @@ int main(int argc, char **argv)
         /* kube-proxy serves its health before its informers sync (healthy,
          * no family synced yet) */
         if (!(d.proxier = se_proxy_proxier_new(&d.pcfg, se_proxy_runner_system())) ||
-            !(d.store = se_store_new()) || proxyd_serve_start(&d) < 0 ||
-            start_informers(&d, kubeconfig, master) < 0) {
+            !(d.store = se_store_new())) {
+                rc = 4;
+                goto out;
+        }
+        if (d.userspace && (rc = userspace_start(&d)) != 0)
+                goto out;
+        if (proxyd_serve_start(&d) < 0 ||
+            (!d.n_files && start_informers(&d, kubeconfig, master) < 0)) {
                 rc = 4;
                 goto out;
         }
         /* kube-proxy waits for its Node first (NodeManager); then its sync
          * loop starts, which counts as an update of every family for the
          * health server, while the other informers sync */
-        if (wait_synced(&d, 0, &set) < 0)
+        if (!d.n_files && wait_synced(&d, 0, &set) < 0)
                 goto out;
         node_facts(&d);
         /* as kube-proxy: both families wherever the host has IPv6 */
         d.n_fams = se_proxy_families_on(&d.flags.opt, se_proxy_host_ipv6(d.flags.nft), d.fams);
-        if (d.flags.nfacct != 0 && !d.flags.nft) { /* auto or on: the counters first */
+        if (d.flags.nfacct != 0 && !d.flags.nft &&
+            !d.userspace) { /* auto or on: the counters first */
                 int r1 = se_proxy_nfacct_ensure("localhost_nps_accepted_pkts");
                 int r2 = se_proxy_nfacct_ensure("ct_state_invalid_dropped_pkts");
                 d.flags.opt.nfacct = r1 == 0 && r2 == 0;
@@ -350,19 +453,28 @@ int main(int argc, char **argv)
         }
         started = true;
         se_log_info(0, "svcenv-proxy on node %s (%s, %u famil%s)", d.hostname,
-                    d.flags.nft ? "nftables" : "iptables", d.n_fams, d.n_fams > 1 ? "ies" : "y");
+                    d.userspace ? "userspace" :
+                    d.flags.nft ? "nftables" :
+                                  "iptables",
+                    d.n_fams, d.n_fams > 1 ? "ies" : "y");
         for (;;) {
                 int sig = 0;
-                if (sigwait(&set, &sig) == 0)
+                if (sigwait(&set, &sig) != 0)
+                        continue;
+                if (sig != SIGHUP)
                         break;
+                proxyd_userspace_reload(&d); /* -f: the sync thread reads the files again */
         }
         se_log_info(0, "shutting down");
 out:
-        if (d.proxier)
+        if (d.userspace)
+                proxyd_userspace_stop(&d);
+        else if (d.proxier)
                 se_proxy_proxier_stop(d.proxier);
         if (started)
                 pthread_join(tid, NULL);
         proxyd_serve_stop(&d);
+        d.uproxy = se_uproxy_stop(d.uproxy);
         for (unsigned i = 0; i < d.n_inf; i++)
                 d.inf[i] = se_kube_informer_free(d.inf[i]);
         d.client = se_kube_client_free(d.client);

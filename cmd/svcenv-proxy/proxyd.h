@@ -3,6 +3,7 @@
 #ifndef SVCENV_PROXYD_H
 #define SVCENV_PROXYD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -11,6 +12,7 @@
 #include <svcenv/kube_watch.h>
 #include <svcenv/proxy_proxier.h>
 #include <svcenv/store.h>
+#include <svcenv/uproxy.h>
 
 struct hc_server {
         int port;
@@ -27,6 +29,16 @@ struct proxyd {
         const char *healthz_addr, *metrics_addr;
         enum se_ip_family fams[2];
         unsigned n_fams;
+        /* --mode userspace */
+        bool userspace;
+        int uport;
+        int64_t udp_timeout_ns;
+        const char *files[64]; /* -f: serve from manifests, no API server */
+        size_t n_files;
+        struct se_uproxy *uproxy;
+        pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
+        pthread_cond_t us_cond;
+        bool us_dirty, us_reload, us_stop; /* a change; SIGHUP with -f; the end */
 
         struct se_proxy_proxier *proxier;
         struct se_store *store;
@@ -42,6 +54,17 @@ struct proxyd {
         struct se_httpd_probes probes; /* of the metrics server */
 };
 
+/* The userspace mode's loop (userspace.c): returns after
+ * proxyd_userspace_stop. */
+void proxyd_userspace_run(struct proxyd *d);
+/* Its store callback (data is the proxyd), SIGHUP (-f: read the files
+ * again) and stop. */
+void proxyd_userspace_on_change(void *data, enum se_store_event ev, const struct se_object *old,
+                                const struct se_object *new_obj);
+void proxyd_userspace_reload(struct proxyd *d);
+void proxyd_userspace_stop(struct proxyd *d);
+/* --cleanup's part for the userspace mode: jumps, chains, nft table, ip rule. */
+void proxyd_userspace_cleanup(void);
 /* Serving (serve.c). */
 int proxyd_serve_start(struct proxyd *d);
 void proxyd_serve_stop(struct proxyd *d);

@@ -31,6 +31,8 @@ static void reply(struct se_httpd_response *resp, int status, const char *type,
 static void metrics(void *data, struct se_strbuf *sb)
 {
         struct proxyd *d = data;
+        if (d->uproxy) /* --mode userspace */
+                se_uproxy_metrics(d->uproxy, sb);
         se_proxy_proxier_metrics(d->proxier, sb);
 }
 
@@ -60,7 +62,9 @@ static void metrics_handle(void *data, const struct se_httpd_request *req,
         if (strcmp(req->path, "/proxyMode") == 0) {
                 struct se_strbuf sb;
                 se_strbuf_init(&sb, 64);
-                se_strbuf_puts(&sb, d->pcfg.nft ? "nftables" : "iptables");
+                se_strbuf_puts(&sb, d->userspace ? "userspace" :
+                                    d->pcfg.nft  ? "nftables" :
+                                                   "iptables");
                 resp->nosniff = true;
                 return reply(resp, 200, "text/plain; charset=utf-8", &sb);
         }

@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# Real traffic through `svcenv-proxy --mode userspace -f CLUSTER` in network
+# namespaces made here (a client, a node and three backends; addresses only
+# inside them): round robin, retry past a refusing and a black-holed endpoint,
+# UDP sessions and their idle timeout, 64 KiB datagrams, half-close, ClientIP
+# affinity, and, after a reload, removed endpoints ending their UDP sessions
+# and a terminating endpoint taking no new connections while its open one
+# runs to its end. Needs root; prints a visible SKIP without.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${SVCENV:=$PWD/build/bin}"
+here=$PWD/test/e2e
+backend=${PROXY_BACKEND:-iptables}
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+check() { # check NAME CMD...: ok when CMD succeeds
+        local name=$1
+        shift
+        if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+        echo "ok 1 # SKIP e2e userspace proxy: needs root for network namespaces"
+        exit 0
+fi
+for tool in ip python3 iptables-restore nft; do
+        if ! command -v "$tool" >/dev/null; then
+                echo "not ok 1 - e2e userspace proxy: $tool is missing (test/ensure-deps)"
+                exit 1
+        fi
+done
+
+p=su$$
+NODE=$p-node CL=$p-cl B1=$p-b1 B2=$p-b2 B3=$p-b3
+tmp=$(mktemp -d)
+pids=()
+proxy_pid=
+cleanup() {
+        [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
+        for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+        for ns in "$CL" "$B1" "$B2" "$B3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
+        if [ -n "${KEEP_TMP:-}" ]; then echo "# kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+must() { "$@" || { echo "failed: $*"; exit 1; }; }
+
+setup() {
+        for ns in "$NODE" "$CL" "$B1" "$B2" "$B3"; do
+                must ip netns add "$ns"
+                must inns "$ns" ip link set lo up
+        done
+        must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
+        must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
+        must inns "$CL" ip addr add 10.99.0.2/24 dev vc
+        must inns "$CL" ip link set vc up
+        must inns "$CL" ip route add default via 10.99.0.1
+        must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
+        must inns "$NODE" ip link set vn up
+        # the service range is routed somewhere (as a default route would)
+        must inns "$NODE" ip link add up0 type veth peer name up1
+        must inns "$NODE" ip link set up1 up
+        must inns "$NODE" ip link set up0 up
+        must inns "$NODE" ip route add 10.96.0.0/16 dev up0
+        local k
+        for k in 1 2 3; do
+                local ns=$p-b$k
+                must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
+                must inns "$NODE" ip addr add 10.244.$k.1/24 dev vb$k
+                must inns "$NODE" ip link set vb$k up
+                must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
+                must inns "$ns" ip link set eth0 up
+                must inns "$ns" ip route add default via 10.244.$k.1
+        done
+        # b3's port 8082 is a black hole: SYNs vanish
+        must inns "$B3" nft -f - <<EOF
+table inet hole {
+        chain in {
+                type filter hook input priority 0;
+                tcp dport 8082 drop
+        }
+}
+EOF
+}
+
+start_backends() {
+        local k
+        for k in 1 2 3; do
+                ip netns exec "$p-b$k" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
+                pids+=($!)
+                ip netns exec "$p-b$k" python3 "$here/uproxy_peer.py" echo b$k 8090 >"$tmp/e$k.log" 2>&1 &
+                pids+=($!)
+        done
+        for k in 1 2 3; do
+                for f in b e; do
+                        for _ in $(seq 50); do
+                                grep -q ready "$tmp/$f$k.log" 2>/dev/null && break
+                                sleep 0.1
+                        done
+                done
+        done
+}
+
+# ep IP [ready|terminating]: one endpoint line of a slice
+ep() {
+        if [ "${2:-ready}" = terminating ]; then
+                echo "- {addresses: [$1], conditions: {ready: false, serving: true, terminating: true}}"
+        else
+                echo "- {addresses: [$1], conditions: {ready: true}}"
+        fi
+}
+slice() { # slice NAME SVC PROTO PORT: the header; endpoint lines follow
+        cat <<EOF
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: $1, namespace: e2e, labels: {kubernetes.io/service-name: $2}}
+addressType: IPv4
+ports: [{name: p, port: $4, protocol: $3}]
+endpoints:
+EOF
+}
+svc() { # svc NAME IP PROTO PORT [EXTRA SPEC] [NODEPORT]
+        cat <<EOF
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $1, namespace: e2e}
+spec: {clusterIP: $2, ports: [{name: p, port: $4, protocol: $3, targetPort: 9${6:+, nodePort: $6}}]${5:+, $5}}
+EOF
+}
+
+# write_cluster [DNS_EPS] [ECHO_B1_STATE]
+write_cluster() {
+        local dns_eps=${1:-"10.244.1.2 10.244.2.2"} echo_b1=${2:-ready}
+        {
+                cat <<EOF
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {addresses: [{type: InternalIP, address: 10.99.0.1}]}
+EOF
+                svc web 10.96.0.10 TCP 80 "type: NodePort" 30080
+                svc refuse 10.96.0.20 TCP 80
+                svc hole 10.96.0.21 TCP 80
+                svc sticky 10.96.0.11 TCP 80 "sessionAffinity: ClientIP"
+                svc echo 10.96.0.30 TCP 80
+                svc dns 10.96.0.13 UDP 53
+                slice web-1 web TCP 8080
+                for k in 1 2 3; do ep 10.244.$k.2; done
+                slice refuse-1 refuse TCP 8080
+                ep 10.244.1.2
+                ep 10.244.2.2
+                slice refuse-2 refuse TCP 8081 # nobody listens: refused
+                ep 10.244.3.2
+                slice hole-1 hole TCP 8080
+                ep 10.244.1.2
+                ep 10.244.2.2
+                slice hole-2 hole TCP 8082 # dropped in b3
+                ep 10.244.3.2
+                slice sticky-1 sticky TCP 8080
+                for k in 1 2 3; do ep 10.244.$k.2; done
+                slice echo-1 echo TCP 8090
+                ep 10.244.1.2 "$echo_b1"
+                ep 10.244.2.2
+                ep 10.244.3.2
+                slice dns-1 dns UDP 8090
+                for a in $dns_eps; do ep "$a"; done
+        } >"$tmp/cluster.yaml"
+}
+
+start_proxy() { # start_proxy EXTRA...: waits until the services are served
+        # ip netns exec execs the proxy: $! is the proxy itself
+        ip netns exec "$NODE" "$SVCENV/svcenv-proxy" -f "$tmp/cluster.yaml" --mode userspace \
+                --backend "$backend" --hostname-override node-a --min-sync-period 0 "$@" \
+                >>"$tmp/proxy.log" 2>&1 &
+        proxy_pid=$!
+        for _ in $(seq 100); do
+                metrics | grep -q 'svcenv_proxy_connections_total{service="e2e/web:p"' && break
+                sleep 0.1
+        done
+        sleep 0.3 # the rules follow the snapshot
+}
+stop_proxy() {
+        kill "$proxy_pid" 2>/dev/null
+        wait "$proxy_pid" 2>/dev/null
+        proxy_pid=
+}
+metrics() {
+        inns "$NODE" python3 -c 'import urllib.request,sys
+try: sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:10249/metrics", timeout=2).read().decode())
+except Exception: pass'
+}
+metric() { # metric NAME SERVICE: the value (0 when absent)
+        metrics | awk -v n="$1{service=\"$2\"" 'index($0, n) == 1 { v = $2 } END { print v + 0 }'
+}
+
+tcp() { inns "$CL" python3 "$here/netpeer.py" tcp "$@"; }
+peer() { inns "$CL" python3 "$here/uproxy_peer.py" "$@"; }
+
+if ! (setup) >"$tmp/setup.log" 2>&1; then
+        not_ok "network namespaces set up"
+        sed 's/^/# /' "$tmp/setup.log"
+        exit 1
+fi
+start_backends
+write_cluster
+start_proxy --udp-timeout 250ms
+
+tcp 10.96.0.10 80 6 >"$tmp/rr"
+check "rr through the ClusterIP visits b1,b2,b3,b1,b2,b3" \
+        test "$(tr '\n' ,  <"$tmp/rr")" = "b1,b2,b3,b1,b2,b3,"
+tcp 10.99.0.1 30080 3 >"$tmp/np"
+check "the NodePort is proxied too (and shares the rr cursor)" \
+        test "$(tr '\n' , <"$tmp/np")" = "b1,b2,b3,"
+
+tcp 10.96.0.20 80 60 >"$tmp/refuse"
+check "one endpoint refusing: 0 of 60 client connections fail" \
+        test "$(grep -c '^b[12]$' "$tmp/refuse")" -eq 60
+check "the refusal shows as a retry in /metrics" \
+        test "$(metric svcenv_proxy_connect_retries_total e2e/refuse:p)" -ge 1
+
+NETPEER_TIME=1 inns "$CL" python3 "$here/netpeer.py" tcp 10.96.0.21 80 6 5 >"$tmp/hole"
+slow=$(awk '$2 >= 240' "$tmp/hole" | wc -l)
+check "one endpoint black-holed: all 6 connect, one after the 250 ms timeout" \
+        test "$(grep -c '^b[12] ' "$tmp/hole")" -eq 6 -a "$slow" -ge 1
+[ "$slow" -ge 1 ] || sed 's/^/# /' "$tmp/hole"
+
+peer udpsess 10.96.0.13 53 send,send,sleep:700,send >"$tmp/udp"
+mapfile -t u <"$tmp/udp"
+check "UDP: the session keeps its endpoint" \
+        test "${u[0]:-x}" = "${u[1]:-y}" -a "${u[0]%%:*}" != ERR
+check "UDP: idle past --udp-timeout, the next datagram is a new session (rr)" \
+        test -n "${u[2]:-}" -a "${u[2]:-}" != "${u[0]}" -a "${u[2]%%:*}" != ERR
+[ "${u[2]:-}" != "${u[0]}" ] || sed 's/^/# /' "$tmp/udp"
+check "UDP: a 60000-byte datagram goes through whole" \
+        grep -qx 'b[12]:60000' <(peer udpbig 10.96.0.13 53 60000)
+
+check "half-close: the client shuts its write side and still gets the answer" \
+        grep -qx 'b[123]:5' <(peer halfclose 10.96.0.30 80)
+
+check "8 MiB one way through splice, then the answer" \
+        grep -qx 'b[123]:8388608' <(peer halfclose 10.96.0.30 80 8388608)
+
+tcp 10.96.0.11 80 6 >"$tmp/sticky"
+check "ClientIP affinity: 6 connections, one endpoint" \
+        test "$(sort -u "$tmp/sticky" | wc -l)" -eq 1 -a "$(grep -c '^b' "$tmp/sticky")" -eq 6
+stop_proxy
+
+# phase 2: long UDP sessions, changes by reload (SIGHUP re-reads -f)
+write_cluster
+start_proxy --udp-timeout 30s
+peer udpsess 10.96.0.13 53 send,send,sleep:2500,send >"$tmp/udp2" &
+udp_pid=$!
+peer hold 10.96.0.30 80 "$tmp/flag" >"$tmp/hold" &
+hold_pid=$!
+for _ in $(seq 50); do
+        [ -s "$tmp/udp2" ] && grep -q connected "$tmp/hold" && break
+        sleep 0.1
+done
+first=$(head -1 "$tmp/udp2")
+keep=10.244.1.2
+[ "${first%%:*}" = b1 ] && keep=10.244.2.2
+# the UDP session's endpoint leaves; the held echo connection's b1 terminates
+write_cluster "$keep" terminating
+kill -HUP "$proxy_pid"
+sleep 1
+for _ in 1 2 3 4 5 6; do peer halfclose 10.96.0.30 80; done >"$tmp/term"
+touch "$tmp/flag"
+wait "$udp_pid" "$hold_pid"
+mapfile -t u <"$tmp/udp2"
+check "UDP: removing the endpoint ends its session at once (next datagram elsewhere)" \
+        test "${u[0]%%:*}" != ERR -a "${u[1]:-}" = "${u[0]}" -a -n "${u[2]:-}" \
+        -a "${u[2]%%:*}" != "${u[0]%%:*}" -a "${u[2]%%:*}" != ERR
+[ "${u[2]%%:*}" != "${u[0]%%:*}" ] || sed 's/^/# /' "$tmp/udp2"
+check "terminating endpoint: no new connections (6 to b2/b3)" \
+        test "$(grep -c '^b[23]:5$' "$tmp/term")" -eq 6
+check "terminating endpoint: its open connection runs to its end" \
+        grep -qx 'b1:1' "$tmp/hold"
+stop_proxy
+inns "$NODE" "$SVCENV/svcenv-proxy" --cleanup >/dev/null 2>&1
+check "--cleanup removes the userspace chains, table and mark rule" \
+        test -z "$({ inns "$NODE" iptables-save; inns "$NODE" nft list ruleset
+                inns "$NODE" ip rule; } 2>/dev/null | grep -i 'svcenv-userspace\|0x800000')"
+sed -n '/rror\|panic/p' "$tmp/proxy.log" | head -5 | sed 's/^/# proxy: /'
