@@ -217,6 +217,30 @@ enum se_proxy_tool {
  * kill the caller); the previous disposition is restored after. */
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
 
+/* Applies an nft script (what se_proxy_nft_write/_sync emit, full or
+ * partial) over netlink: translated into one nf_tables batch transaction,
+ * atomic as `nft -f` (libnftnl/libmnl; no nft tool, no read of the
+ * ruleset, only of the sets the script adds elements to without declaring
+ * them). Needs CAP_NET_ADMIN. 0; -EINVAL: a construct the translator does
+ * not know or bad input (err: "line N: what"), nothing was sent; -EPROTO:
+ * the kernel refused the transaction (err: "line N: why"), nothing was
+ * applied; -E2BIG past 512 MiB of messages; other negative errnos for
+ * system errors. */
+int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t errsize);
+
+enum se_proxy_nft_how {
+        SE_PROXY_NFT_NETLINK, /* netlink, `nft -f` when that fails (the default) */
+        SE_PROXY_NFT_TOOL, /* `nft -f` only */
+};
+/* Applies an nft script the way how says. When netlink fails for any
+ * reason the script goes to `nft -f` (which decides: its error is the
+ * result), the reason is written to why (may be NULL; "" when netlink did
+ * it) and the fallback counter grows. 0 or as se_proxy_apply. */
+int se_proxy_nft_apply(enum se_proxy_nft_how how, const char *script, size_t n, char *why,
+                       size_t whysize, char *err, size_t errsize);
+/* Syncs that fell back from netlink to `nft -f` since the start. */
+unsigned long se_proxy_nft_netlink_fallbacks(void);
+
 /* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
  * full syncs (`iptables -C`, then `-I` at the top when missing), and, in
  * both families, the kubelet's INPUT/OUTPUT -> KUBE-FIREWALL (the chain made
