@@ -659,6 +659,7 @@ struct elemw { /* an open NEWSETELEM/DELSETELEM message */
         uint8_t fam;
         unsigned line;
         const struct setdef *set;
+        const char *comment; /* of the next element, NULL: none */
 };
 
 static int elem_open(struct ps *ps, struct elemw *w)
@@ -698,6 +699,14 @@ static int elem_put(struct ps *ps, struct elemw *w, const uint8_t *key, uint32_t
         struct nlattr *k = mnl_attr_nest_start(w->nh, NFTA_SET_ELEM_KEY);
         mnl_attr_put(w->nh, NFTA_DATA_VALUE, klen, key);
         mnl_attr_nest_end(w->nh, k);
+        if (w->comment) { /* nft's user data: a comment TLV */
+                size_t n = strlen(w->comment) + 1;
+                uint8_t ud[2 + NAME_MAX_LEN];
+                ud[0] = 0; /* NFTNL_UDATA_SET_ELEM_COMMENT */
+                ud[1] = (uint8_t)n;
+                memcpy(ud + 2, w->comment, n);
+                mnl_attr_put(w->nh, NFTA_SET_ELEM_USERDATA, 2 + n, ud);
+        }
         if (flags)
                 mnl_attr_put_u32(w->nh, NFTA_SET_ELEM_FLAGS, htonl(flags));
         if (has_verdict) {
@@ -831,6 +840,15 @@ static int elements(struct ps *ps, struct nlb *b, uint16_t type, const struct se
                         break;
                 }
                 r = concat_value(ps, &set->key, key, interval ? &plen : NULL);
+                char comment[NAME_MAX_LEN];
+                w.comment = NULL;
+                if (!r && is(peek(ps), "comment")) {
+                        next(ps);
+                        r = name(ps, comment, "comment");
+                        if (!r && (interval || strlen(comment) > 127))
+                                r = fail(ps, first.line, "unsupported element comment");
+                        w.comment = comment;
+                }
                 if (!r && interval) {
                         if (nr == cap) {
                                 size_t nc = cap ? cap * 2 : 16;
