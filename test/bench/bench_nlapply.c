@@ -4,7 +4,8 @@
  * then one service added with all of them present (svcenv's minimal
  * partial sync). Wall time and CPU (ours for netlink, where the kernel
  * work is our system time; nft's for nft -f). Root only; prints figures,
- * asserts nothing. BENCH_NLAPPLY_MAX=N: largest size (default 10000). */
+ * asserts nothing. BENCH_NLAPPLY_MAX=N: largest size (default 10000);
+ * BENCH_DUMP=PREFIX saves the scripts as PREFIX.N.nft and PREFIX.N.one.nft. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -51,6 +52,20 @@ static int timed(int ns, const struct se_strbuf *sb, bool netlink, const char *w
                 printf("  %-34s %-8s %9.1f ms wall %9.1f ms CPU\n", what,
                        netlink ? "netlink" : "nft -f", (t1 - t0) * 1e3, (c1 - c0) * 1e3);
         return r;
+}
+
+static void dump(const struct se_strbuf *sb, unsigned n_svc, const char *what)
+{
+        const char *prefix = getenv("BENCH_DUMP");
+        char path[4096];
+        if (!prefix)
+                return;
+        snprintf(path, sizeof(path), "%s.%u%s.nft", prefix, n_svc, what);
+        FILE *f = fopen(path, "w");
+        if (f) {
+                fwrite(sb->buf, 1, sb->len, f);
+                fclose(f);
+        }
 }
 
 static struct se_proxy_table *table(const struct se_store *s, const struct se_proxy_options *o)
@@ -104,6 +119,8 @@ static void run(unsigned n_svc)
                 exit(1);
         double w1 = now();
         se_proxy_table_free(t);
+        dump(&full, n_svc, "");
+        dump(&one, n_svc, ".one");
         int nl = -1, tool = -1;
         if (unshare(CLONE_NEWNET) == 0)
                 nl = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
