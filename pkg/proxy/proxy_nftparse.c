@@ -62,6 +62,7 @@ struct setdef {
         uint32_t flags;
         struct ktype key, data;
         bool verdict; /* a verdict map */
+        bool fresh; /* made by this script, not there before */
 };
 
 struct tok {
@@ -102,6 +103,12 @@ struct ps {
         uint32_t next_id;
         uint8_t l4; /* the rule's matched l4 protocol */
         size_t elems; /* elements of the current set */
+        /* tables this script deleted: the sets it declares in them are new */
+        struct {
+                uint8_t family;
+                char name[NAME_MAX_LEN];
+        } gone[4];
+        unsigned n_gone;
 };
 
 /* ---- errors ---- */
@@ -667,7 +674,11 @@ static int elem_open(struct ps *ps, struct elemw *w)
         TRY(begin(ps, w->b, w->type, w->fam, w->type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0,
                   w->line, &w->nh));
         mnl_attr_put_strz(w->nh, NFTA_SET_ELEM_LIST_TABLE, w->set->table);
-        mnl_attr_put_strz(w->nh, NFTA_SET_ELEM_LIST_SET, w->set->name);
+        /* The kernel finds a set by name walking the table's sets, by the
+         * id of this batch from the newest: for elements added to a new set
+         * the id alone (deletes look up names only) */
+        if (!(w->set->id && w->set->fresh && w->type == NFT_MSG_NEWSETELEM))
+                mnl_attr_put_strz(w->nh, NFTA_SET_ELEM_LIST_SET, w->set->name);
         if (w->set->id)
                 mnl_attr_put_u32(w->nh, NFTA_SET_ELEM_LIST_SET_ID, htonl(w->set->id));
         w->list = mnl_attr_nest_start(w->nh, NFTA_SET_ELEM_LIST_ELEMENTS);
@@ -1007,6 +1018,9 @@ static int set_emit(struct ps *ps, struct nlb *b, uint8_t fam, const char *table
         if (!s)
                 return oom(ps, -ENOMEM);
         s->id = ++ps->next_id;
+        s->fresh = anonymous;
+        for (unsigned i = 0; i < ps->n_gone && !s->fresh; i++)
+                s->fresh = ps->gone[i].family == fam && strcmp(ps->gone[i].name, table) == 0;
         s->flags = d->flags;
         s->key = d->key;
         s->data = d->data;
@@ -1046,7 +1060,6 @@ static int set_emit(struct ps *ps, struct nlb *b, uint8_t fam, const char *table
                 proxy_nlb_end(b, nh);
         }
         nftnl_udata_buf_free(u);
-        (void)anonymous;
         *ret = s;
         return r;
 }
@@ -1556,7 +1569,8 @@ static int anon_set(struct rule *ru, const struct ktype *key, bool map, bool ver
                               .flags = d.flags,
                               .key = d.key,
                               .data = d.data,
-                              .verdict = verdict };
+                              .verdict = verdict,
+                              .fresh = true };
         size_t count = 0;
         ru->depth++;
         int r = elements(ps, &side, NFT_MSG_NEWSETELEM, &tmp, ru->line, &count);
@@ -2277,6 +2291,10 @@ static int command(struct ps *ps, const struct tok *verb)
                                           line, table, 0, NULL);
                 if (del) {
                         sets_forget_table(ps, fam, table);
+                        if (ps->n_gone < sizeof(ps->gone) / sizeof(ps->gone[0])) {
+                                ps->gone[ps->n_gone].family = fam;
+                                memcpy(ps->gone[ps->n_gone++].name, table, NAME_MAX_LEN);
+                        }
                         return simple_msg(ps, ps->main, NFT_MSG_DELTABLE, fam, 0, line, table, 0,
                                           NULL);
                 }
