@@ -46,8 +46,6 @@ static const char usage[] =
         "  --partial-sync MODE        minimal (default: top-level chains edited rule by\n"
         "                             rule, left out when unchanged) or kube-proxy\n"
         "                             (rewritten on every sync, as kube-proxy)\n"
-        "  --nft-apply netlink|nft    nftables: program the kernel over netlink (default;\n"
-        "                             nft -f for a sync netlink cannot do) or with nft -f\n"
         "  --healthz-bind-address A   (default 0.0.0.0:10256; \"\" disables)\n"
         "  --metrics-bind-address A   (default 127.0.0.1:10249; \"\" disables)\n"
         "  --cleanup                  remove every rule and chain we made, then exit\n"
@@ -233,7 +231,6 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_METRICS,
                 O_CLEANUP,
                 O_PARTIAL,
-                O_NFTAPPLY,
         };
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -255,7 +252,6 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "metrics-bind-address", required_argument, NULL, O_METRICS },
                 { "cleanup", no_argument, NULL, O_CLEANUP },
                 { "partial-sync", required_argument, NULL, O_PARTIAL },
-                { "nft-apply", required_argument, NULL, O_NFTAPPLY },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -354,13 +350,6 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                                    "not \"%s\"",
                                                    optarg);
                         d->minimal = strcmp(optarg, "minimal") == 0;
-                        break;
-                case O_NFTAPPLY:
-                        if (strcmp(optarg, "netlink") != 0 && strcmp(optarg, "nft") != 0)
-                                return usage_error("--nft-apply wants netlink or nft, not \"%s\"",
-                                                   optarg);
-                        d->nft_apply = strcmp(optarg, "nft") == 0 ? SE_PROXY_NFT_TOOL :
-                                                                    SE_PROXY_NFT_NETLINK;
                         break;
                 case 'v':
                         if (se_parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0) /* klog */

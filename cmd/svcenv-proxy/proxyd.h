@@ -32,7 +32,6 @@ struct proxyd {
         bool nft, node_ip_flag;
         int nfacct_mode; /* 0 off, 1 auto/on */
         bool minimal; /* --partial-sync minimal */
-        enum se_proxy_nft_how nft_apply; /* --nft-apply (netlink: 0, the default) */
         const char *hostname;
         int64_t sync_period_ns, min_sync_period_ns;
         const char *healthz_addr, *metrics_addr;

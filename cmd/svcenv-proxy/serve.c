@@ -63,9 +63,6 @@ static void metrics(void *data, struct se_strbuf *sb)
                          "svcenv_proxy_syncs_total{kind=\"full\"} %llu\n"
                          "svcenv_proxy_syncs_total{kind=\"partial\"} %llu\n",
                          (unsigned long long)d->syncs_full, (unsigned long long)d->syncs_partial);
-        gauge(sb, "counter", "svcenv_proxy_nft_netlink_fallbacks_total",
-              "nftables syncs netlink could not apply, applied with nft -f instead",
-              (double)se_proxy_nft_netlink_fallbacks());
         gauge(sb, "gauge", "svcenv_proxy_restore_bytes",
               "Bytes of restore input (nft script) the last sync wrote", (double)d->bytes_last);
         gauge(sb, "counter", "svcenv_proxy_restore_bytes_total",

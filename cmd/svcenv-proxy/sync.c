@@ -252,14 +252,7 @@ static bool sync_rules(struct proxyd *d, bool full)
                         if (se_log_verbosity() >= 5)
                                 se_log_info(5, "restore input:\n%.*s", (int)sb.len, sb.buf);
                         /* a minimal partial sync with nothing to change writes nothing */
-                        char why[512] = "";
-                        r = !sb.len ? 0 :
-                            !d->nft ? se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err)) :
-                                      se_proxy_nft_apply(d->nft_apply, sb.buf, sb.len, why,
-                                                         sizeof(why), err, sizeof(err));
-                        if (why[0])
-                                se_log_warn("nft over netlink: %s; applied with nft -f instead",
-                                            why);
+                        r = sb.len ? se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err)) : 0;
                         if (r == -EPROTO)
                                 log_failed_line(err, sb.buf, sb.len);
                 } else {

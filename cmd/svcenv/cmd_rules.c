@@ -242,10 +242,7 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o,
                         enum se_proxy_tool tool = nft                ? SE_PROXY_NFT :
                                                   fams[i] == SE_IPV6 ? SE_PROXY_IP6TABLES_RESTORE :
                                                                        SE_PROXY_IPTABLES_RESTORE;
-                        /* nft: over netlink, nft -f when that cannot (as the daemon) */
-                        r = nft ? se_proxy_nft_apply(SE_PROXY_NFT_NETLINK, sb.buf, sb.len, NULL, 0,
-                                                     err, sizeof(err)) :
-                                  se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
+                        r = se_proxy_apply(tool, sb.buf, sb.len, err, sizeof(err));
                         se_strbuf_release(&sb);
                         if (r == 0 && !nft)
                                 r = se_proxy_ensure_jumps(fams[i], err, sizeof(err));

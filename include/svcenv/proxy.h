@@ -209,7 +209,8 @@ enum se_proxy_tool {
         SE_PROXY_NFT, /* nft -f - */
 };
 
-/* Runs the tool with data on its stdin. On failure writes the tool's stderr
+/* Runs the tool with data on its stdin (SE_PROXY_NFT: see
+ * se_proxy_nft_set_how, netlink first by default). On failure writes the tool's stderr
  * as one line into err (may be NULL). 0; -ENOENT when the tool is missing;
  * -EPROTO when it exited non-zero (its transaction was not applied);
  * -EIO and others for system errors. Never uses a shell. While the tool
@@ -238,8 +239,14 @@ enum se_proxy_nft_how {
  * it) and the fallback counter grows. 0 or as se_proxy_apply. */
 int se_proxy_nft_apply(enum se_proxy_nft_how how, const char *script, size_t n, char *why,
                        size_t whysize, char *err, size_t errsize);
-/* Syncs that fell back from netlink to `nft -f` since the start. */
+/* How se_proxy_apply(SE_PROXY_NFT, ...) applies, process-wide (default
+ * SE_PROXY_NFT_NETLINK; svcenv-proxy --nft-apply). Thread-safe. */
+void se_proxy_nft_set_how(enum se_proxy_nft_how how);
+enum se_proxy_nft_how se_proxy_nft_get_how(void);
+/* Scripts that fell back from netlink to `nft -f` since the start, and
+ * why the last one did (one line, "" when none; buf >= 1 byte). */
 unsigned long se_proxy_nft_netlink_fallbacks(void);
+void se_proxy_nft_last_fallback(char *buf, size_t size);
 
 /* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
  * full syncs (`iptables -C`, then `-I` at the top when missing), and, in

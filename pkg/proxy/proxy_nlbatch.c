@@ -8,6 +8,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,10 +193,30 @@ static int get_set(void *ctx, uint8_t family, const char *table, const char *set
 /* ---- sending ---- */
 
 static atomic_ulong fallbacks;
+static _Atomic int nft_how = SE_PROXY_NFT_NETLINK;
+static pthread_mutex_t why_mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_why[512];
 
 unsigned long se_proxy_nft_netlink_fallbacks(void)
 {
         return atomic_load(&fallbacks);
+}
+
+void se_proxy_nft_set_how(enum se_proxy_nft_how h)
+{
+        atomic_store(&nft_how, (int)h);
+}
+
+enum se_proxy_nft_how se_proxy_nft_get_how(void)
+{
+        return (enum se_proxy_nft_how)atomic_load(&nft_how);
+}
+
+void se_proxy_nft_last_fallback(char *buf, size_t size)
+{
+        pthread_mutex_lock(&why_mu);
+        snprintf(buf, size, "%s", last_why);
+        pthread_mutex_unlock(&why_mu);
 }
 
 /* the batch-control message of type (begin or end) */
@@ -332,9 +353,12 @@ int se_proxy_nft_apply(enum se_proxy_nft_how how, const char *script, size_t n, 
                 if (r == 0)
                         return 0;
                 /* what nft -f would do with the same text decides */
+                pthread_mutex_lock(&why_mu);
+                snprintf(last_why, sizeof(last_why), "%s", e);
+                pthread_mutex_unlock(&why_mu);
                 atomic_fetch_add(&fallbacks, 1);
                 if (why)
                         snprintf(why, whysize, "%s", e);
         }
-        return se_proxy_apply(SE_PROXY_NFT, script, n, err, errsize);
+        return proxy_apply_tool(SE_PROXY_NFT, script, n, err, errsize);
 }

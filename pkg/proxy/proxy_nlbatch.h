@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <svcenv/proxy.h>
+
 struct nlmsghdr;
 
 /* Caps on what a script may make us build. */
@@ -50,5 +52,9 @@ typedef int (*nfp_set_lookup)(void *ctx, uint8_t family, const char *table, cons
  * does not know or bad input; -ENOMEM; -E2BIG past a cap. */
 int proxy_nft_translate(const char *script, size_t n, struct nlb *b, nfp_set_lookup lookup,
                         void *ctx, char *err, size_t errsize);
+
+/* se_proxy_apply without the netlink path: the tool itself (proxy_apply.c) */
+int proxy_apply_tool(enum se_proxy_tool tool, const char *data, size_t n, char *err,
+                     size_t errsize);
 
 #endif

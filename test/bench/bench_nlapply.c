@@ -44,7 +44,8 @@ static int timed(int ns, const struct se_strbuf *sb, bool netlink, const char *w
                 return -errno;
         double c0 = cpu(netlink ? RUSAGE_SELF : RUSAGE_CHILDREN), t0 = now();
         int r = netlink ? se_proxy_nft_apply_netlink(sb->buf, sb->len, err, sizeof(err)) :
-                          se_proxy_apply(SE_PROXY_NFT, sb->buf, sb->len, err, sizeof(err));
+                          se_proxy_nft_apply(SE_PROXY_NFT_TOOL, sb->buf, sb->len, NULL, 0, err,
+                                             sizeof(err));
         double t1 = now(), c1 = cpu(netlink ? RUSAGE_SELF : RUSAGE_CHILDREN);
         if (r < 0)
                 printf("  %-34s %-8s failed: %s\n", what, netlink ? "netlink" : "nft -f", err);

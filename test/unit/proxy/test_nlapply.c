@@ -174,7 +174,8 @@ static int both(const struct pair *p, const char *text, const char *what)
         char err[512];
         if (setns(p->y, CLONE_NEWNET) < 0)
                 return 4;
-        int ry = se_proxy_apply(SE_PROXY_NFT, text, strlen(text), err, sizeof(err));
+        int ry = se_proxy_nft_apply(SE_PROXY_NFT_TOOL, text, strlen(text), NULL, 0, err,
+                                    sizeof(err));
         if (ry == -ENOENT)
                 return 3; /* no nft here */
         if (ry < 0) {
@@ -440,6 +441,20 @@ static int refused_child(void *arg)
                                          sizeof(why), err, sizeof(err)) != 0 ||
                       strncmp(why, "line 3: ", 8) != 0))
                 code = 13; /* unknown to us, fine for nft: applied by nft -f */
+        /* se_proxy_apply goes the same way by default, nft -f alone when told */
+        before = se_proxy_nft_netlink_fallbacks();
+        char last[256];
+        if (!code && (se_proxy_apply(SE_PROXY_NFT, odd, sizeof(odd) - 1, err, sizeof(err)) != 0 ||
+                      se_proxy_nft_netlink_fallbacks() != before + 1))
+                code = 14;
+        se_proxy_nft_last_fallback(last, sizeof(last));
+        if (!code && strncmp(last, "line 3: ", 8) != 0)
+                code = 15;
+        se_proxy_nft_set_how(SE_PROXY_NFT_TOOL);
+        if (!code && (se_proxy_apply(SE_PROXY_NFT, odd, sizeof(odd) - 1, err, sizeof(err)) != 0 ||
+                      se_proxy_nft_netlink_fallbacks() != before + 1))
+                code = 16;
+        se_proxy_nft_set_how(SE_PROXY_NFT_NETLINK);
         pair_close(&p);
         return code;
 }
