@@ -12,7 +12,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 30
-PKGS := libcurl yaml-0.1 jansson libwebsockets libssl libcrypto
+PKGS := libcurl yaml-0.1 jansson libwebsockets libssl libcrypto libnftnl libmnl
 
 ifeq ($(SANITIZE),)
 BUILD ?= build

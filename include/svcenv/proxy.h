@@ -235,13 +235,44 @@ enum se_proxy_tool {
         SE_PROXY_NFT, /* nft -f - */
 };
 
-/* Runs the tool with data on its stdin. On failure writes the tool's stderr
+/* Runs the tool with data on its stdin (SE_PROXY_NFT: see
+ * se_proxy_nft_set_how, netlink first by default). On failure writes the tool's stderr
  * as one line into err (may be NULL). 0; -ENOENT when the tool is missing;
  * -EPROTO when it exited non-zero (its transaction was not applied);
  * -EIO and others for system errors. Never uses a shell. While the tool
  * runs SIGPIPE is ignored process-wide (a tool that exits early must not
  * kill the caller); the previous disposition is restored after. */
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize);
+
+/* Applies an nft script (what se_proxy_nft_write/_sync emit, full or
+ * partial) over netlink: translated into one nf_tables batch transaction,
+ * atomic as `nft -f` (libnftnl/libmnl; no nft tool, no read of the
+ * ruleset, only of the sets the script adds elements to without declaring
+ * them). Needs CAP_NET_ADMIN. 0; -EINVAL: a construct the translator does
+ * not know or bad input (err: "line N: what"), nothing was sent; -EPROTO:
+ * the kernel refused the transaction (err: "line N: why"), nothing was
+ * applied; -E2BIG past 512 MiB of messages; other negative errnos for
+ * system errors. */
+int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t errsize);
+
+enum se_proxy_nft_how {
+        SE_PROXY_NFT_NETLINK, /* netlink, `nft -f` when that fails (the default) */
+        SE_PROXY_NFT_TOOL, /* `nft -f` only */
+};
+/* Applies an nft script the way how says. When netlink fails for any
+ * reason the script goes to `nft -f` (which decides: its error is the
+ * result), the reason is written to why (may be NULL; "" when netlink did
+ * it) and the fallback counter grows. 0 or as se_proxy_apply. */
+int se_proxy_nft_apply(enum se_proxy_nft_how how, const char *script, size_t n, char *why,
+                       size_t whysize, char *err, size_t errsize);
+/* How se_proxy_apply(SE_PROXY_NFT, ...) applies, process-wide (default
+ * SE_PROXY_NFT_NETLINK; svcenv-proxy --nft-apply). Thread-safe. */
+void se_proxy_nft_set_how(enum se_proxy_nft_how how);
+enum se_proxy_nft_how se_proxy_nft_get_how(void);
+/* Scripts that fell back from netlink to `nft -f` since the start, and
+ * why the last one did (one line, "" when none; buf >= 1 byte). */
+unsigned long se_proxy_nft_netlink_fallbacks(void);
+void se_proxy_nft_last_fallback(char *buf, size_t size);
 
 /* Ensures the jumps from the built-in chains into ours, as kube-proxy does on
  * full syncs (`iptables -C`, then `-I` at the top when missing), and, in

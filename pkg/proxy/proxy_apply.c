@@ -13,6 +13,8 @@
 #include <svcenv/proxy.h>
 #include <svcenv/strbuf.h>
 
+#include "proxy_nlbatch.h"
+
 #define ERR_CAP 4096 /* bytes of the tool's stderr kept */
 
 static void close_fd(int *fd)
@@ -201,6 +203,14 @@ out:
 }
 
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize)
+{
+        /* nft scripts go over netlink first (proxy_nlbatch.c) unless set otherwise */
+        if (tool == SE_PROXY_NFT)
+                return se_proxy_nft_apply(se_proxy_nft_get_how(), data, n, NULL, 0, err, errsize);
+        return proxy_apply_tool(tool, data, n, err, errsize);
+}
+
+int proxy_apply_tool(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize)
 {
         static const char *const ipt[] = {
                 "iptables-restore", "--noflush", "--counters", "-w", "5", "-W", "100000", NULL

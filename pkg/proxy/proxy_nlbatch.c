@@ -1,0 +1,364 @@
+/* Applying an nft script over netlink: translated (proxy_nftparse.c) into
+ * one nf_tables batch (BATCH_BEGIN ... BATCH_END), which the kernel applies
+ * atomically as `nft -f` would, without the nft tool's read of the whole
+ * ruleset. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <libmnl/libmnl.h>
+
+#include <svcenv/proxy.h>
+
+#include <svcenv/alloc.h>
+
+#include "proxy_nlbatch.h"
+
+void proxy_nlb_init(struct nlb *b)
+{
+        memset(b, 0, sizeof(*b));
+}
+
+void proxy_nlb_release(struct nlb *b)
+{
+        free(b->buf);
+        free(b->lines);
+        proxy_nlb_init(b);
+}
+
+static int grow(struct nlb *b, size_t need)
+{
+        if (b->len + need <= b->cap)
+                return 0;
+        if (b->len + need > NLB_MAX_BYTES)
+                return -E2BIG;
+        size_t cap = b->cap ? b->cap : 64u << 10;
+        while (cap < b->len + need)
+                cap *= 2;
+        char *nb = se_reallocarray(b->buf, cap, 1);
+        if (!nb)
+                return -ENOMEM;
+        b->buf = nb;
+        b->cap = cap;
+        return 0;
+}
+
+static int add_line(struct nlb *b, unsigned line)
+{
+        if (b->n == b->lines_cap) {
+                size_t nc = b->lines_cap ? b->lines_cap * 2 : 256;
+                uint32_t *nl = se_reallocarray(b->lines, nc, sizeof(*nl));
+                if (!nl)
+                        return -ENOMEM;
+                b->lines = nl;
+                b->lines_cap = nc;
+        }
+        b->lines[b->n++] = line;
+        return 0;
+}
+
+static struct nlmsghdr *put_hdr(struct nlb *b, uint16_t type, uint8_t family, uint16_t flags,
+                                uint16_t res_id, unsigned line)
+{
+        if (grow(b, NLB_HEADROOM) < 0 || add_line(b, line) < 0)
+                return NULL;
+        struct nlmsghdr *nh = mnl_nlmsg_put_header(b->buf + b->len);
+        nh->nlmsg_type = type;
+        nh->nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags);
+        struct nfgenmsg *nf = mnl_nlmsg_put_extra_header(nh, sizeof(*nf));
+        nf->nfgen_family = family;
+        nf->version = NFNETLINK_V0;
+        nf->res_id = htons(res_id);
+        return nh;
+}
+
+struct nlmsghdr *proxy_nlb_begin(struct nlb *b, uint16_t type, uint8_t family, uint16_t flags,
+                                 unsigned line)
+{
+        return put_hdr(b, (uint16_t)((NFNL_SUBSYS_NFTABLES << 8) | type), family, flags, 0, line);
+}
+
+void proxy_nlb_end(struct nlb *b, struct nlmsghdr *nh)
+{
+        b->len += NLMSG_ALIGN(nh->nlmsg_len);
+}
+
+int proxy_nlb_append(struct nlb *b, const struct nlb *src)
+{
+        if (!src->len)
+                return 0;
+        int r = grow(b, src->len);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < src->n; i++)
+                if (add_line(b, src->lines[i]) < 0)
+                        return -ENOMEM;
+        memcpy(b->buf + b->len, src->buf, src->len);
+        b->len += src->len;
+        return 0;
+}
+
+/* ---- the kernel's view of one set ---- */
+
+struct getset {
+        struct nfp_set_info *info;
+        bool found;
+};
+
+static int set_attr(const struct nlattr *a, void *data)
+{
+        const struct nlattr **tb = data;
+        int type = mnl_attr_get_type(a);
+        if (type <= NFTA_SET_MAX)
+                tb[type] = a;
+        return MNL_CB_OK;
+}
+
+static uint32_t be32_attr(const struct nlattr *a)
+{
+        return a && mnl_attr_get_payload_len(a) >= 4 ? ntohl(mnl_attr_get_u32(a)) : 0;
+}
+
+static int getset_cb(const struct nlmsghdr *nh, void *data)
+{
+        struct getset *g = data;
+        const struct nlattr *tb[NFTA_SET_MAX + 1] = { 0 };
+        if (mnl_attr_parse(nh, sizeof(struct nfgenmsg), set_attr, tb) < 0)
+                return MNL_CB_ERROR;
+        struct nfp_set_info *i = g->info;
+        memset(i, 0, sizeof(*i));
+        i->flags = be32_attr(tb[NFTA_SET_FLAGS]);
+        i->key_type = be32_attr(tb[NFTA_SET_KEY_TYPE]);
+        i->key_len = be32_attr(tb[NFTA_SET_KEY_LEN]);
+        i->data_type = be32_attr(tb[NFTA_SET_DATA_TYPE]);
+        i->data_len = be32_attr(tb[NFTA_SET_DATA_LEN]);
+        if (tb[NFTA_SET_USERDATA]) { /* nft's TLVs: type, length, value */
+                const uint8_t *p = mnl_attr_get_payload(tb[NFTA_SET_USERDATA]);
+                size_t n = mnl_attr_get_payload_len(tb[NFTA_SET_USERDATA]);
+                for (size_t off = 0; off + 2 <= n && off + 2 + p[off + 1] <= n;
+                     off += 2 + p[off + 1])
+                        if (p[off] == 0 /* KEYBYTEORDER */ && p[off + 1] == 4)
+                                memcpy(&i->key_byteorder, p + off + 2, 4);
+        }
+        g->found = true;
+        return MNL_CB_OK;
+}
+
+struct conn {
+        struct mnl_socket *nl;
+        uint32_t portid, seq;
+};
+
+static int get_set(void *ctx, uint8_t family, const char *table, const char *set,
+                   struct nfp_set_info *info)
+{
+        struct conn *c = ctx;
+        char buf[1u << 16];
+        struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
+        nh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSET;
+        nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+        nh->nlmsg_seq = ++c->seq;
+        struct nfgenmsg *nf = mnl_nlmsg_put_extra_header(nh, sizeof(*nf));
+        nf->nfgen_family = family;
+        nf->version = NFNETLINK_V0;
+        mnl_attr_put_strz(nh, NFTA_SET_TABLE, table);
+        mnl_attr_put_strz(nh, NFTA_SET_NAME, set);
+        if (mnl_socket_sendto(c->nl, nh, nh->nlmsg_len) < 0)
+                return -errno;
+        struct getset g = { .info = info };
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf));
+                if (n < 0)
+                        return -errno;
+                int r = mnl_cb_run(buf, (size_t)n, c->seq, c->portid, getset_cb, &g);
+                if (r < 0)
+                        return -errno;
+                if (r == MNL_CB_STOP)
+                        break;
+        }
+        return g.found ? 0 : -ENOENT;
+}
+
+/* ---- sending ---- */
+
+static atomic_ulong fallbacks;
+static _Atomic int nft_how = SE_PROXY_NFT_NETLINK;
+static pthread_mutex_t why_mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_why[512];
+
+unsigned long se_proxy_nft_netlink_fallbacks(void)
+{
+        return atomic_load(&fallbacks);
+}
+
+void se_proxy_nft_set_how(enum se_proxy_nft_how h)
+{
+        atomic_store(&nft_how, (int)h);
+}
+
+enum se_proxy_nft_how se_proxy_nft_get_how(void)
+{
+        return (enum se_proxy_nft_how)atomic_load(&nft_how);
+}
+
+void se_proxy_nft_last_fallback(char *buf, size_t size)
+{
+        pthread_mutex_lock(&why_mu);
+        snprintf(buf, size, "%s", last_why);
+        pthread_mutex_unlock(&why_mu);
+}
+
+/* the batch-control message of type (begin or end) */
+static int batch_msg(struct nlb *b, uint16_t type)
+{
+        struct nlmsghdr *nh = put_hdr(b, type, NFPROTO_UNSPEC, 0, NFNL_SUBSYS_NFTABLES, 0);
+        if (!nh)
+                return -ENOMEM;
+        proxy_nlb_end(b, nh);
+        return 0;
+}
+
+/* the kernel's answers up to the one for seq last; the first error into
+ * err with its script line */
+static int receive(struct conn *c, const struct nlb *b, uint32_t first_seq, uint32_t last,
+                   char *err, size_t errsize)
+{
+        char buf[1u << 16];
+        int result = 0;
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf));
+                if (n < 0) {
+                        int e = errno;
+                        if (err && !result)
+                                snprintf(err, errsize, "reading the kernel's answer: %s",
+                                         strerror(e));
+                        return result ? result : -e;
+                }
+                for (const struct nlmsghdr *nh = (const void *)buf; mnl_nlmsg_ok(nh, (int)n);
+                     nh = mnl_nlmsg_next(nh, (int *)&n)) {
+                        if (nh->nlmsg_type != NLMSG_ERROR)
+                                continue;
+                        const struct nlmsgerr *e = mnl_nlmsg_get_payload(nh);
+                        if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+                                continue;
+                        uint32_t seq = nh->nlmsg_seq;
+                        if (e->error && !result) {
+                                size_t idx = seq >= first_seq ? seq - first_seq : 0;
+                                unsigned line = idx < b->n ? b->lines[idx] : 0;
+                                if (err)
+                                        snprintf(err, errsize, "line %u: %s", line,
+                                                 strerror(-e->error));
+                                result = -EPROTO;
+                        }
+                        /* the batch itself refused (not permitted, ...): nothing follows */
+                        if (seq == last || (e->error && seq == first_seq))
+                                return result;
+                }
+        }
+}
+
+static int send_batch(struct conn *c, struct nlb *b, char *err, size_t errsize)
+{
+        /* sequence numbers from 1, the last real message acknowledged */
+        uint32_t seq = c->seq + 1, last = 0;
+        struct nlmsghdr *prev = NULL;
+        for (size_t off = 0; off < b->len;) {
+                struct nlmsghdr *nh = (void *)(b->buf + off);
+                nh->nlmsg_seq = seq++;
+                off += NLMSG_ALIGN(nh->nlmsg_len);
+                if (off < b->len)
+                        prev = nh;
+        }
+        if (!prev || prev->nlmsg_type == NFNL_MSG_BATCH_BEGIN)
+                return 0; /* nothing between begin and end */
+        prev->nlmsg_flags |= NLM_F_ACK;
+        last = prev->nlmsg_seq;
+        uint32_t first = c->seq + 1;
+        c->seq = seq;
+        int size = (int)(b->len + 4096);
+        /* the whole batch is one message to the kernel: its buffer must fit */
+        if (setsockopt(mnl_socket_get_fd(c->nl), SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) <
+            0)
+                (void)setsockopt(mnl_socket_get_fd(c->nl), SOL_SOCKET, SO_SNDBUF, &size,
+                                 sizeof(size));
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+        struct iovec iov = { b->buf, b->len };
+        struct msghdr msg = {
+                .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1
+        };
+        if (sendmsg(mnl_socket_get_fd(c->nl), &msg, 0) < 0) {
+                int e = errno;
+                if (err)
+                        snprintf(err, errsize, "sending the batch: %s", strerror(e));
+                return -e;
+        }
+        return receive(c, b, first, last, err, errsize);
+}
+
+int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t errsize)
+{
+        struct conn c = { 0 };
+        struct nlb b;
+        int r;
+        if (err && errsize)
+                err[0] = 0;
+        c.nl = mnl_socket_open(NETLINK_NETFILTER);
+        if (!c.nl || mnl_socket_bind(c.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+                r = -errno;
+                if (err)
+                        snprintf(err, errsize, "netlink socket: %s", strerror(-r));
+                if (c.nl)
+                        mnl_socket_close(c.nl);
+                return r;
+        }
+        c.portid = mnl_socket_get_portid(c.nl);
+        int one = 1;
+        (void)setsockopt(mnl_socket_get_fd(c.nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+        struct timeval tv = { .tv_sec = 60 }; /* never wait forever on the kernel */
+        (void)setsockopt(mnl_socket_get_fd(c.nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        proxy_nlb_init(&b);
+        r = batch_msg(&b, NFNL_MSG_BATCH_BEGIN);
+        if (r == 0)
+                r = proxy_nft_translate(script, n, &b, get_set, &c, err, errsize);
+        else if (err)
+                snprintf(err, errsize, "out of memory");
+        if (r == 0 && (r = batch_msg(&b, NFNL_MSG_BATCH_END)) < 0 && err)
+                snprintf(err, errsize, "out of memory");
+        if (r == 0)
+                r = send_batch(&c, &b, err, errsize);
+        proxy_nlb_release(&b);
+        mnl_socket_close(c.nl);
+        return r;
+}
+
+int se_proxy_nft_apply(enum se_proxy_nft_how how, const char *script, size_t n, char *why,
+                       size_t whysize, char *err, size_t errsize)
+{
+        if (why && whysize)
+                why[0] = 0;
+        if (how == SE_PROXY_NFT_NETLINK) {
+                char e[512];
+                int r = se_proxy_nft_apply_netlink(script, n, e, sizeof(e));
+                if (r == 0)
+                        return 0;
+                /* what nft -f would do with the same text decides */
+                pthread_mutex_lock(&why_mu);
+                snprintf(last_why, sizeof(last_why), "%s", e);
+                pthread_mutex_unlock(&why_mu);
+                atomic_fetch_add(&fallbacks, 1);
+                if (why)
+                        snprintf(why, whysize, "%s", e);
+        }
+        return proxy_apply_tool(SE_PROXY_NFT, script, n, err, errsize);
+}

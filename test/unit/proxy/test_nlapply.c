@@ -1,0 +1,477 @@
+/* The netlink applier (se_proxy_nft_apply_netlink): what it refuses, with
+ * the line, without root; and, as root in child network namespaces, that
+ * the same script applied by `nft -f` in one namespace and over netlink in
+ * another leaves the same `nft list ruleset` (set elements sorted, as nft
+ * prints them in hash order): every construct, the demo and upstream
+ * clusters, random clusters of several seeds, and partial syncs after
+ * changes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <svcenv/manifest.h>
+#include <svcenv/proxy.h>
+#include <svcenv/store.h>
+#include <svcenv/strbuf.h>
+#include <svcenv/strv.h>
+
+#include "../../../pkg/proxy/proxy_nlbatch.h"
+
+static char *read_file(const char *path)
+{
+        FILE *f = fopen(path, "r");
+        if (!f)
+                fail_msg("cannot open %s", path);
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        char buf[65536];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                se_strbuf_add(&sb, buf, n);
+        fclose(f);
+        char *s = se_strbuf_detach(&sb, NULL);
+        return s ? s : strdup("");
+}
+
+/* translation only (no kernel): 0 or the error, err filled */
+static int translate(const char *script, char *err, size_t errsize)
+{
+        struct nlb b;
+        proxy_nlb_init(&b);
+        int r = proxy_nft_translate(script, strlen(script), &b, NULL, NULL, err, errsize);
+        proxy_nlb_release(&b);
+        return r;
+}
+
+static void refused(const char *script, const char *want)
+{
+        char err[256];
+        assert_int_equal(translate(script, err, sizeof(err)), -EINVAL);
+        if (!strstr(err, want))
+                fail_msg("error \"%s\" lacks \"%s\"", err, want);
+        assert_null(strchr(err, '\n'));
+}
+
+/* constructs we do not write: a one-line error naming the line, so the
+ * caller can fall back to nft -f */
+static void test_nlapply__unknown_constructs_name_the_line(void **state)
+{
+        (void)state;
+        refused("table ip t {\n\tchain c {\n\t\tip daddr 1.2.3.4 log\n\t}\n}\n", "line 3: ");
+        refused("add table ip t\nadd rule ip t c ip dscp 4 drop\n", "line 2: ");
+        refused("add table ip t\nadd flowtable ip t f\n", "line 2: unsupported command");
+        refused("table ip t {\n\tset s {\n\t\ttype ether_addr\n\t}\n}\n",
+                "line 3: unknown set type");
+        refused("table ip t {\n\tset s {\n\t\ttype ipv4_addr\n\t\telements = { 1.2.3.4/33 }\n\t}\n}\n",
+                "line 4: ");
+        refused("table ip t {\n\tset s {\n\t\ttype ipv4_addr\n\t\telements = { 1.2.3.0/24 }\n\t}\n}\n",
+                "line 4: a prefix is not allowed");
+        refused("table ip t {\n\tchain c {\n\t\tip saddr 10.0.0.1/8 drop\n\t}\n}\n",
+                "line 3: host bits set");
+        refused("table ip t {\n\tchain c {\n\t\ttcp dport 70000 drop\n\t}\n}\n",
+                "line 3: bad number");
+        refused("add table ip t\nadd element ip t s { 1.2.3.4 }\n", "line 2: no set 's'");
+        refused("table ip t {\n\tchain c {\n", "unterminated");
+        refused("table ip t {\n\tmap m {\n\t\ttypeof ip daddr : verdict\n\t}\n}\n",
+                "line 3: unknown set typeof");
+        refused("bogus\n", "line 1: unknown command");
+        refused("add table ip t extra\n", "line 1: unexpected 'extra'");
+        char nul[] = "add table ip t\0\n";
+        char err[128];
+        struct nlb b;
+        proxy_nlb_init(&b);
+        assert_int_equal(
+                proxy_nft_translate(nul, sizeof(nul) - 1, &b, NULL, NULL, err, sizeof(err)),
+                -EINVAL);
+        proxy_nlb_release(&b);
+        /* and what we write translates */
+        char *demo = read_file("test/golden/proxy/demo-node-a.nft");
+        assert_int_equal(translate(demo, err, sizeof(err)), 0);
+        free(demo);
+}
+
+/* `nft list ruleset` with the items of every "{ a, b }" list sorted */
+static char *listing(void)
+{
+        const char *argv[] = { "nft", "list", "ruleset", NULL };
+        struct se_strbuf out, norm;
+        char err[256];
+        se_strbuf_init(&out, 0);
+        if (se_proxy_run(argv, &out, err, sizeof(err)) < 0) {
+                fprintf(stderr, "# nft list ruleset: %s\n", err);
+                se_strbuf_release(&out);
+                return NULL;
+        }
+        se_strbuf_init(&norm, 0);
+        const char *p = out.buf ? out.buf : "";
+        while (*p) {
+                const char *open = strstr(p, "{ ");
+                if (!open) {
+                        se_strbuf_puts(&norm, p);
+                        break;
+                }
+                const char *close = strchr(open, '}');
+                if (!close)
+                        close = p + strlen(p);
+                se_strbuf_add(&norm, p, (size_t)(open - p) + 2);
+                struct se_strv items = SE_STRV_INIT;
+                char *body = strndup(open + 2, (size_t)(close - open - 2));
+                for (char *save = NULL, *t = strtok_r(body, ",\n", &save); t;
+                     t = strtok_r(NULL, ",\n", &save)) {
+                        while (*t == ' ' || *t == '\t')
+                                t++;
+                        size_t n = strlen(t);
+                        while (n && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+                                t[--n] = 0;
+                        if (n)
+                                se_strv_push(&items, t);
+                }
+                free(body);
+                se_strv_sort(&items);
+                for (size_t i = 0; i < items.n; i++)
+                        se_strbuf_printf(&norm, "%s%s", i ? ", " : "", items.v[i]);
+                se_strv_release(&items);
+                se_strbuf_puts(&norm, " ");
+                p = close;
+        }
+        se_strbuf_release(&out);
+        char *s = se_strbuf_detach(&norm, NULL);
+        return s ? s : strdup("");
+}
+
+/* netns X gets scripts over netlink, Y by nft -f */
+struct pair {
+        int x, y;
+};
+
+static int pair_open(struct pair *p)
+{
+        p->x = p->y = -1;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        p->x = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        p->y = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        return p->x < 0 || p->y < 0 ? 2 : 0;
+}
+
+/* applies text both ways and compares; 0 or a failure code (what says
+ * which step) */
+static int both(const struct pair *p, const char *text, const char *what)
+{
+        char err[512];
+        if (setns(p->y, CLONE_NEWNET) < 0)
+                return 4;
+        int ry = se_proxy_nft_apply(SE_PROXY_NFT_TOOL, text, strlen(text), NULL, 0, err,
+                                    sizeof(err));
+        if (ry == -ENOENT)
+                return 3; /* no nft here */
+        if (ry < 0) {
+                fprintf(stderr, "# %s: nft -f: %s\n", what, err);
+                return 5;
+        }
+        char *want = listing();
+        if (setns(p->x, CLONE_NEWNET) < 0) {
+                free(want);
+                return 4;
+        }
+        int rx = se_proxy_nft_apply_netlink(text, strlen(text), err, sizeof(err));
+        if (rx < 0) {
+                fprintf(stderr, "# %s: netlink: %s\n", what, err);
+                free(want);
+                return 6;
+        }
+        char *got = listing();
+        int code = 0;
+        if (!want || !got) {
+                code = 7;
+        } else if (strcmp(want, got) != 0) {
+                fprintf(stderr, "# %s: listings differ\n# nft -f:\n%s\n# netlink:\n%s\n", what,
+                        want, got);
+                code = 8;
+        }
+        free(want);
+        free(got);
+        return code;
+}
+
+static void pair_close(struct pair *p)
+{
+        if (p->x >= 0)
+                close(p->x);
+        if (p->y >= 0)
+                close(p->y);
+}
+
+static void run_child(int (*child)(void *), void *arg)
+{
+        if (geteuid() != 0)
+                skip();
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                exit(child(arg));
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        int code = WEXITSTATUS(status);
+        if (code == 2 || code == 3)
+                skip();
+        assert_int_equal(code, 0);
+}
+
+static int files_child(void *arg)
+{
+        const char *const *files = arg;
+        struct pair p;
+        int code = pair_open(&p);
+        for (size_t i = 0; files[i] && !code; i++) {
+                char *text = read_file(files[i]);
+                code = both(&p, text, files[i]);
+                free(text);
+                /* the same again on top: adds to what exists */
+                if (!code && strstr(files[i], "constructs")) {
+                        text = read_file(files[i]);
+                        code = both(&p, text, files[i]);
+                        free(text);
+                }
+        }
+        pair_close(&p);
+        return code;
+}
+
+/* every construct the writers use, IPv4 and IPv6, then the golden tables */
+static void test_nlapply__constructs_equal_nft(void **state)
+{
+        (void)state;
+        static const char *files[] = { "test/unit/proxy/nft/constructs.nft",
+                                       "test/unit/proxy/nft/constructs6.nft",
+                                       "test/golden/proxy/demo-node-a.nft",
+                                       "test/golden/proxy/overall.nft", NULL };
+        run_child(files_child, files);
+}
+
+/* ---- random clusters ---- */
+
+static uint64_t rng;
+
+static unsigned rnd(unsigned n)
+{
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        return (unsigned)((rng >> 33) % n);
+}
+
+/* a random cluster of services with every feature the writer handles */
+static char *random_cluster(unsigned n_svc)
+{
+        static const char *const protos[] = { "TCP", "UDP", "SCTP" };
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        for (unsigned i = 0; i < n_svc; i++) {
+                const char *proto = protos[rnd(3)];
+                unsigned kind = rnd(4); /* ClusterIP, NodePort, LoadBalancer, with externalIPs */
+                se_strbuf_printf(&sb,
+                                 "---\napiVersion: v1\nkind: Service\n"
+                                 "metadata: {name: s%u, namespace: ns%u}\nspec:\n"
+                                 "  type: %s\n  clusterIP: 172.30.%u.%u\n",
+                                 i, i % 3,
+                                 kind == 1 ? "NodePort" :
+                                 kind == 2 ? "LoadBalancer" :
+                                             "ClusterIP",
+                                 i / 200, i % 200 + 1);
+                if (kind == 3)
+                        se_strbuf_printf(&sb, "  externalIPs: [192.168.99.%u]\n", i % 250 + 1);
+                if (kind >= 1 && kind <= 2 && rnd(2))
+                        se_strbuf_puts(&sb, "  externalTrafficPolicy: Local\n");
+                if (rnd(4) == 0)
+                        se_strbuf_puts(&sb, "  internalTrafficPolicy: Local\n");
+                if (rnd(3) == 0)
+                        se_strbuf_printf(
+                                &sb,
+                                "  sessionAffinity: ClientIP\n"
+                                "  sessionAffinityConfig: {clientIP: {timeoutSeconds: %u}}\n",
+                                60 + rnd(10000));
+                if (kind == 2 && rnd(2))
+                        se_strbuf_puts(&sb, "  loadBalancerSourceRanges: [203.0.113.0/24, "
+                                            "198.51.100.0/25, 10.0.0.0/8]\n");
+                if (kind == 1 || kind == 2)
+                        se_strbuf_printf(&sb,
+                                         "  ports: [{name: p, port: 80, protocol: %s, "
+                                         "nodePort: %u}]\n",
+                                         proto, 30000 + i);
+                else
+                        se_strbuf_printf(&sb, "  ports: [{name: p, port: %u, protocol: %s}]\n",
+                                         80 + rnd(3), proto);
+                if (kind == 2)
+                        se_strbuf_printf(&sb,
+                                         "status: {loadBalancer: {ingress: [{ip: 5.6.%u.%u}]}}\n",
+                                         i / 200, i % 200 + 1);
+                unsigned eps = rnd(5);
+                if (!eps)
+                        continue;
+                se_strbuf_printf(&sb,
+                                 "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                                 "metadata: {name: s%u-1, namespace: ns%u, labels: "
+                                 "{kubernetes.io/service-name: s%u}}\n"
+                                 "addressType: IPv4\nports: [{name: p, port: %u, protocol: %s}]\n"
+                                 "endpoints:\n",
+                                 i, i % 3, i, 8000 + rnd(3), proto);
+                for (unsigned e = 0; e < eps; e++)
+                        se_strbuf_printf(&sb, "- {addresses: [10.%u.%u.%u], nodeName: %s%s}\n",
+                                         1 + rnd(2), i % 250, e + 1, rnd(2) ? "n1" : "n2",
+                                         rnd(6) == 0 ? ", conditions: {ready: false}" : "");
+        }
+        char *s = se_strbuf_detach(&sb, NULL);
+        return s ? s : strdup("");
+}
+
+/* the nft script of yaml: full (tr NULL) or the tracker's sync */
+static char *script(const char *yaml, struct se_proxy_tracker *tr)
+{
+        struct se_proxy_options o;
+        se_proxy_options_init(&o);
+        se_proxy_options_nft_defaults(&o);
+        o.node_name = "n1";
+        se_parse_ip("192.168.0.2", &o.node_ips[0]);
+        o.n_node_ips = 1;
+        se_parse_cidr("10.0.0.0/8", &o.cluster_cidrs[0]);
+        o.n_cluster_cidrs = 1;
+        o.random_fully = rnd(2);
+        struct se_store *s = se_store_new();
+        struct se_diag d;
+        if (!s || se_manifest_load_buffer(s, "test", yaml, strlen(yaml), NULL, NULL, &d) < 0) {
+                fprintf(stderr, "# manifest: %s\n", s ? d.text : "no store");
+                se_store_free(s);
+                return NULL;
+        }
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        int r = se_proxy_table_build(s, &o, SE_IPV4, &t);
+        if (r == 0)
+                r = tr ? se_proxy_nft_sync(t, &o, tr, &sb) : se_proxy_nft_write(t, &o, &sb);
+        se_proxy_table_free(t);
+        se_store_free(s);
+        char *out = r == 0 ? strdup(sb.buf ? sb.buf : "") : NULL;
+        if (tr)
+                se_proxy_tracker_done(tr, r == 0, &sb);
+        se_strbuf_release(&sb);
+        return out;
+}
+
+static int random_child(void *arg)
+{
+        unsigned seed = *(const unsigned *)arg;
+        struct pair p;
+        int code = pair_open(&p);
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        se_proxy_tracker_set_minimal(tr, seed % 2);
+        char what[64];
+        /* a full sync, then partial ones: services come, change and go */
+        for (unsigned step = 0; step < 6 && !code; step++) {
+                rng = seed * 7919ull + (step < 3 ? 0 : step); /* steps 1, 2: same cluster */
+                char *yaml = random_cluster(step == 5 ? 3 : 40 + (step >= 3 ? step * 5 : 0));
+                unsigned save = (unsigned)rng;
+                char *text = script(yaml, tr);
+                rng = save;
+                snprintf(what, sizeof(what), "seed %u step %u", seed, step);
+                if (!text)
+                        code = 9;
+                else if (text[0])
+                        code = both(&p, text, what);
+                free(text);
+                free(yaml);
+        }
+        se_proxy_tracker_free(tr);
+        pair_close(&p);
+        return code;
+}
+
+static void test_nlapply__random_clusters_equal_nft(void **state)
+{
+        (void)state;
+        for (unsigned seed = 1; seed <= 4; seed++)
+                run_child(random_child, &seed);
+}
+
+/* what the kernel refuses comes back as -EPROTO with the script's line,
+ * and nothing of the batch is applied */
+static int refused_child(void *arg)
+{
+        (void)arg;
+        struct pair p;
+        int code = pair_open(&p);
+        char err[256];
+        if (code || setns(p.x, CLONE_NEWNET) < 0)
+                return code ? code : 4;
+        static const char bad[] = "add table ip t\nadd chain ip t c\n"
+                                  "add rule ip t c jump missing\n";
+        if (se_proxy_nft_apply_netlink(bad, sizeof(bad) - 1, err, sizeof(err)) != -EPROTO ||
+            strncmp(err, "line 3: ", 8) != 0) {
+                fprintf(stderr, "# refused: %s\n", err);
+                code = 10;
+        }
+        char *after = listing();
+        if (!after || strstr(after, "table ip t"))
+                code = 11; /* atomic: the table did not stay */
+        free(after);
+        /* and the fallback runs nft -f, which refuses as well */
+        char why[256];
+        unsigned long before = se_proxy_nft_netlink_fallbacks();
+        if (!code && (se_proxy_nft_apply(SE_PROXY_NFT_NETLINK, bad, sizeof(bad) - 1, why,
+                                         sizeof(why), err, sizeof(err)) != -EPROTO ||
+                      se_proxy_nft_netlink_fallbacks() != before + 1 || !why[0]))
+                code = 12;
+        static const char odd[] = "add table ip t\nadd chain ip t c\nadd rule ip t c meta "
+                                  "iifname \"lo\" counter\n";
+        if (!code && (se_proxy_nft_apply(SE_PROXY_NFT_NETLINK, odd, sizeof(odd) - 1, why,
+                                         sizeof(why), err, sizeof(err)) != 0 ||
+                      strncmp(why, "line 3: ", 8) != 0))
+                code = 13; /* unknown to us, fine for nft: applied by nft -f */
+        /* se_proxy_apply goes the same way by default, nft -f alone when told */
+        before = se_proxy_nft_netlink_fallbacks();
+        char last[256];
+        if (!code && (se_proxy_apply(SE_PROXY_NFT, odd, sizeof(odd) - 1, err, sizeof(err)) != 0 ||
+                      se_proxy_nft_netlink_fallbacks() != before + 1))
+                code = 14;
+        se_proxy_nft_last_fallback(last, sizeof(last));
+        if (!code && strncmp(last, "line 3: ", 8) != 0)
+                code = 15;
+        se_proxy_nft_set_how(SE_PROXY_NFT_TOOL);
+        if (!code && (se_proxy_apply(SE_PROXY_NFT, odd, sizeof(odd) - 1, err, sizeof(err)) != 0 ||
+                      se_proxy_nft_netlink_fallbacks() != before + 1))
+                code = 16;
+        se_proxy_nft_set_how(SE_PROXY_NFT_NETLINK);
+        pair_close(&p);
+        return code;
+}
+
+static void test_nlapply__kernel_refusal_names_the_line(void **state)
+{
+        (void)state;
+        run_child(refused_child, NULL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_nlapply__unknown_constructs_name_the_line),
+                cmocka_unit_test(test_nlapply__constructs_equal_nft),
+                cmocka_unit_test(test_nlapply__random_clusters_equal_nft),
+                cmocka_unit_test(test_nlapply__kernel_refusal_names_the_line),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
