@@ -9,15 +9,17 @@
 #
 # svcenv-controller and svcenv-proxy run on the host (the node shares the
 # host's network namespace), so the proxy programs the host's packet filter.
-# That is kept contained: ClusterIPs are in the control plane's 10.96.0.0/16,
+# That is kept contained: the test runs on a control plane of its own, so the
+# proxy sees only the test's Services (not the external IPs other suites'
+# Services may name); ClusterIPs are in the control plane's 10.96.0.0/16,
 # which the node routes to its bridge and nothing else on the machine uses;
 # NodePorts only on the bridge's 10.244.0.0/24; backends are pod IPs on the
 # bridge. `svcenv-proxy --cleanup` takes the rules away after each backend,
 # and the whole ruleset (every nft table, iptables-nft's included) must then
 # be what it was before, and again after the node stops.
 #
-# Needs root (else one SKIP line). KUBE_DIR: a control plane started by
-# test/run-all (else one is started); the node is started and stopped here.
+# Needs root (else one SKIP line). The control plane and the node are
+# started and stopped here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=test/integration/node.bash
@@ -40,6 +42,7 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
+unset KUBE_DIR
 node_control_plane
 
 host_ruleset raw >"$tmp/rules.before-node"
