@@ -120,8 +120,8 @@ static void node_facts(struct proxyd *d)
         se_store_unlock(d->store);
 }
 
-/* --cleanup: everything we made, in every family and both backends. */
-static int cleanup(void)
+/* The iptables backend's chains and jumps, both families; 1 on an error. */
+static int cleanup_iptables(void)
 {
         static const char *const saves[2][2] = { { "iptables-save", NULL },
                                                  { "ip6tables-save", NULL } };
@@ -145,12 +145,25 @@ static int cleanup(void)
                 se_strbuf_release(&saved);
                 se_strbuf_release(&out);
         }
+        return rc;
+}
+
+/* The nftables backend's tables, both families (absent: fine). */
+static void cleanup_nftables(void)
+{
         static const char *const fams[] = { "ip", "ip6" };
         for (int f = 0; f < 2; f++) {
                 const char *argv[] = { "nft", "delete", "table", fams[f], "svcenv", NULL };
                 char err[256];
-                (void)se_proxy_run(argv, NULL, err, sizeof(err)); /* absent: fine */
+                (void)se_proxy_run(argv, NULL, err, sizeof(err));
         }
+}
+
+/* --cleanup: everything we made, in every family and both backends. */
+static int cleanup(void)
+{
+        int rc = cleanup_iptables();
+        cleanup_nftables();
         return rc;
 }
 
@@ -426,6 +439,15 @@ int main(int argc, char **argv)
                 d.hostname = host;
         }
         d.opt.node_name = d.hostname;
+        /* As kube-proxy's platformCleanup at start: the other backend's rules
+         * (left by a run in the other mode) go, or they would keep catching
+         * Service traffic with stale endpoints; a failure is only logged. */
+        if (d.nft) {
+                if (cleanup_iptables())
+                        se_log_warn("could not remove the iptables backend's rules");
+        } else {
+                cleanup_nftables();
+        }
         d.start_mono_ns = (int64_t)se_now_mono_ns();
         se_proxy_health_init(&d.health, 2 * d.sync_period_ns);
         static const double sync_le[] = { 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128,

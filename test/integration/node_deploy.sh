@@ -305,8 +305,8 @@ admission_probe() {
 		sleep 0.1
 	done
 }
-roll() { # kind(deployments|daemonsets) ns name
-	local kind=$1 ns=$2 name=$3 t0 rounds=0 lost_adm=0 lost_ep=0 lost_req=0 lost_dns=0 done_fn uid
+roll() { # kind(deployments|daemonsets) ns name [NEW-OBJECT-FILE: PUT it instead of a restart]
+	local kind=$1 ns=$2 name=$3 put=${4:-} t0 rounds=0 lost_adm=0 lost_ep=0 lost_req=0 lost_dns=0 done_fn uid
 	local now
 	# rolled out, and the old pods gone (not only terminating)
 	settled() {
@@ -320,8 +320,12 @@ roll() { # kind(deployments|daemonsets) ns name
 	t0=$(date +%s.%N)
 	admission_probe >"$tmp/admissions.$name" &
 	local probe_pid=$!
-	kapi patch "/apis/apps/v1/namespaces/$ns/$kind/$name" \
-		"{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"kubectl.kubernetes.io/restartedAt\":\"$now\"}}}}}" >/dev/null
+	if [ -n "$put" ]; then
+		kapi put "/apis/apps/v1/namespaces/$ns/$kind/$name" "$put" >/dev/null
+	else
+		kapi patch "/apis/apps/v1/namespaces/$ns/$kind/$name" \
+			"{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"kubectl.kubernetes.io/restartedAt\":\"$now\"}}}}}" >/dev/null
+	fi
 	sleep 1
 	while [ $((rounds)) -lt 400 ]; do
 		rounds=$((rounds + 1))
@@ -333,10 +337,12 @@ roll() { # kind(deployments|daemonsets) ns name
 	kill "$probe_pid" 2>/dev/null
 	wait "$probe_pid" 2>/dev/null
 	lost_adm=$(grep -c lost "$tmp/admissions.$name")
+	local what="rolling restart of $name"
+	[ -n "$put" ] && what="$name changed ($(basename "$put"))"
 	if settled; then
-		ok "rolling restart of $name: done in $(elapsed "$t0") s ($rounds rounds)"
+		ok "$what: done in $(elapsed "$t0") s ($rounds rounds)"
 	else
-		not_ok "rolling restart of $name: not done in $rounds rounds"
+		not_ok "$what: not done in $rounds rounds"
 		pods_report
 	fi
 	check "... no admission lost ($lost_adm of $(wc -l <"$tmp/admissions.$name") dry-run pods not injected)" \
@@ -350,6 +356,16 @@ roll deployments "$SYS" svcenv-controller
 roll deployments "$SYS" svcenv-webhook
 roll daemonsets "$SYS" svcenv-proxy
 roll deployments kube-system svcenv-dns
+# The proxy switched to nftables, as a user would edit the DaemonSet: the
+# new pod takes the iptables backend's rules away (kube-proxy's
+# platformCleanup does the same), with no request lost on the way.
+kapi get "/apis/apps/v1/namespaces/$SYS/daemonsets/svcenv-proxy" |
+	jq '.spec.template.spec.containers[0].args |= map(if . == "--backend=iptables" then "--backend=nftables" else . end)' \
+		>"$tmp/backend=nftables.json"
+roll daemonsets "$SYS" svcenv-proxy "$tmp/backend=nftables.json"
+check "... the proxy's nftables table is there, the iptables backend's chains are gone" \
+	eval 'nft list table ip svcenv >/dev/null 2>&1 && ! grep -q "^:KUBE-SERVICES " <<<"$(iptables-save 2>/dev/null)"'
+check "... and the client still reaches both backends" until_ok 20 both_answer
 check "no container restarted during all this" test "$(restarts)" = 0
 
 # --- the end ---------------------------------------------------------------------
