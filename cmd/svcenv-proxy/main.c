@@ -87,8 +87,8 @@ static void node_facts(struct proxyd *d)
         se_store_unlock(d->store);
 }
 
-/* --cleanup: everything we made, in every family and both backends. */
-static int cleanup(void)
+/* The iptables backend's chains and jumps, both families; 1 on an error. */
+static int cleanup_iptables(void)
 {
         static const char *const saves[2][2] = { { "iptables-save", NULL },
                                                  { "ip6tables-save", NULL } };
@@ -112,12 +112,25 @@ static int cleanup(void)
                 se_strbuf_release(&saved);
                 se_strbuf_release(&out);
         }
+        return rc;
+}
+
+/* The nftables backend's tables, both families (absent: fine). */
+static void cleanup_nftables(void)
+{
         static const char *const fams[] = { "ip", "ip6" };
         for (int f = 0; f < 2; f++) {
                 const char *argv[] = { "nft", "delete", "table", fams[f], "svcenv", NULL };
                 char err[256];
-                (void)se_proxy_run(argv, NULL, err, sizeof(err)); /* absent: fine */
+                (void)se_proxy_run(argv, NULL, err, sizeof(err));
         }
+}
+
+/* --cleanup: everything we made, in every family and all modes. */
+static int cleanup(void)
+{
+        int rc = cleanup_iptables();
+        cleanup_nftables();
         proxyd_userspace_cleanup();
         return rc;
 }
@@ -395,6 +408,16 @@ int main(int argc, char **argv)
                 d.hostname = host;
         }
         d.flags.opt.node_name = d.hostname;
+        /* As kube-proxy's platformCleanup at start: the other backend's rules
+         * (left by a run in the other mode) go, or they would keep catching
+         * Service traffic with stale endpoints; a failure is only logged.
+         * The userspace mode redirects before either would, so both go. */
+        if (d.flags.nft || d.userspace) {
+                if (cleanup_iptables())
+                        se_log_warn("could not remove the iptables backend's rules");
+        }
+        if (!d.flags.nft || d.userspace)
+                cleanup_nftables();
 
         sigset_t set;
         sigemptyset(&set);

@@ -139,3 +139,55 @@ env_compare() {
 		grep '^[<>]' "$got.diff" | sed 's/^</# only svcenv env:/; s/^>/# only the process:/' | head -20
 	fi
 }
+
+# --- pods with a shell server, for traffic from inside pods ---------------------
+# A container command: the pod answers shell commands on port 7000 (busybox
+# nc, one sh per connection) and is ready while /tmp/ready exists, so a
+# test on the host can make it send traffic, or turn its readiness off.
+NODE_SHELL_SERVER='touch /tmp/ready; exec nc -ll -p 7000 -e /bin/sh'
+
+# pod_sh IP CMD: runs CMD by the shell server of the pod at IP; prints its
+# output (10 s at most).
+pod_sh() {
+	timeout 10 bash -c 'exec 3<>"/dev/tcp/$0/7000" && printf "%s\nexit\n" "$1" >&3 && cat <&3' "$1" "$2" 2>/dev/null
+}
+
+# pod_http FROM_IP IP PORT: the echo server's "hello from NAME" line for one
+# HTTP request sent from the pod at FROM_IP to IP:PORT.
+pod_http() {
+	pod_sh "$1" "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $2 $3" | sed -n 's/^hello from //p'
+}
+
+pod_ip() { # NS POD
+	kapi get "/api/v1/namespaces/$1/pods/$2" 2>/dev/null | jq -r '.status.podIP // empty'
+}
+pod_ready() { # NS POD
+	kapi get "/api/v1/namespaces/$1/pods/$2" 2>/dev/null |
+		jq -e '.status.conditions[]? | select(.type == "Ready" and .status == "True")' >/dev/null
+}
+
+# The machine's packet filter as text with counters left out: every table of
+# every family (iptables-nft's included), for before/after checks. Without
+# "raw", built-in chains with no rule and policy accept, and tables left
+# empty, are set aside: iptables-nft makes them on first use (in any table
+# anyone names) and they match nothing.
+host_ruleset() {
+	nft list ruleset 2>/dev/null | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/' |
+		if [ "${1:-}" = raw ]; then cat; else awk '
+			/^table / { table = $0; body = ""; next }
+			/^\tchain / { chain = $0 "\n"; rules = 0; in_chain = 1; next }
+			in_chain && /^\t}/ {
+				in_chain = 0
+				if (rules) body = body chain $0 "\n"
+				next
+			}
+			in_chain {
+				chain = chain $0 "\n"
+				if ($0 !~ /^[[:space:]]*$/ && $0 !~ /type .* hook .* policy accept;$/) rules = 1
+				next
+			}
+			/^}/ { if (body != "") printf "%s\n%s}\n", table, body; next }
+			/^[[:space:]]*$/ { next }
+			{ body = body $0 "\n" }'; fi
+	iptables-legacy-save 2>/dev/null | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]//'
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""tcpfwd.py LISTEN-PORT TARGET-PORT: forwards 127.0.0.1:LISTEN-PORT to
-127.0.0.1:TARGET-PORT (LISTEN-PORT 0: a free one), printing the port it
+"""tcpfwd.py [ADDR:]LISTEN-PORT TARGET-PORT: forwards ADDR:LISTEN-PORT
+(ADDR: 127.0.0.1 unless given) to 127.0.0.1:TARGET-PORT (LISTEN-PORT 0: a
+free one), printing the port it
 listens on. A test kills it to make the API server unreachable for one
 client only, and starts it again on the same port to bring it back."""
 import socket
@@ -25,10 +26,11 @@ def pipe(src, dst):
 
 
 def main():
-    listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
+    listen_addr, _, port = sys.argv[1].rpartition(":")
+    listen_port, target_port = int(port), int(sys.argv[2])
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", listen_port))
+    srv.bind((listen_addr or "127.0.0.1", listen_port))
     srv.listen(64)
     print(srv.getsockname()[1], flush=True)
     while True:
