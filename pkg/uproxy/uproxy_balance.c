@@ -69,6 +69,10 @@ void uproxy_svc_clear(struct uproxy_svc *s)
         s->eps = NULL;
         s->n_eps = 0;
         s->cursor = 0;
+        s->lb = se_lb_free(s->lb);
+        free(s->lbd);
+        s->lbd = NULL;
+        s->lb_spec[0] = 0;
         atomic_store(&s->removed, true);
         pthread_mutex_unlock(&s->mu);
 }
@@ -96,6 +100,51 @@ static struct uproxy_ep *find_ep(struct uproxy_ep **eps, uint32_t n, const char 
                         hi = mid;
         }
         return NULL;
+}
+
+/* The scheduler's destination for endpoint ep: its address and port; every
+ * endpoint weighs 1, as kube-proxy's IPVS real servers did. */
+static void lb_dest_of(const struct uproxy_ep *ep, struct se_lb_dest *d)
+{
+        memset(d, 0, sizeof(*d));
+        d->weight = 1;
+        if (ep->addr.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ep->addr;
+                memcpy(d->addr, &a->sin6_addr, 16);
+                d->addr_len = 16;
+                d->port = ntohs(a->sin6_port);
+        } else {
+                const struct sockaddr_in *a = (const struct sockaddr_in *)&ep->addr;
+                memcpy(d->addr, &a->sin_addr, 4);
+                d->addr_len = 4;
+                d->port = ntohs(a->sin_port);
+        }
+}
+
+/* (Re)makes s's scheduler for its endpoint list (s->mu held): a new one
+ * when the annotation changed, else the same one told of the new list, so
+ * rr keeps its place and sh/mh refill their tables as IPVS does. */
+static int scheduler_update(struct uproxy_svc *s)
+{
+        const char *spec = s->scheduler[0] ? s->scheduler : "rr";
+        if (!s->lb || strcmp(spec, s->lb_spec) != 0) {
+                enum se_lb_kind kind;
+                unsigned flags;
+                if (se_lb_parse(spec, &kind, &flags) < 0) /* checked by the snapshot */
+                        kind = SE_LB_RR, flags = 0;
+                se_lb_free(s->lb);
+                s->lb = se_lb_new(kind, flags, (uint64_t)(uintptr_t)s ^ 0x5ee0);
+                if (!s->lb)
+                        return -ENOMEM;
+                snprintf(s->lb_spec, sizeof(s->lb_spec), "%s", spec);
+        }
+        struct se_lb_dest *d = se_reallocarray(s->lbd, s->n_eps ? s->n_eps : 1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        s->lbd = d;
+        for (uint32_t i = 0; i < s->n_eps; i++)
+                lb_dest_of(s->eps[i], &d[i]);
+        return se_lb_update(s->lb, d, s->n_eps);
 }
 
 int uproxy_svc_set(struct uproxy_svc *s, const struct se_uproxy_svc *svc)
@@ -148,9 +197,10 @@ int uproxy_svc_set(struct uproxy_svc *s, const struct se_uproxy_svc *svc)
         s->affinity = svc->affinity;
         s->affinity_timeout =
                 svc->affinity_timeout > 0 ? svc->affinity_timeout : UPROXY_DEFAULT_AFFINITY_S;
+        int r = scheduler_update(s);
         atomic_store(&s->removed, false);
         pthread_mutex_unlock(&s->mu);
-        return 0;
+        return r;
 }
 
 bool uproxy_affinity_alive(int64_t last_used_ns, int64_t now_ns, int32_t ttl_s)
@@ -225,8 +275,72 @@ static struct uproxy_ep *next_rr(struct uproxy_svc *s, const struct uproxy_tried
         return NULL;
 }
 
+/* What a packet offers the hashing schedulers: the client's address and
+ * port, and the VIP it asked for (dh). */
+static void lb_key_of(const struct sockaddr *client, const struct sockaddr *vip,
+                      struct se_lb_key *k)
+{
+        memset(k, 0, sizeof(*k));
+        if (!client)
+                return;
+        if (client->sa_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)client;
+                memcpy(k->saddr, &a->sin6_addr, 16);
+                k->addr_len = 16;
+                k->sport = ntohs(a->sin6_port);
+                if (vip && vip->sa_family == AF_INET6)
+                        memcpy(k->daddr, &((const struct sockaddr_in6 *)vip)->sin6_addr, 16);
+        } else {
+                const struct sockaddr_in *a = (const struct sockaddr_in *)client;
+                memcpy(k->saddr, &a->sin_addr, 4);
+                k->addr_len = 4;
+                k->sport = ntohs(a->sin_port);
+                if (vip && vip->sa_family == AF_INET)
+                        memcpy(k->daddr, &((const struct sockaddr_in *)vip)->sin_addr, 4);
+        }
+}
+
+/* The scheduler's choice among the endpoints that may take the connection
+ * (the others marked overloaded, which every scheduler skips); those in the
+ * penalty box only when no other is left. */
+static struct uproxy_ep *next_scheduled(struct uproxy_svc *s, const struct sockaddr *client,
+                                        const struct sockaddr *vip,
+                                        const struct uproxy_tried *tried, int64_t now_ns)
+{
+        if (!s->lb || !s->n_eps)
+                return NULL;
+        bool any_ready = false;
+        for (uint32_t i = 0; i < s->n_eps && !any_ready; i++)
+                any_ready = s->eps[i]->ready;
+        struct se_lb_key key;
+        lb_key_of(client, vip, &key);
+        for (int pass = 0; pass < 2; pass++) {
+                bool any = false;
+                for (uint32_t i = 0; i < s->n_eps; i++) {
+                        const struct uproxy_ep *ep = s->eps[i];
+                        bool usable = any_ready ? ep->ready : ep->serving && ep->terminating;
+                        bool skip = !usable || was_tried(tried, ep) ||
+                                    (pass == 0 && ep->penalty_until_ns > now_ns);
+                        s->lbd[i].overloaded = skip;
+                        s->lbd[i].active = (uint32_t)atomic_load(&ep->active);
+                        s->lbd[i].inactive = (uint32_t)atomic_load(&ep->inactive);
+                        any |= !skip;
+                }
+                if (!any)
+                        continue;
+                int at = se_lb_pick(s->lb, s->lbd, s->n_eps, &key);
+                if (at >= 0)
+                        return s->eps[at];
+                if (tried && tried->n) /* a retry the hash cannot place */
+                        return next_rr(s, tried, now_ns);
+                return NULL; /* sh/dh/mh without fallback: as IPVS, no destination */
+        }
+        return NULL;
+}
+
 struct uproxy_ep *uproxy_pick(struct uproxy_svc *s, const struct sockaddr *client,
-                              const struct uproxy_tried *tried, bool affinity_reset, int64_t now_ns)
+                              const struct sockaddr *vip, const struct uproxy_tried *tried,
+                              bool affinity_reset, int64_t now_ns)
 {
         char ip[48];
         struct uproxy_ep *ep = NULL;
@@ -242,7 +356,7 @@ struct uproxy_ep *uproxy_pick(struct uproxy_svc *s, const struct sockaddr *clien
                         goto out;
                 }
         }
-        ep = next_rr(s, tried, now_ns);
+        ep = next_scheduled(s, client, vip, tried, now_ns);
         if (!ep)
                 goto out;
         uproxy_ep_ref(ep);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <svcenv/hashmap.h>
+#include <svcenv/lb.h>
 #include <svcenv/uproxy.h>
 
 #define UPROXY_MAX_ATTEMPTS       4 /* kube-proxy v1.25's EndpointDialTimeouts */
@@ -48,7 +49,10 @@ struct uproxy_svc {
         int32_t affinity_timeout;
         struct uproxy_ep **eps;
         uint32_t n_eps;
-        uint32_t cursor; /* rr: the next index to try */
+        uint32_t cursor; /* the retry fallback's round robin: the next index */
+        struct se_lb *lb; /* the scheduler, over eps in their order */
+        struct se_lb_dest *lbd; /* its view of eps (n_eps of them) */
+        char lb_spec[SE_UPROXY_MAX_SCHED]; /* the scheduler lb was made for */
         struct se_hashmap aff; /* client IP -> struct uproxy_aff */
         atomic_bool removed;
         uint64_t gen; /* the last update that had it (update thread only) */
@@ -73,16 +77,18 @@ struct uproxy_tried {
         unsigned n;
 };
 
-/* THE endpoint choice (the one function a scheduler library replaces):
- * the endpoint for a new connection from client (IP only matters), never
- * one in tried, preferring endpoints out of the penalty box. Affinity first
- * unless reset (a failed attempt); then round robin over the ready
- * endpoints (serving-terminating ones only when none is ready, as
- * kube-proxy's fallback). Takes s->mu. A new reference, or NULL when no
- * endpoint is left. */
+/* The endpoint choice: the endpoint for a new connection from client to
+ * vip (the VIP:port it asked for; may be NULL), never one in tried,
+ * preferring endpoints out of the penalty box. Affinity first unless reset
+ * (a failed attempt); then the service's scheduler (pkg/lb; rr when the
+ * annotation names none) over the ready endpoints (serving-terminating
+ * ones only when none is ready, as kube-proxy's fallback). A retry that a
+ * hashing scheduler cannot place (its endpoint was tried) goes round robin
+ * to the ones left: the retry is the mode's promise. Takes s->mu. A new
+ * reference, or NULL when no endpoint is left. */
 struct uproxy_ep *uproxy_pick(struct uproxy_svc *s, const struct sockaddr *client,
-                              const struct uproxy_tried *tried, bool affinity_reset,
-                              int64_t now_ns);
+                              const struct sockaddr *vip, const struct uproxy_tried *tried,
+                              bool affinity_reset, int64_t now_ns);
 /* Puts ep in the penalty box until now + penalty (s->mu taken). */
 void uproxy_penalize(struct uproxy_svc *s, struct uproxy_ep *ep, int64_t now_ns,
                      int64_t penalty_ns);

@@ -35,7 +35,7 @@ struct pipe_dir {
 struct uproxy_conn {
         struct uproxy_worker *w;
         struct uproxy_handle hc, hb; /* client, backend */
-        struct sockaddr_storage client;
+        struct sockaddr_storage client, vip; /* vip: the address it asked for */
         struct uproxy_svc *svc;
         struct uproxy_ep *ep; /* the one connected to (or being tried) */
         struct uproxy_tried tried; /* a reference each */
@@ -276,7 +276,8 @@ static void attempt(struct uproxy_conn *c)
         struct uproxy_worker *w = c->w;
         while (c->tried.n < UPROXY_MAX_ATTEMPTS) {
                 /* after a failure the affinity is reset, as kube-proxy's */
-                struct uproxy_ep *ep = uproxy_pick(c->svc, (struct sockaddr *)&c->client, &c->tried,
+                struct uproxy_ep *ep = uproxy_pick(c->svc, (struct sockaddr *)&c->client,
+                                                   (struct sockaddr *)&c->vip, &c->tried,
                                                    c->tried.n > 0, w->now_ns);
                 if (!ep)
                         break;
@@ -360,6 +361,7 @@ void uproxy_tcp_accept(struct uproxy_worker *w, struct uproxy_handle *h)
                 }
                 c->w = w;
                 c->client = client;
+                c->vip = dst;
                 c->svc = uproxy_svc_ref(svc);
                 c->hc = (struct uproxy_handle){ UH_TCP_CLIENT, fd, UINT32_MAX, c };
                 c->hb = (struct uproxy_handle){ UH_TCP_BACKEND, -1, UINT32_MAX, c };

@@ -135,8 +135,8 @@ static struct uproxy_usess *sess_new(struct uproxy_worker *w, const char *key,
         struct uproxy_svc *svc = uproxy_find(w, (const struct sockaddr *)vip, IPPROTO_UDP);
         if (!svc)
                 return NULL;
-        struct uproxy_ep *ep =
-                uproxy_pick(svc, (const struct sockaddr *)client, NULL, false, w->now_ns);
+        struct uproxy_ep *ep = uproxy_pick(svc, (const struct sockaddr *)client,
+                                           (const struct sockaddr *)vip, NULL, false, w->now_ns);
         struct uproxy_usess *s = ep ? se_calloc(1, sizeof(*s)) : NULL;
         if (!s) {
                 atomic_fetch_add(&svc->failures, 1);

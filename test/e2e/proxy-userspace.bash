@@ -133,6 +133,16 @@ spec: {clusterIP: $2, ports: [{name: p, port: $4, protocol: $3, targetPort: 9${6
 EOF
 }
 
+svc_sched() { # svc_sched NAME IP SCHEDULER: TCP port 80 with svcenv.io/scheduler
+        cat <<EOF
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $1, namespace: e2e, annotations: {svcenv.io/scheduler: "$3"}}
+spec: {clusterIP: $2, ports: [{name: p, port: 80, protocol: TCP, targetPort: 9}]}
+EOF
+}
+
 # write_cluster [DNS_EPS] [ECHO_B1_STATE]
 write_cluster() {
         local dns_eps=${1:-"10.244.1.2 10.244.2.2"} echo_b1=${2:-ready}
@@ -149,6 +159,8 @@ EOF
                 svc sticky 10.96.0.11 TCP 80 "sessionAffinity: ClientIP"
                 svc echo 10.96.0.30 TCP 80
                 svc dns 10.96.0.13 UDP 53
+                svc_sched pinned 10.96.0.40 sh
+                svc_sched spread 10.96.0.41 "sh,port"
                 slice web-1 web TCP 8080
                 for k in 1 2 3; do ep 10.244.$k.2; done
                 slice refuse-1 refuse TCP 8080
@@ -167,6 +179,10 @@ EOF
                 ep 10.244.1.2 "$echo_b1"
                 ep 10.244.2.2
                 ep 10.244.3.2
+                slice pinned-1 pinned TCP 8080
+                for k in 1 2 3; do ep 10.244.$k.2; done
+                slice spread-1 spread TCP 8080
+                for k in 1 2 3; do ep 10.244.$k.2; done
                 slice dns-1 dns UDP 8090
                 for a in $dns_eps; do ep "$a"; done
         } >"$tmp/cluster.yaml"
@@ -244,6 +260,18 @@ check "half-close: the client shuts its write side and still gets the answer" \
 
 check "8 MiB one way through splice, then the answer" \
         grep -qx 'b[123]:8388608' <(peer halfclose 10.96.0.30 80 8388608)
+
+# sh: the kernel's bucket of the client's address (hash_32 of it, 256
+# buckets dealt to the endpoints in turn) decides, for every connection
+want=$(python3 -c 'import ipaddress
+a = int(ipaddress.ip_address("10.99.0.2"))
+print("b%d" % ((((a * 0x61C88647) & 0xffffffff) >> 24) % 3 + 1))')
+tcp 10.96.0.40 80 6 >"$tmp/pinned"
+check "sh: 6 connections from one client, all to the kernel formula's $want" \
+        test "$(sort -u "$tmp/pinned" | tr -d '\n')" = "$want" -a "$(grep -c '^b' "$tmp/pinned")" -eq 6
+tcp 10.96.0.41 80 12 >"$tmp/spread"
+check "sh,port: the client's ports spread it over more than one endpoint" \
+        test "$(sort -u "$tmp/spread" | wc -l)" -ge 2 -a "$(grep -c '^b' "$tmp/spread")" -eq 12
 
 tcp 10.96.0.11 80 6 >"$tmp/sticky"
 check "ClientIP affinity: 6 connections, one endpoint" \

@@ -169,14 +169,22 @@ static void test_uproxy__affinity_whole_seconds(void **state)
         assert_false(uproxy_affinity_alive(0, SEC, 1));
 }
 
-/* A service state from the web service's endpoints (rr over two ready,
- * one terminating). */
-static struct uproxy_svc *web_state(struct fixture *f)
+/* A service state from the web service's endpoints (two ready, one
+ * terminating) with its annotation's scheduler replaced by sched. */
+static struct uproxy_svc *web_with(struct fixture *f, const char *sched)
 {
         build(f);
+        struct se_uproxy_svc web = *find(f->s, "10.96.0.10", 80, IPPROTO_TCP);
+        snprintf(web.scheduler, sizeof(web.scheduler), "%s", sched);
         struct uproxy_svc *s = uproxy_svc_new("ns/web:http/tcp");
-        assert_int_equal(uproxy_svc_set(s, find(f->s, "10.96.0.10", 80, IPPROTO_TCP)), 0);
+        assert_int_equal(uproxy_svc_set(s, &web), 0);
         return s;
+}
+
+/* rr: the mechanics below (tried, penalty, affinity) in a plain rotation */
+static struct uproxy_svc *web_state(struct fixture *f)
+{
+        return web_with(f, "rr");
 }
 
 static const char *pick(struct uproxy_svc *s, const char *client, struct uproxy_tried *t,
@@ -185,7 +193,7 @@ static const char *pick(struct uproxy_svc *s, const char *client, struct uproxy_
         static char buf[64];
         struct sockaddr_in a = { .sin_family = AF_INET };
         inet_pton(AF_INET, client, &a.sin_addr);
-        struct uproxy_ep *ep = uproxy_pick(s, (struct sockaddr *)&a, t, reset, now);
+        struct uproxy_ep *ep = uproxy_pick(s, (struct sockaddr *)&a, NULL, t, reset, now);
         if (!ep)
                 return "none";
         snprintf(buf, sizeof(buf), "%s", ep->str);
@@ -232,6 +240,33 @@ static void test_uproxy__pick_rr_tried_penalty(void **state)
         release(&f);
 }
 
+/* The annotation's scheduler (pkg/lb) decides, fed the live counts: lc
+ * weighs an active connection 256 inactive ones; sh pins a client. */
+static void test_uproxy__scheduler_decides(void **state)
+{
+        (void)state;
+        struct fixture f;
+        struct uproxy_svc *s = web_with(&f, "lc");
+        atomic_store(&s->eps[0]->active, 2);
+        assert_string_equal(pick(s, "10.0.0.1", NULL, false, 0), "10.244.2.2:8080");
+        atomic_store(&s->eps[1]->active, 1);
+        atomic_store(&s->eps[1]->inactive, 300); /* 556 > 512 */
+        assert_string_equal(pick(s, "10.0.0.1", NULL, false, 0), "10.244.1.2:8080");
+        uproxy_svc_unref(s);
+        release(&f);
+        s = web_with(&f, "sh,fallback");
+        for (int c = 1; c <= 20; c++) { /* each client, twice: the same endpoint */
+                char ip[32], first[64];
+                snprintf(ip, sizeof(ip), "10.0.%d.%d", c, c * 7);
+                snprintf(first, sizeof(first), "%s", pick(s, ip, NULL, false, 0));
+                assert_string_not_equal(first, "none");
+                assert_string_not_equal(first, "10.244.3.2:8080"); /* terminating */
+                assert_string_equal(pick(s, ip, NULL, false, 0), first);
+        }
+        uproxy_svc_unref(s);
+        release(&f);
+}
+
 static void test_uproxy__terminating_fallback(void **state)
 {
         (void)state;
@@ -239,6 +274,7 @@ static void test_uproxy__terminating_fallback(void **state)
         build(&f);
         struct se_uproxy_svc web = *find(f.s, "10.96.0.10", 80, IPPROTO_TCP);
         struct se_uproxy_ep eps[3];
+        snprintf(web.scheduler, sizeof(web.scheduler), "rr");
         memcpy(eps, web.eps, sizeof(eps));
         eps[0].ready = eps[1].ready = false; /* not ready, not serving */
         eps[0].serving = eps[1].serving = false;
@@ -279,6 +315,7 @@ static void test_uproxy__affinity(void **state)
         struct se_uproxy_svc web = *find(f.s, "10.96.0.10", 80, IPPROTO_TCP);
         web.affinity = true;
         web.affinity_timeout = 10;
+        snprintf(web.scheduler, sizeof(web.scheduler), "rr");
         web.eps++; /* without 10.244.1.2 */
         web.n_eps--;
         struct uproxy_ep *gone = s->eps[0];
@@ -371,6 +408,7 @@ int main(void)
                 cmocka_unit_test(test_uproxy__retry_timeouts),
                 cmocka_unit_test(test_uproxy__affinity_whole_seconds),
                 cmocka_unit_test(test_uproxy__pick_rr_tried_penalty),
+                cmocka_unit_test(test_uproxy__scheduler_decides),
                 cmocka_unit_test(test_uproxy__terminating_fallback),
                 cmocka_unit_test(test_uproxy__affinity),
                 cmocka_unit_test(test_uproxy__rules),
