@@ -38,6 +38,8 @@ static const char usage[] =
         "                             written with --backend\n"
         "  --userspace-port N         the proxy's one port (default 10262)\n"
         "  --udp-timeout DUR          idle UDP sessions end (userspace; default 250ms)\n"
+        "  --scheduler NAME[,FLAGS]   userspace: for Services without svcenv.io/scheduler\n"
+        "                             (rr wrr lc wlc sed nq dh sh mh random p2c; default rr)\n"
         "  -f FILE|DIR                serve from manifests instead of the API server\n"
         "                             (userspace mode; repeatable)\n"
         "  --cluster-cidr CIDR[,CIDR] local-traffic detection\n"
@@ -247,6 +249,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_MODE,
                 O_UPORT,
                 O_UDPTIMEOUT,
+                O_SCHEDULER,
         };
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -262,6 +265,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "mode", required_argument, NULL, O_MODE },
                 { "userspace-port", required_argument, NULL, O_UPORT },
                 { "udp-timeout", required_argument, NULL, O_UDPTIMEOUT },
+                { "scheduler", required_argument, NULL, O_SCHEDULER },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -329,6 +333,10 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                                    "\"%s\"",
                                                    optarg);
                         break;
+                case O_SCHEDULER:
+                        if (se_uproxy_parse_scheduler(optarg, d->scheduler, &diag) < 0)
+                                return usage_error("--%s", diag.text);
+                        break;
                 case 'f':
                         if (d->n_files >= SE_ARRAY_SIZE(d->files))
                                 return usage_error("-f: at most %zu", SE_ARRAY_SIZE(d->files));
@@ -392,6 +400,7 @@ int main(int argc, char **argv)
         d.pcfg.synced = proxyd_hc_update;
         d.pcfg.synced_data = &d;
         d.healthz_addr = "0.0.0.0:10256";
+        memcpy(d.scheduler, "rr", 3);
         d.metrics_addr = "127.0.0.1:10249";
         int r = parse_flags(&d, argc, argv, &kubeconfig, &master, &do_cleanup);
         if (r != 0)

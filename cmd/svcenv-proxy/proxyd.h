@@ -33,6 +33,7 @@ struct proxyd {
         bool userspace;
         int uport;
         int64_t udp_timeout_ns;
+        char scheduler[SE_UPROXY_MAX_SCHED]; /* --scheduler: for Services without the annotation */
         const char *files[64]; /* -f: serve from manifests, no API server */
         size_t n_files;
         struct se_uproxy *uproxy;

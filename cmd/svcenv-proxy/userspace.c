@@ -124,11 +124,11 @@ static bool sync_userspace(struct proxyd *d)
                 r = se_proxy_table_build(d->store, &d->flags.opt, d->fams[i], &t[i]);
         if (r == 0)
                 r = se_uproxy_snapshot_build((const struct se_proxy_table *const *)t, d->n_fams,
-                                             d->store, &snap);
+                                             d->store, d->scheduler, &snap);
         se_store_unlock(d->store);
         if (r == 0 && snap->n_bad_sched)
-                se_log_warn("%u service port(s) have an invalid %s annotation: rr used",
-                            snap->n_bad_sched, SE_UPROXY_SCHED_ANNOTATION);
+                se_log_warn("%u service port(s) have an invalid %s annotation: %s used",
+                            snap->n_bad_sched, SE_UPROXY_SCHED_ANNOTATION, d->scheduler);
         if (r == 0)
                 r = se_uproxy_update(d->uproxy, snap);
         if (r < 0) {

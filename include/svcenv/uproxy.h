@@ -86,11 +86,14 @@ struct se_uproxy_snapshot {
 };
 
 /* Builds the snapshot from n tables (one per family). store (may be NULL,
- * else read-locked by the caller) gives the Services' scheduler annotation.
- * TCP and UDP service ports only (SCTP is not proxied). *ret is new. 0 or
- * -ENOMEM / -E2BIG (a service port over SE_UPROXY_MAX_EPS endpoints). */
+ * else read-locked by the caller) gives the Services' scheduler annotation;
+ * a Service without one (or with an invalid one) gets default_sched, a
+ * value se_uproxy_parse_scheduler accepted (NULL: "rr"). TCP and UDP
+ * service ports only (SCTP is not proxied). *ret is new. 0 or -ENOMEM /
+ * -E2BIG (a service port over SE_UPROXY_MAX_EPS endpoints). */
 int se_uproxy_snapshot_build(const struct se_proxy_table *const *tables, unsigned n,
-                             const struct se_store *store, struct se_uproxy_snapshot **ret);
+                             const struct se_store *store, const char *default_sched,
+                             struct se_uproxy_snapshot **ret);
 /* NULL-safe; returns NULL. */
 struct se_uproxy_snapshot *se_uproxy_snapshot_free(struct se_uproxy_snapshot *s);
 /* The VIP entry for a destination: the exact address first, then a NodePort

@@ -171,24 +171,26 @@ static bool add_vip(struct se_uproxy_vip *v, int family, const char *ip, uint16_
 }
 
 static const char *scheduler_of(const struct se_store *store, const struct se_proxy_svcport *sp,
-                                char out[SE_UPROXY_MAX_SCHED], bool *bad)
+                                const char *def, char out[SE_UPROXY_MAX_SCHED], bool *bad)
 {
-        memcpy(out, "rr", 3);
+        snprintf(out, SE_UPROXY_MAX_SCHED, "%s", def);
         if (!store)
                 return out;
         const struct se_object *o = se_store_get(store, SE_KIND_SERVICE, sp->ns, sp->name);
         const char *v = o ? se_kvlist_get(&o->meta.annotations, SE_UPROXY_SCHED_ANNOTATION) : NULL;
         struct se_diag d;
         if (v && se_uproxy_parse_scheduler(v, out, &d) < 0) {
-                memcpy(out, "rr", 3);
+                snprintf(out, SE_UPROXY_MAX_SCHED, "%s", def);
                 *bad = true;
         }
         return out;
 }
 
 int se_uproxy_snapshot_build(const struct se_proxy_table *const *tables, unsigned n,
-                             const struct se_store *store, struct se_uproxy_snapshot **ret)
+                             const struct se_store *store, const char *default_sched,
+                             struct se_uproxy_snapshot **ret)
 {
+        const char *def = default_sched ? default_sched : "rr";
         struct se_uproxy_snapshot *s = se_calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -228,7 +230,7 @@ int se_uproxy_snapshot_build(const struct se_proxy_table *const *tables, unsigne
                                 goto oom;
                         sv->proto = proto;
                         bool bad = false;
-                        scheduler_of(store, sp, sv->scheduler, &bad);
+                        scheduler_of(store, sp, def, sv->scheduler, &bad);
                         s->n_bad_sched += bad;
                         sv->affinity = sp->affinity;
                         sv->affinity_timeout = sp->affinity_timeout;

@@ -13,6 +13,12 @@ fails_with "--mode names the three modes" 2 \
         'svcenv-proxy: --mode wants iptables, nftables or userspace, not "ipvs"' "$P" --mode ipvs
 fails_with "--userspace-port is a port" 2 \
         'svcenv-proxy: --userspace-port wants 1..65535, not "0"' "$P" --userspace-port 0
+fails_with "--scheduler names a known scheduler" 2 \
+        'svcenv-proxy: --scheduler: item 1 "fastest" is not a known scheduler' \
+        "$P" --mode userspace --scheduler fastest
+fails_with "--scheduler flags are sh's and mh's" 2 \
+        'svcenv-proxy: --scheduler: item 2 "port" is not a flag (port, fallback; sh and mh only)' \
+        "$P" --mode userspace --scheduler rr,port
 fails_with "-f needs the userspace mode" 2 \
         'svcenv-proxy: -f works with --mode userspace only' "$P" -f manifests/examples
 tmp=$(mktemp -d)

@@ -69,7 +69,7 @@ static void build(struct fixture *f)
         f->store = t_load(cluster);
         assert_int_equal(se_proxy_table_build(f->store, &opt, SE_IPV4, &f->t), 0);
         const struct se_proxy_table *ts[] = { f->t };
-        assert_int_equal(se_uproxy_snapshot_build(ts, 1, f->store, &f->s), 0);
+        assert_int_equal(se_uproxy_snapshot_build(ts, 1, f->store, NULL, &f->s), 0);
 }
 
 static void release(struct fixture *f)
@@ -121,6 +121,18 @@ static void test_uproxy__snapshot(void **state)
         assert_int_equal(f.s->n_bad_sched, 1);
         assert_true(bad->affinity);
         assert_int_equal(bad->affinity_timeout, 30);
+        /* --scheduler: the default for services without (a valid) annotation */
+        struct se_uproxy_snapshot *s2 = NULL;
+        const struct se_proxy_table *ts[] = { f.t };
+        assert_int_equal(se_uproxy_snapshot_build(ts, 1, f.store, "mh,port", &s2), 0);
+        const struct se_uproxy_vip *v = se_uproxy_snapshot_find(
+                s2, AF_INET, (const uint8_t[]){ 10, 96, 0, 11 }, 80, IPPROTO_TCP);
+        assert_non_null(v);
+        assert_string_equal(s2->svcs[v->svc].scheduler, "mh,port");
+        v = se_uproxy_snapshot_find(s2, AF_INET, (const uint8_t[]){ 10, 96, 0, 10 }, 80,
+                                    IPPROTO_TCP);
+        assert_string_equal(s2->svcs[v->svc].scheduler, "sh,port"); /* its own */
+        se_uproxy_snapshot_free(s2);
         release(&f);
 }
 
