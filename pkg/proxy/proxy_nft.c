@@ -389,42 +389,83 @@ static void hairpin_elem(struct nft *w, const struct se_proxy_svcport *sp,
         room_end(&w->hairpin, p);
 }
 
+/* one element of an element list: where it is in the text, its hash */
+struct elem_at {
+        size_t at, len;
+        uint64_t hash;
+};
+
 /* Drops repeated elements of an element list (",\n\t\t\t" between them):
- * services sharing an endpoint give its hairpin element twice, and a
- * partial sync must not delete what another service still needs. */
+ * services sharing an endpoint give its hairpin element twice. Most
+ * elements are unique, so only those whose hash bucket is hit twice (a
+ * small counting table, 16 buckets an element) are compared exactly: 100,000
+ * elements cost a hash each, not a hash-map insert each. 0 or -ENOMEM. */
 static int elems_unique(struct se_strbuf *sb)
 {
-        if (!sb->len)
-                return 0;
-        char *copy = se_strndup(sb->buf, sb->len);
-        if (!copy)
-                return -ENOMEM;
-        struct se_hashmap seen = SE_HASHMAP_INIT;
-        size_t n = 0;
-        int r = 0;
-        for (char *p = copy; p && r == 0;) {
-                char *sep = strstr(p, ",\n");
-                if (sep)
-                        *sep = 0;
+        struct elem_at *el = NULL;
+        size_t n = 0, cap = 0;
+        for (const char *p = sb->len ? sb->buf : NULL; p;) {
                 while (*p == '\t')
                         p++;
-                void *old = NULL;
-                r = se_hashmap_put(&seen, p, p, &old);
-                if (r == 0 && !old) {
-                        memcpy(sb->buf + n, n ? ",\n\t\t\t" : "\t\t\t", n ? 5 : 3);
-                        n += n ? 5 : 3;
-                        size_t l = strlen(p);
-                        memcpy(sb->buf + n, p, l);
-                        n += l;
+                const char *sep = strstr(p, ",\n");
+                size_t len = sep ? (size_t)(sep - p) : strlen(p);
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 1024;
+                        struct elem_at *grown = se_reallocarray(el, cap, sizeof(*el));
+                        if (!grown) {
+                                free(el);
+                                return -ENOMEM;
+                        }
+                        el = grown;
                 }
+                el[n++] = (struct elem_at){ (size_t)(p - sb->buf), len, se_hash_mem(p, len) };
                 p = sep ? sep + 2 : NULL;
         }
-        if (r == 0) {
-                sb->len = n;
-                sb->buf[n] = 0;
+        size_t slots = 64;
+        while (slots < 16 * n)
+                slots <<= 1;
+        uint8_t *hits = n ? se_calloc(slots, 1) : NULL;
+        if (n && !hits) {
+                free(el);
+                return -ENOMEM;
         }
+        for (size_t i = 0; i < n; i++)
+                if (hits[el[i].hash & (slots - 1)] < 2)
+                        hits[el[i].hash & (slots - 1)]++;
+        struct se_hashmap seen = SE_HASHMAP_INIT;
+        size_t out = 0;
+        int r = 0;
+        /* kept elements move down in place: never past one not yet read */
+        for (size_t i = 0; i < n && r == 0; i++) {
+                const char *e = sb->buf + el[i].at;
+                if (hits[el[i].hash & (slots - 1)] > 1) {
+                        char *key = se_strndup(e, el[i].len);
+                        if (!key || se_hashmap_get(&seen, key)) {
+                                r = key ? 0 : -ENOMEM;
+                                free(key);
+                                continue;
+                        }
+                        if ((r = se_hashmap_put(&seen, key, key, NULL)) < 0) {
+                                free(key);
+                                break;
+                        }
+                }
+                memcpy(sb->buf + out, out ? ",\n\t\t\t" : "\t\t\t", out ? 5 : 3);
+                out += out ? 5 : 3;
+                memmove(sb->buf + out, e, el[i].len);
+                out += el[i].len;
+        }
+        if (r == 0 && n) {
+                sb->len = out;
+                sb->buf[out] = 0;
+        }
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&seen, &it, &k, &v);)
+                free(v);
         se_hashmap_release(&seen);
-        free(copy);
+        free(hits);
+        free(el);
         return r;
 }
 
