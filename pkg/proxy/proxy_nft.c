@@ -369,8 +369,8 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
         return 0;
 }
 
-/* hairpin-connections: "EP . EP . proto . port" for each endpoint, so a
- * connection DNATed back to its own source is masqueraded */
+/* hairpin-connections: "EP . EP . proto . port" for each endpoint on this
+ * node, so a connection DNATed back to its own source is masqueraded */
 static void hairpin_elem(struct nft *w, const struct se_proxy_svcport *sp,
                          const struct se_proxy_endpoint *ep)
 {
@@ -717,7 +717,8 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
         if (uses_local && (r = endpoint_dispatch(w, sp, &loc, cat.local, cat.n_local)) < 0)
                 goto out;
         for (uint32_t i = 0; i < cat.n_reachable; i++) {
-                hairpin_elem(w, sp, cat.reachable[i]);
+                if (cat.reachable[i]->local) /* only a local pod can hairpin here */
+                        hairpin_elem(w, sp, cat.reachable[i]);
                 if (sp->affinity && (r = endpoint_chain(w, sp, cat.reachable[i])) < 0)
                         goto out;
         }

@@ -309,14 +309,15 @@ if [ "$backend" = iptables ]; then
 else
         # the table is updated in place (v1.36: endpoint chains for affinity
         # only): the endpoint leaves web's DNAT map; sticky keeps its endpoint
-        # chain and the endpoint's hairpin element
+        # chain; hairpin-connections holds the local endpoint only
         check "nft: the removed endpoint leaves the service's DNAT map, the same endpoint of another service kept" \
                 bash -c 't=$(ip netns exec "$1" nft list table ip svcenv) &&
                         m=$(sed -n "/map dnat-service-.*e2e\/web\/tcp\/http {/,/}/p" <<<"$t") &&
                         grep -q "10.244.2.2 . 8080" <<<"$m" && ! grep -q "10.244.3.2" <<<"$m" &&
                         ! grep -q "chain endpoint-.*e2e/web/" <<<"$t" &&
                         grep -q "chain endpoint-.*e2e/sticky/tcp/http__10.244.3.2/8080" <<<"$t" &&
-                        grep -q "10.244.3.2 . 10.244.3.2 . tcp . 8080" <<<"$t"' _ "$NODE"
+                        grep -q "10.244.1.2 . 10.244.1.2 . tcp . 8080" <<<"$t" &&
+                        ! grep -q "10.244.3.2 . 10.244.3.2" <<<"$t"' _ "$NODE"
 fi
 traffic "$CL" tcp 10.96.0.10 80 100 >"$tmp/web2"
 check "removing an endpoint stops traffic to it" \

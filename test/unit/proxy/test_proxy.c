@@ -1121,8 +1121,8 @@ static void test_proxy__nftables_overall(void **state)
         no_text(got, "saddr != {");
         /* masquerading: ClusterIP traffic from outside the pod CIDR is
          * marked once in `services`, external traffic in its chain, and an
-         * endpoint reaching itself is matched by hairpin-connections (once
-         * per endpoint: svc3 and svc5 share 10.180.0.3:80) */
+         * endpoint on this node reaching itself is matched by
+         * hairpin-connections (svc4's 10.180.0.5 is the only local one) */
         has_line(
                 got,
                 "\t\tip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x4000");
@@ -1133,8 +1133,8 @@ static void test_proxy__nftables_overall(void **state)
                 got,
                 "\t\tct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections masquerade");
         has_line(got, "\t\ttype ipv4_addr . ipv4_addr . inet_proto . inet_service");
-        assert_int_equal(count(got, "10.180.0.3 . 10.180.0.3 . tcp . 80"), 1);
         has_line(got, "\t\t\t10.180.0.5 . 10.180.0.5 . tcp . 80");
+        no_text(got, "10.180.0.4 . 10.180.0.4");
         /* v1.36's base chains */
         has_line(got, "\tchain filter-prerouting-pre-dnat {");
         has_line(got, "\t\ttype filter hook forward priority 0; policy accept;");
@@ -1144,6 +1144,40 @@ static void test_proxy__nftables_overall(void **state)
                 "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports");
         free(got);
         free(yaml);
+}
+
+/* hairpin-connections (kube-proxy v1.36): one element per local endpoint
+ * and protocol, written once however many services share it; remote
+ * endpoints cannot hairpin on this node */
+static void test_proxy__nft_hairpin_local_once(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.1, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.2, ports: [{name: p, port: 81}, {name: u, port: 53, "
+                "protocol: UDP}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: a-1, namespace: ns, labels: {kubernetes.io/service-name: a}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1], nodeName: test-node}, {addresses: "
+                "[10.1.0.2], nodeName: other}]\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: b-1, namespace: ns, labels: {kubernetes.io/service-name: b}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}, {name: u, port: "
+                "8080, protocol: UDP}]\n"
+                "endpoints: [{addresses: [10.1.0.1], nodeName: test-node}, {addresses: "
+                "[10.1.0.3], nodeName: test-node}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = nft_rules(yaml, &o, SE_IPV4);
+        assert_int_equal(count(got, "10.1.0.1 . 10.1.0.1 . tcp . 8080"), 1);
+        assert_int_equal(count(got, "10.1.0.1 . 10.1.0.1 . udp . 8080"), 1);
+        assert_int_equal(count(got, "10.1.0.3 . 10.1.0.3 . tcp . 8080"), 1);
+        no_text(got, "10.1.0.2 . 10.1.0.2");
+        has_line(got, "\t\t\t10.1.0.3 . 10.1.0.3 . udp . 8080");
+        free(got);
 }
 
 /* nft names have at most 255 characters: like kube-proxy's
@@ -1641,11 +1675,9 @@ static void test_proxy__nft_partial_sync(void **state)
         assert_non_null(dc);
         assert_true(dc < dm);
         no_text(out[2], "chain endpoint-"); /* no affinity: no endpoint chains */
-        /* hairpin-connections refilled with the endpoints left */
+        /* hairpin-connections refilled: no endpoint is on this node */
         has_line(out[2], "flush set ip svcenv hairpin-connections");
-        has_line(out[2], "\t\t\t10.180.0.2 . 10.180.0.2 . tcp . 80");
-        no_text(out[2], "10.180.0.1 . 10.180.0.1");
-        no_text(out[2], "10.180.0.3 . 10.180.0.3");
+        no_text(out[2], "10.180.0.2 . 10.180.0.2");
         no_text(out[2], "172.30.0.42");
         char svc2[64];
         snprintf(svc2, sizeof(svc2), "delete chain ip svcenv service-");
@@ -1843,6 +1875,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__parse_cidr_list),
                 cmocka_unit_test(test_proxy__apply_errors),
                 cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__nft_hairpin_local_once),
                 cmocka_unit_test(test_proxy__nft_long_names),
                 cmocka_unit_test(test_proxy__topology_hints),
                 cmocka_unit_test(test_proxy__source_ranges_node_ip),
