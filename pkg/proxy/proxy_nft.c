@@ -936,6 +936,12 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         return r < 0 ? r : delete_gone(w, out);
 }
 
+/* the base chains globals() writes */
+static const char *const base_chains[] = {
+        "filter-prerouting-pre-dnat", "filter-input",   "filter-forward", "filter-output",
+        "filter-output-pre-dnat",     "nat-prerouting", "nat-output",     "nat-postrouting"
+};
+
 /* The table's own maps and sets (maps) and its base and top-level chains
  * (chains): the same on every full sync. */
 static void globals(struct nft *w, const struct se_proxy_table *t, const char *key,
@@ -1152,6 +1158,13 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                  "add table %s " TABLE " { comment \"%s\"; }\nflush table %s " TABLE
                                  "\n",
                                  w.ip, COMMENT, w.ip);
+                /* base chains are made anew: a priority cannot be changed
+                 * in place (a table of an older layout had others), as
+                 * kube-proxy's first sync does */
+                for (size_t i = 0; i < SE_ARRAY_SIZE(base_chains); i++)
+                        se_strbuf_printf(
+                                &head, "add chain %s " TABLE " %s\ndelete chain %s " TABLE " %s\n",
+                                w.ip, base_chains[i], w.ip, base_chains[i]);
                 if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
                 if (known.n) { /* the first sync knows of nothing to flush */

@@ -711,6 +711,74 @@ static int affinity_child(void)
         return code;
 }
 
+/* a table as svcenv wrote it before v1.36's layout: other base chain
+ * names and priorities, endpoint chains, mark-for-masquerade */
+static const char old_layout[] =
+        "table ip svcenv {\n"
+        "\tcomment \"rules for svcenv (kube-proxy v1.36 semantics)\"\n"
+        "\tmap service-VXO22ISD-a/web/tcp/p {\n"
+        "\t\ttypeof numgen random mod 1 : verdict\n"
+        "\t\telements = { 0 : goto endpoint-AAAAAAAA-a/web/tcp/p__10.1.0.1/8080 }\n"
+        "\t}\n"
+        "\tchain filter-prerouting {\n"
+        "\t\ttype filter hook prerouting priority dstnat - 10; policy accept;\n"
+        "\t}\n"
+        "\tchain filter-input {\n"
+        "\t\ttype filter hook input priority -10; policy accept;\n"
+        "\t}\n"
+        "\tchain mark-for-masquerade {\n"
+        "\t\tmeta mark set meta mark | 0x4000\n"
+        "\t}\n"
+        "\tchain endpoint-AAAAAAAA-a/web/tcp/p__10.1.0.1/8080 {\n"
+        "\t\tip saddr 10.1.0.1 jump mark-for-masquerade\n"
+        "\t\tmeta l4proto tcp dnat to 10.1.0.1:8080\n"
+        "\t}\n"
+        "\tchain service-VXO22ISD-a/web/tcp/p {\n"
+        "\t\tnumgen random mod 1 vmap @service-VXO22ISD-a/web/tcp/p\n"
+        "\t}\n"
+        "}\n";
+
+/* the child: svcenv restarted after an upgrade finds the old layout; its
+ * first full sync (tracker seeded from the kernel) must replace it with
+ * what a fresh full load makes, base chain priorities included */
+static int upgrade_child(void)
+{
+        int code = 0;
+        use_nft = true;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        if (apply(old_layout) < 0)
+                return 3; /* no nft here */
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        static const char spec[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2\n";
+        char *text = NULL;
+        if (se_proxy_nft_seed_existing(tr, SE_IPV4) < 0)
+                code = 5;
+        if (!code && (text = sync_any(spec, tr, true)) && apply(text) < 0)
+                code = 6;
+        free(text);
+        se_proxy_tracker_free(tr);
+        char *got = code ? NULL : nft_saved();
+        char *full = code ? NULL : sync_any(spec, NULL, true);
+        if (!code && (unshare(CLONE_NEWNET) < 0 || apply(full) < 0))
+                code = 7;
+        char *want = code ? NULL : nft_saved();
+        if (!code && strcmp(got, want) != 0) {
+                fprintf(stderr, "# after the upgrade:\n%s# fresh:\n%s", got, want);
+                code = 8;
+        }
+        free(got);
+        free(want);
+        free(full);
+        return code;
+}
+
+static void test_partial__nft_upgrade_from_old_layout(void **state)
+{
+        (void)state;
+        run_child(upgrade_child);
+}
+
 static void test_partial__nft_full_sync_keeps_affinity(void **state)
 {
         (void)state;
@@ -792,6 +860,7 @@ int main(void)
                 cmocka_unit_test(test_partial__nft_applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full_plain),
                 cmocka_unit_test(test_partial__nft_full_sync_keeps_affinity),
+                cmocka_unit_test(test_partial__nft_upgrade_from_old_layout),
                 cmocka_unit_test(test_partial__nft_names_over_netlink),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
