@@ -1,12 +1,15 @@
 /* The nftables backend: one table of our own per family ("svcenv" in `ip` /
- * `ip6`), written by one nft transaction per sync. Dispatch is by verdict
- * maps on (IP, protocol, port); each service/local chain picks its endpoint
- * by `numgen random mod N vmap @<its own map>` (a named map with the
- * chain's name); ClientIP affinity uses timed dynamic sets; loadBalancer
- * source ranges are a named interval set per firewall chain. Service
- * semantics (policies, masquerading, REJECT/DROP without endpoints, source
- * ranges) are those of the iptables backend, in the shape of kube-proxy's
- * nftables proxier.
+ * `ip6`), written by one nft transaction per sync, in the layout of
+ * kube-proxy v1.36's nftables proxier. Dispatch is by verdict maps on (IP,
+ * protocol, port); a service/local chain DNATs in one rule, `dnat ip addr .
+ * port to numgen random mod N map @dnat-<chain>`; only ClientIP affinity
+ * keeps a chain per endpoint (timed dynamic sets remember the client), picked
+ * by `numgen random mod N vmap @<chain>`. Masquerading needs no chain of its
+ * own: ClusterIP traffic from outside the cluster is marked in `services`,
+ * external chains mark inline, and hairpin connections (an endpoint reaching
+ * itself through a service) are matched in `masquerading` against the set
+ * hairpin-connections. loadBalancer source ranges are a named interval set
+ * per firewall chain. Service semantics are those of the iptables backend.
  *
  * Why named maps and sets where kube-proxy writes anonymous ones: the
  * kernel walks the whole transaction's commit list for every rule that
@@ -30,8 +33,10 @@
 #define GLOBAL_MAPS   "\001global maps" /* tracker keys of what no service owns */
 #define GLOBAL_CHAINS "\001global chains"
 #define NAME_BASE_MAX 240 /* 256 - the longest prefix (16), as kube-proxy */
-/* the per-chain endpoint maps: the key is what `numgen random mod N` gives */
+/* the per-chain endpoint maps: the key is what `numgen random mod N` gives;
+ * affinity picks an endpoint chain, everything else the DNAT address */
 #define DISPATCH_TYPE "typeof numgen random mod 1 : verdict"
+#define DNAT_PREFIX   "dnat-" /* its own name: a map never changes its type */
 
 /* room for "HASH8-" + a base of at most BASE_MAX characters */
 #define BASE_MAX  299 /* the bases were once snprintf'd into 300 bytes */
@@ -49,11 +54,12 @@ struct nft {
         const char *ip; /* "ip" or "ip6" */
         const char *addr_type;
         unsigned mark;
+        char mark_set[48]; /* "meta mark set meta mark | 0xMARK" */
         const char *detect;
         char detect_buf[80];
         /* map and set elements, filled per service, written at the end */
         struct se_strbuf service_ips, service_nodeports, no_ep_services, no_ep_nodeports,
-                firewall_ips, cluster_ips, sets;
+                firewall_ips, cluster_ips, hairpin, sets;
         const char *last_cluster_ip; /* the previous port's, written once a service */
         /* the service chains: chains_buf, or on full syncs out itself (the
          * rest is put in front of them at the end) */
@@ -183,8 +189,8 @@ static const struct nft_name *ep_name(struct nft *w, const struct se_proxy_svcpo
         return nm;
 }
 
-/* The service's chain-name hash h (base already in h) and its reachable
- * endpoints' names, hashed together: SHA-256 is most of a name's cost and
+/* The service's chain-name hash h (base already in h) and, with affinity,
+ * its reachable endpoints' names, hashed together: SHA-256 is most of a name's cost and
  * goes faster several at a time (se_sha256_each). 0 or -errno. */
 static int names_hash(struct nft *w, const struct se_proxy_svcport *sp,
                       const struct proxy_categories *cat, struct nft_name *h)
@@ -197,8 +203,10 @@ static int names_hash(struct nft *w, const struct se_proxy_svcport *sp,
         names[0] = h;
         lens[0] = w->base_n;
         msgs[k++] = (struct se_sha256_part){ h->s + 9, w->base_n };
-        for (uint32_t i = 0; i <= cat->n_reachable; i++) {
-                if (k == BATCH || (i == cat->n_reachable && k)) {
+        /* endpoint chains only exist for affinity */
+        uint32_t n_eps = sp->affinity ? cat->n_reachable : 0;
+        for (uint32_t i = 0; i <= n_eps; i++) {
+                if (k == BATCH || (i == n_eps && k)) {
                         int r = se_sha256_each(msgs, k, d);
                         if (r < 0)
                                 return r;
@@ -206,7 +214,7 @@ static int names_hash(struct nft *w, const struct se_proxy_svcport *sp,
                                 name_digest(names[j], lens[j], d[j]);
                         k = 0;
                 }
-                if (i == cat->n_reachable)
+                if (i == n_eps)
                         break;
                 const struct se_proxy_endpoint *ep = cat->reachable[i];
                 size_t e = (size_t)(ep - sp->eps);
@@ -271,44 +279,49 @@ static void flush_known(struct nft *w, const char *text, size_t len, const struc
         }
 }
 
-/* "\t\tIP daddr CLUSTER-IP PROTO dport PORT " of a service's own traffic */
-static void svc_match(struct nft *w, const struct se_proxy_svcport *sp, struct se_strbuf *c)
+/* "N : goto endpoint-NAME" (affinity) or "N : IP . PORT" (the DNAT
+ * target) for the i-th endpoint of a dispatch map. */
+static int dispatch_elem(struct nft *w, const struct se_proxy_svcport *sp,
+                         const struct se_proxy_endpoint *ep, uint32_t i, struct se_strbuf *s)
 {
-        se_strbuf_lit(c, "\t\t");
-        put(c, w->ip);
-        se_strbuf_lit(c, " daddr ");
-        put(c, sp->cluster_ip);
-        se_strbuf_lit(c, " ");
-        put(c, sp->proto);
-        se_strbuf_lit(c, " dport ");
-        se_strbuf_add_int(c, sp->port);
+        int r = 0;
+        const struct nft_name *nm = NULL;
+        if (sp->affinity && !(nm = ep_name(w, sp, ep, &r)))
+                return r;
+        size_t ipn = strlen(ep->ip);
+        /* ", " + "N : goto endpoint-" + name, or the IP and port */
+        char *p = room_begin(s, (nm ? nm->n : ipn) + 48);
+        if (!p)
+                return 0; /* the error is in s */
+        if (i)
+                p = CPY_LIT(p, ", ");
+        p += proxy_int_text((int32_t)i, p);
+        if (nm) {
+                p = CPY_LIT(p, " : goto endpoint-");
+                p = cpy(p, nm->s, nm->n);
+        } else {
+                p = CPY_LIT(p, " : ");
+                p = cpy(p, ep->ip, ipn);
+                p = CPY_LIT(p, " . ");
+                p += proxy_int_text(ep->port, p);
+        }
+        room_end(s, p);
+        return 0;
 }
 
-/* chain `service-…` / `local-…`: affinity checks, then the random pick */
+/* chain `service-…` / `local-…`: with affinity, the clients' endpoint
+ * chains, then a random endpoint chain; else one DNAT to a random endpoint
+ * (kube-proxy v1.36 has endpoint chains for affinity only) */
 static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                              const struct nft_name *chain_name,
-                             const struct se_proxy_endpoint *const *eps, uint32_t n,
-                             bool internal_masq)
+                             const struct se_proxy_endpoint *const *eps, uint32_t n)
 {
         struct se_strbuf *c = w->chains, *s = &w->sets;
         int r = 0;
         se_strbuf_lit(c, "\tchain ");
         put_name(c, chain_name);
         se_strbuf_lit(c, " {\n");
-        if (internal_masq) {
-                if (w->opt->masquerade_all) {
-                        svc_match(w, sp, c);
-                        se_strbuf_lit(c, " jump mark-for-masquerade\n");
-                } else if (w->detect) {
-                        svc_match(w, sp, c);
-                        se_strbuf_lit(c, " ");
-                        put(c, w->ip);
-                        se_strbuf_lit(c, " saddr != ");
-                        put(c, w->detect);
-                        se_strbuf_lit(c, " jump mark-for-masquerade\n");
-                }
-        }
-        if (sp->affinity)
+        if (sp->affinity) {
                 for (uint32_t i = 0; i < n; i++) {
                         const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
                         if (!nm)
@@ -321,34 +334,143 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                         put_name(c, nm);
                         se_strbuf_lit(c, "\n");
                 }
-        se_strbuf_lit(c, "\t\tnumgen random mod ");
-        se_strbuf_add_uint(c, n);
-        se_strbuf_lit(c, " vmap @");
-        put_name(c, chain_name);
-        se_strbuf_lit(c, "\n\t}\n");
-        se_strbuf_lit(s, "\tmap ");
-        put_name(s, chain_name);
-        se_strbuf_lit(s, " {\n\t\t" DISPATCH_TYPE "\n\t\telements = { ");
-        for (uint32_t i = 0; i < n; i++) {
-                const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
-                if (!nm)
-                        return r;
-                /* ", " + "N : goto endpoint-" + name */
-                char *p = room_begin(s, nm->n + 48);
-                if (!p)
-                        return 0; /* the error is in s */
-                if (i)
-                        p = CPY_LIT(p, ", ");
-                p += proxy_int_text((int32_t)i, p);
-                p = CPY_LIT(p, " : goto endpoint-");
-                p = cpy(p, nm->s, nm->n);
-                room_end(s, p);
+                se_strbuf_lit(c, "\t\tnumgen random mod ");
+                se_strbuf_add_uint(c, n);
+                se_strbuf_lit(c, " vmap @");
+                put_name(c, chain_name);
+                se_strbuf_lit(c, "\n\t}\n");
+                se_strbuf_lit(s, "\tmap ");
+                put_name(s, chain_name);
+                se_strbuf_lit(s, " {\n\t\t" DISPATCH_TYPE "\n\t\telements = { ");
+        } else {
+                se_strbuf_lit(c, "\t\tmeta l4proto ");
+                put(c, sp->proto);
+                se_strbuf_lit(c, " dnat ");
+                put(c, w->ip);
+                se_strbuf_lit(c, " addr . port to numgen random mod ");
+                se_strbuf_add_uint(c, n);
+                se_strbuf_lit(c, " map @" DNAT_PREFIX);
+                put_name(c, chain_name);
+                se_strbuf_lit(c, "\n\t}\n");
+                se_strbuf_lit(s, "\tmap " DNAT_PREFIX);
+                put_name(s, chain_name);
+                se_strbuf_lit(s, " {\n\t\ttypeof numgen random mod 1 : ");
+                /* (`th dport` would not do: nft, reading the rule back,
+                 * finds it conflicts with the rule's `meta l4proto`) */
+                put(s, w->ip);
+                se_strbuf_lit(s, " daddr . ");
+                put(s, sp->proto);
+                se_strbuf_lit(s, " dport\n\t\telements = { ");
         }
+        for (uint32_t i = 0; i < n; i++)
+                if ((r = dispatch_elem(w, sp, eps[i], i, s)) < 0)
+                        return r;
         se_strbuf_lit(s, " }\n\t}\n");
         return 0;
 }
 
-/* Endpoint chain (and affinity set) of ep. */
+/* hairpin-connections: "EP . EP . proto . port" for each endpoint on this
+ * node, so a connection DNATed back to its own source is masqueraded */
+static void hairpin_elem(struct nft *w, const struct se_proxy_svcport *sp,
+                         const struct se_proxy_endpoint *ep)
+{
+        size_t ipn = strlen(ep->ip), pn = strlen(sp->proto);
+        char *p = room_begin(&w->hairpin, 2 * ipn + pn + 40);
+        if (!p)
+                return; /* the error is in the buffer */
+        p = w->hairpin.len ? CPY_LIT(p, ",\n\t\t\t") : CPY_LIT(p, "\t\t\t");
+        p = cpy(p, ep->ip, ipn);
+        p = CPY_LIT(p, " . ");
+        p = cpy(p, ep->ip, ipn);
+        p = CPY_LIT(p, " . ");
+        p = cpy(p, sp->proto, pn);
+        p = CPY_LIT(p, " . ");
+        p += proxy_int_text(ep->port, p);
+        room_end(&w->hairpin, p);
+}
+
+/* one element of an element list: where it is in the text, its hash */
+struct elem_at {
+        size_t at, len;
+        uint64_t hash;
+};
+
+/* Drops repeated elements of an element list (",\n\t\t\t" between them):
+ * services sharing an endpoint give its hairpin element twice. Most
+ * elements are unique, so only those whose hash bucket is hit twice (a
+ * small counting table, 16 buckets an element) are compared exactly: 100,000
+ * elements cost a hash each, not a hash-map insert each. 0 or -ENOMEM. */
+static int elems_unique(struct se_strbuf *sb)
+{
+        struct elem_at *el = NULL;
+        size_t n = 0, cap = 0;
+        for (const char *p = sb->len ? sb->buf : NULL; p;) {
+                while (*p == '\t')
+                        p++;
+                const char *sep = strstr(p, ",\n");
+                size_t len = sep ? (size_t)(sep - p) : strlen(p);
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 1024;
+                        struct elem_at *grown = se_reallocarray(el, cap, sizeof(*el));
+                        if (!grown) {
+                                free(el);
+                                return -ENOMEM;
+                        }
+                        el = grown;
+                }
+                el[n++] = (struct elem_at){ (size_t)(p - sb->buf), len, se_hash_mem(p, len) };
+                p = sep ? sep + 2 : NULL;
+        }
+        size_t slots = 64;
+        while (slots < 16 * n)
+                slots <<= 1;
+        uint8_t *hits = n ? se_calloc(slots, 1) : NULL;
+        if (n && !hits) {
+                free(el);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (hits[el[i].hash & (slots - 1)] < 2)
+                        hits[el[i].hash & (slots - 1)]++;
+        struct se_hashmap seen = SE_HASHMAP_INIT;
+        size_t out = 0;
+        int r = 0;
+        /* kept elements move down in place: never past one not yet read */
+        for (size_t i = 0; i < n && r == 0; i++) {
+                const char *e = sb->buf + el[i].at;
+                if (hits[el[i].hash & (slots - 1)] > 1) {
+                        char *key = se_strndup(e, el[i].len);
+                        if (!key || se_hashmap_get(&seen, key)) {
+                                r = key ? 0 : -ENOMEM;
+                                free(key);
+                                continue;
+                        }
+                        if ((r = se_hashmap_put(&seen, key, key, NULL)) < 0) {
+                                free(key);
+                                break;
+                        }
+                }
+                memcpy(sb->buf + out, out ? ",\n\t\t\t" : "\t\t\t", out ? 5 : 3);
+                out += out ? 5 : 3;
+                memmove(sb->buf + out, e, el[i].len);
+                out += el[i].len;
+        }
+        if (r == 0 && n) {
+                sb->len = out;
+                sb->buf[out] = 0;
+        }
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(&seen, &it, &k, &v);)
+                free(v);
+        se_hashmap_release(&seen);
+        free(hits);
+        free(el);
+        return r;
+}
+
+/* Endpoint chain and affinity set of ep (services with ClientIP affinity
+ * only): the client is remembered, then DNATed. */
 static int endpoint_chain(struct nft *w, const struct se_proxy_svcport *sp,
                           const struct se_proxy_endpoint *ep)
 {
@@ -357,34 +479,25 @@ static int endpoint_chain(struct nft *w, const struct se_proxy_svcport *sp,
         const struct nft_name *en = ep_name(w, sp, ep, &r);
         if (!en)
                 return r;
-        if (sp->affinity) {
-                se_strbuf_lit(s, "\tset affinity-");
-                put_name(s, en);
-                se_strbuf_lit(s, " {\n\t\ttype ");
-                put(s, w->addr_type);
-                se_strbuf_lit(s, "\n\t\tflags dynamic,timeout\n\t\ttimeout ");
-                se_strbuf_add_int(s, sp->affinity_timeout);
-                se_strbuf_lit(s, "s\n\t}\n");
-        }
+        se_strbuf_lit(s, "\tset affinity-");
+        put_name(s, en);
+        se_strbuf_lit(s, " {\n\t\ttype ");
+        put(s, w->addr_type);
+        se_strbuf_lit(s, "\n\t\tflags dynamic,timeout\n\t\ttimeout ");
+        se_strbuf_add_int(s, sp->affinity_timeout);
+        se_strbuf_lit(s, "s\n\t}\n");
         size_t ipn = strlen(ep->ip), fn = strlen(w->ip), pn = strlen(sp->proto);
-        /* the text below with two names, two IPs, the family thrice */
-        char *p = room_begin(c, 2 * en->n + 2 * ipn + 3 * fn + pn + 160);
+        /* the text below with two names, one IP, the family once */
+        char *p = room_begin(c, 2 * en->n + ipn + fn + pn + 128);
         if (!p)
                 return 0; /* the error is in c */
         p = CPY_LIT(p, "\tchain endpoint-");
         p = cpy(p, en->s, en->n);
-        p = CPY_LIT(p, " {\n\t\t");
+        p = CPY_LIT(p, " {\n\t\tupdate @affinity-");
+        p = cpy(p, en->s, en->n);
+        p = CPY_LIT(p, " { ");
         p = cpy(p, w->ip, fn);
-        p = CPY_LIT(p, " saddr ");
-        p = cpy(p, ep->ip, ipn);
-        p = CPY_LIT(p, " jump mark-for-masquerade\n");
-        if (sp->affinity) {
-                p = CPY_LIT(p, "\t\tupdate @affinity-");
-                p = cpy(p, en->s, en->n);
-                p = CPY_LIT(p, " { ");
-                p = cpy(p, w->ip, fn);
-                p = CPY_LIT(p, " saddr }\n");
-        }
+        p = CPY_LIT(p, " saddr }\n");
         p = CPY_LIT(p, "\t\tmeta l4proto ");
         p = cpy(p, sp->proto, pn);
         p = CPY_LIT(p, " dnat to ");
@@ -568,7 +681,9 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                 put_name(c, &ext);
                 se_strbuf_lit(c, " {\n");
                 if (!sp->external_local) {
-                        se_strbuf_lit(c, "\t\tjump mark-for-masquerade\n");
+                        se_strbuf_lit(c, "\t\t");
+                        put(c, w->mark_set);
+                        se_strbuf_lit(c, "\n");
                 } else {
                         if (w->detect) {
                                 se_strbuf_lit(c, "\t\t");
@@ -579,7 +694,9 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                                 put_name(c, &svc);
                                 se_strbuf_lit(c, "\n");
                         }
-                        se_strbuf_lit(c, "\t\tfib saddr type local jump mark-for-masquerade\n");
+                        se_strbuf_lit(c, "\t\tfib saddr type local ");
+                        put(c, w->mark_set);
+                        se_strbuf_lit(c, "\n");
                         se_strbuf_lit(c, "\t\tfib saddr type local goto ");
                         put_name(c, &svc);
                         se_strbuf_lit(c, "\n");
@@ -595,15 +712,16 @@ static int write_service(struct nft *w, const struct se_proxy_svcport *sp)
                 firewall(w, sp, &fw);
         bool uses_cluster = cat.n_cluster > 0 && proxy_uses_cluster(sp);
         bool uses_local = cat.n_local > 0 && proxy_uses_local(sp);
-        if (uses_cluster && (r = endpoint_dispatch(w, sp, &svc, cat.cluster, cat.n_cluster,
-                                                   has_internal && !sp->internal_local)) < 0)
+        if (uses_cluster && (r = endpoint_dispatch(w, sp, &svc, cat.cluster, cat.n_cluster)) < 0)
                 goto out;
-        if (uses_local && (r = endpoint_dispatch(w, sp, &loc, cat.local, cat.n_local,
-                                                 has_internal && sp->internal_local)) < 0)
+        if (uses_local && (r = endpoint_dispatch(w, sp, &loc, cat.local, cat.n_local)) < 0)
                 goto out;
-        for (uint32_t i = 0; i < cat.n_reachable; i++)
-                if ((r = endpoint_chain(w, sp, cat.reachable[i])) < 0)
+        for (uint32_t i = 0; i < cat.n_reachable; i++) {
+                if (cat.reachable[i]->local) /* only a local pod can hairpin here */
+                        hairpin_elem(w, sp, cat.reachable[i]);
+                if (sp->affinity && (r = endpoint_chain(w, sp, cat.reachable[i])) < 0)
                         goto out;
+        }
         r = w->tracker ?
                     proxy_tracker_segment(w->tracker, sp, &w->sets, sets_at, w->chains, chains_at) :
                     0;
@@ -644,6 +762,19 @@ static void cluster_ips_set(struct nft *w, struct se_strbuf *out)
         if (w->cluster_ips.len) {
                 se_strbuf_lit(out, "\t\telements = {\n");
                 se_strbuf_append(out, w->cluster_ips.buf, w->cluster_ips.len);
+                se_strbuf_lit(out, "\n\t\t}\n");
+        }
+        se_strbuf_lit(out, "\t}\n");
+}
+
+static void hairpin_set(struct nft *w, struct se_strbuf *out)
+{
+        se_strbuf_printf(
+                out, "\tset hairpin-connections {\n\t\ttype %s . %s . inet_proto . inet_service\n",
+                w->addr_type, w->addr_type);
+        if (w->hairpin.len) {
+                se_strbuf_lit(out, "\t\telements = {\n");
+                se_strbuf_append(out, w->hairpin.buf, w->hairpin.len);
                 se_strbuf_lit(out, "\n\t\t}\n");
         }
         se_strbuf_lit(out, "\t}\n");
@@ -726,7 +857,7 @@ static int delete_gone(struct nft *w, struct se_strbuf *out)
  * endpoints keep their entries. */
 static int partial(struct nft *w, const char *key, struct se_strbuf *out)
 {
-        enum { CLUSTER_IPS = 5 }; /* the set's index among the tracked elements */
+        enum { CLUSTER_IPS = 5, HAIRPIN = 6 }; /* the sets' indexes among the tracked elements */
         const char *p = w->chains->buf, *end = w->chains->buf + w->chains->len;
         static const char *const maps[] = { "service-ips", "service-nodeports",
                                             "no-endpoint-services", "no-endpoint-nodeports",
@@ -767,12 +898,20 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
                                     w->cluster_ips.buf, w->cluster_ips.len, &del, &add);
                 cips_edited = r == 1;
         }
+        bool hairpin_edited = false;
+        if (top && r >= 0) {
+                r = proxy_top_elems(top, true, HAIRPIN, w->ip, TABLE, "hairpin-connections",
+                                    w->hairpin.buf, w->hairpin.len, &del, &add);
+                hairpin_edited = r == 1;
+        }
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 if (!edited[i])
                         se_strbuf_printf(out, "flush map %s " TABLE " %s\n", w->ip, maps[i]);
         if (!cips_edited)
                 se_strbuf_printf(out, "flush set %s " TABLE " cluster-ips\n", w->ip);
-        bool block = w->sets.len || w->chains->len || !cips_edited;
+        if (!hairpin_edited)
+                se_strbuf_printf(out, "flush set %s " TABLE " hairpin-connections\n", w->ip);
+        bool block = w->sets.len || w->chains->len || !cips_edited || !hairpin_edited;
         for (size_t i = 0; i < SE_ARRAY_SIZE(maps); i++)
                 block |= !edited[i];
         /* an empty block still costs nft a read of the whole ruleset */
@@ -783,6 +922,8 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
                         vmap(out, maps[i], types[i], elems[i]);
         if (!cips_edited)
                 cluster_ips_set(w, out);
+        if (!hairpin_edited)
+                hairpin_set(w, out);
         se_strbuf_add(out, w->sets.buf, w->sets.len);
         se_strbuf_add(out, w->chains->buf, w->chains->len);
         if (block)
@@ -794,6 +935,12 @@ static int partial(struct nft *w, const char *key, struct se_strbuf *out)
         se_strbuf_release(&add);
         return r < 0 ? r : delete_gone(w, out);
 }
+
+/* the base chains globals() writes */
+static const char *const base_chains[] = {
+        "filter-prerouting-pre-dnat", "filter-input",   "filter-forward", "filter-output",
+        "filter-output-pre-dnat",     "nat-prerouting", "nat-output",     "nat-postrouting"
+};
 
 /* The table's own maps and sets (maps) and its base and top-level chains
  * (chains): the same on every full sync. */
@@ -809,24 +956,26 @@ static void globals(struct nft *w, const struct se_proxy_table *t, const char *k
         vmap(maps, "firewall-ips", key, &w->firewall_ips);
         cluster_ips_set(w, maps);
         nodeport_ips(w, maps);
-        /* base chains: the firewall before DNAT, the endpoint checks after it */
+        hairpin_set(w, maps);
+        /* base chains (v1.36 names and priorities): the firewall before
+         * DNAT, the endpoint checks after it */
         se_strbuf_puts(
                 out,
-                "\tchain filter-prerouting {\n\t\ttype filter hook prerouting priority dstnat - 10; policy accept;\n"
+                "\tchain filter-prerouting-pre-dnat {\n\t\ttype filter hook prerouting priority -110; policy accept;\n"
                 "\t\tct state new jump firewall-check\n\t}\n");
         se_strbuf_puts(
                 out,
-                "\tchain filter-input {\n\t\ttype filter hook input priority -10; policy accept;\n"
+                "\tchain filter-input {\n\t\ttype filter hook input priority 0; policy accept;\n"
                 "\t\tct state new jump nodeport-endpoints-check\n"
                 "\t\tct state new jump service-endpoints-check\n\t}\n");
         se_strbuf_puts(
                 out,
-                "\tchain filter-forward {\n\t\ttype filter hook forward priority -10; policy accept;\n"
+                "\tchain filter-forward {\n\t\ttype filter hook forward priority 0; policy accept;\n"
                 "\t\tct state new jump service-endpoints-check\n"
                 "\t\tct state new jump cluster-ips-check\n\t}\n");
         se_strbuf_puts(
                 out,
-                "\tchain filter-output {\n\t\ttype filter hook output priority -10; policy accept;\n"
+                "\tchain filter-output {\n\t\ttype filter hook output priority 0; policy accept;\n"
                 "\t\tct state new jump service-endpoints-check\n"
                 "\t\tct state new jump cluster-ips-check\n\t}\n");
         se_strbuf_puts(
@@ -845,17 +994,24 @@ static void globals(struct nft *w, const struct se_proxy_table *t, const char *k
                 out,
                 "\tchain nat-postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
                 "\t\tjump masquerading\n\t}\n");
-        se_strbuf_printf(out,
-                         "\tchain masquerading {\n\t\tmeta mark & 0x%x == 0 return\n"
-                         "\t\tmeta mark set meta mark ^ 0x%x\n\t\tmasquerade%s\n\t}\n",
-                         w->mark, w->mark, opt->random_fully ? " fully-random" : "");
-        se_strbuf_printf(out,
-                         "\tchain mark-for-masquerade {\n\t\tmeta mark set meta mark | 0x%x\n\t}\n",
-                         w->mark);
+        /* the mark is cleared as it is used: a packet sent on through a
+         * tunnel keeps its skb (kubernetes#92035) */
+        const char *fully = opt->random_fully ? " fully-random" : "";
         se_strbuf_printf(
                 out,
-                "\tchain services {\n\t\t%s daddr . meta l4proto . th dport vmap @service-ips\n\t\t",
-                w->ip);
+                "\tchain masquerading {\n\t\tmeta mark & 0x%x != 0 meta mark set meta mark ^ 0x%x masquerade%s\n"
+                "\t\tct status dnat %s saddr . %s daddr . meta l4proto . th dport @hairpin-connections masquerade%s\n\t}\n",
+                w->mark, w->mark, fully, w->ip, w->ip, fully);
+        se_strbuf_puts(out, "\tchain services {\n");
+        /* ClusterIP traffic from outside the cluster (all of it with
+         * --masquerade-all) may bounce off-node: masqueraded */
+        if (opt->masquerade_all)
+                se_strbuf_printf(out, "\t\t%s daddr @cluster-ips %s\n", w->ip, w->mark_set);
+        else if (w->detect)
+                se_strbuf_printf(out, "\t\t%s daddr @cluster-ips %s saddr != %s %s\n", w->ip, w->ip,
+                                 w->detect, w->mark_set);
+        se_strbuf_printf(out, "\t\t%s daddr . meta l4proto . th dport vmap @service-ips\n\t\t",
+                         w->ip);
         nodeport_match(w, out);
         se_strbuf_puts(out, " meta l4proto . th dport vmap @service-nodeports\n\t}\n");
         se_strbuf_printf(
@@ -886,7 +1042,7 @@ static void reserve_out(struct se_strbuf *out, size_t n)
  * text (the tracker reserved its own from the last sync's). */
 static void reserve(struct nft *w, const struct se_proxy_table *t)
 {
-        size_t ips = 0, nodeports = 0, fw = 0, sets = 0, chains = 0;
+        size_t ips = 0, nodeports = 0, fw = 0, sets = 0, chains = 0, hairpin = 0;
         size_t ipl = w->v6 ? 40 : 16; /* the longest IP text, and a space */
         for (uint32_t i = 0; i < t->n_ports; i++) {
                 const struct se_proxy_svcport *sp = &t->ports[i];
@@ -898,6 +1054,7 @@ static void reserve(struct nft *w, const struct se_proxy_table *t)
                 size_t eps = sp->n_eps, maps = 1 + (sp->internal_local || sp->external_local);
                 size_t aff = sp->affinity ? eps : 0;
                 ips += n_ips * (ipl + hn + 48);
+                hairpin += eps * (2 * ipl + 32);
                 nodeports += sp->node_port ? hn + 48 : 0;
                 fw += sp->n_lb_vips * (ipl + hn + 48);
                 sets += maps * (hn + 96 + eps * (en + 24)) + aff * (en + 96) +
@@ -912,11 +1069,12 @@ static void reserve(struct nft *w, const struct se_proxy_table *t)
         se_strbuf_grow(&w->service_nodeports, nodeports);
         se_strbuf_grow(&w->no_ep_nodeports, nodeports);
         se_strbuf_grow(&w->firewall_ips, fw);
+        se_strbuf_grow(&w->hairpin, hairpin);
         if (w->chains == &w->chains_buf)
                 return;
         se_strbuf_grow(&w->sets, sets);
         /* out: everything goes there */
-        reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + 8192);
+        reserve_out(w->chains, chains + sets + 2 * ips + 2 * nodeports + fw + hairpin + 8192);
         if (w->tracker)
                 proxy_tracker_reserve(w->tracker, sets + chains, t->n_ports);
 }
@@ -935,18 +1093,20 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         struct se_strbuf gmaps, gchains, known_names, head;
         if (tracker)
                 proxy_tracker_begin(tracker);
-        struct se_strbuf *bufs[] = {
-                &w.service_ips,  &w.service_nodeports, &w.no_ep_services, &w.no_ep_nodeports,
-                &w.firewall_ips, &w.chains_buf,        &w.sets,           &gmaps,
-                &gchains,        &w.flushes,           &known_names,      &head,
-                &w.cluster_ips
-        };
+        struct se_strbuf *bufs[] = { &w.service_ips,    &w.service_nodeports,
+                                     &w.no_ep_services, &w.no_ep_nodeports,
+                                     &w.firewall_ips,   &w.chains_buf,
+                                     &w.sets,           &gmaps,
+                                     &gchains,          &w.flushes,
+                                     &known_names,      &head,
+                                     &w.cluster_ips,    &w.hairpin };
         int r = 0;
         for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
                 se_strbuf_init(bufs[i], 0);
         w.ip = w.v6 ? "ip6" : "ip";
         w.addr_type = w.v6 ? "ipv6_addr" : "ipv4_addr";
         w.mark = 1u << (opt->masquerade_bit & 31);
+        snprintf(w.mark_set, sizeof(w.mark_set), "meta mark set meta mark | 0x%x", w.mark);
         const struct se_cidr *cc = proxy_cluster_cidr(opt, t->family);
         if (cc) {
                 proxy_cidr_text(cc, w.detect_buf, sizeof(w.detect_buf));
@@ -960,6 +1120,8 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         for (uint32_t i = 0; i < t->n_ports; i++)
                 if ((r = write_service(&w, &t->ports[i])) < 0)
                         goto done;
+        if ((r = se_strbuf_failed(&w.hairpin)) < 0 || (r = elems_unique(&w.hairpin)) < 0)
+                goto done;
         char key[64];
         snprintf(key, sizeof(key), "%s . inet_proto . inet_service", w.addr_type);
         if (!direct) {
@@ -976,6 +1138,9 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         if (top && r >= 0)
                 r = proxy_top_elems(top, false, 5, w.ip, TABLE, "", w.cluster_ips.buf,
                                     w.cluster_ips.len, NULL, NULL);
+        if (top && r >= 0)
+                r = proxy_top_elems(top, false, 6, w.ip, TABLE, "", w.hairpin.buf, w.hairpin.len,
+                                    NULL, NULL);
         if (r < 0)
                 goto done;
         se_strbuf_grow(&gmaps, w.service_ips.len + w.service_nodeports.len + w.no_ep_services.len +
@@ -993,6 +1158,13 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
                                  "add table %s " TABLE " { comment \"%s\"; }\nflush table %s " TABLE
                                  "\n",
                                  w.ip, COMMENT, w.ip);
+                /* base chains are made anew: a priority cannot be changed
+                 * in place (a table of an older layout had others), as
+                 * kube-proxy's first sync does */
+                for (size_t i = 0; i < SE_ARRAY_SIZE(base_chains); i++)
+                        se_strbuf_printf(
+                                &head, "add chain %s " TABLE " %s\ndelete chain %s " TABLE " %s\n",
+                                w.ip, base_chains[i], w.ip, base_chains[i]);
                 if ((r = proxy_tracker_known(tracker, &known_names, &known)) < 0)
                         goto done;
                 if (known.n) { /* the first sync knows of nothing to flush */

@@ -213,10 +213,19 @@ int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *fa
         int r = split_elems(text, len, now);
         if (r < 0 || !partial || !top->known || !top->cur[0].declared[idx])
                 return r < 0 ? r : 0;
+        /* elements are unique and in a stable order: what differs lies
+         * between a common head and tail, hashed alone (a large set, such
+         * as hairpin-connections, mostly stays as it was) */
+        size_t head = 0, tail = 0;
+        while (head < now->n && head < old->n && strcmp(now->v[head], old->v[head]) == 0)
+                head++;
+        while (tail < now->n - head && tail < old->n - head &&
+               strcmp(now->v[now->n - 1 - tail], old->v[old->n - 1 - tail]) == 0)
+                tail++;
         struct se_hashmap seen = SE_HASHMAP_INIT;
-        for (size_t i = 0; i < now->n && r == 0; i++)
+        for (size_t i = head; i < now->n - tail && r == 0; i++)
                 r = se_hashmap_put(&seen, now->v[i], now->v[i], NULL);
-        for (size_t i = 0; i < old->n && r == 0; i++)
+        for (size_t i = head; i < old->n - tail && r == 0; i++)
                 if (!se_hashmap_get(&seen, old->v[i])) {
                         const char *colon = strstr(old->v[i], " : ");
                         int kl = colon ? (int)(colon - old->v[i]) : (int)strlen(old->v[i]);
@@ -224,9 +233,9 @@ int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *fa
                                          map, kl, old->v[i]);
                 }
         se_hashmap_release(&seen);
-        for (size_t i = 0; i < old->n && r == 0; i++)
+        for (size_t i = head; i < old->n - tail && r == 0; i++)
                 r = se_hashmap_put(&seen, old->v[i], old->v[i], NULL);
-        for (size_t i = 0; i < now->n && r == 0; i++)
+        for (size_t i = head; i < now->n - tail && r == 0; i++)
                 if (!se_hashmap_get(&seen, now->v[i]))
                         se_strbuf_printf(add, "add element %s %s %s { %s }\n", family, table, map,
                                          now->v[i]);

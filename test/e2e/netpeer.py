@@ -2,7 +2,8 @@
 """Tiny peer for the network-namespace tests (no third-party modules).
 
   netpeer.py serve NAME PORT          answer every TCP connection and UDP
-                                      datagram on PORT with NAME
+                                      datagram on PORT with NAME; print
+                                      "from IP" (the peer) for each TCP one
   netpeer.py tcp IP PORT COUNT [T]    COUNT connections; one line each: the
                                       answer, or ERR:<reason> (T: timeout s)
   netpeer.py udp IP PORT COUNT [T]    the same with one datagram each
@@ -26,7 +27,9 @@ def serve(name, port):
         s.bind(("::", port))
         s.listen(128)
         while True:
-            c, _ = s.accept()
+            c, addr = s.accept()
+            peer = addr[0][7:] if addr[0].startswith("::ffff:") else addr[0]
+            print("from " + peer, flush=True)  # before the answer: the client sees it written
             try:
                 c.sendall(data + b"\n")
             except OSError:

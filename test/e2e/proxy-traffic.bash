@@ -184,6 +184,15 @@ apply() { # apply [EXTRA OPTIONS]: svcenv applies the rules in the node namespac
 # traffic FROM_NS PROTO IP PORT COUNT [TIMEOUT] > file
 traffic() { local ns=$1; shift; inns "$ns" python3 "$here/netpeer.py" "$@"; }
 
+# the peers each backend saw (netpeer prints "from IP"): masquerading shows
+# as the node's address on the backend's link (10.244.K.1)
+declare -A marks
+log_mark() { local k; for k in 1 2 3; do marks[$k]=$(wc -l <"$tmp/b$k.log"); done; }
+peers_since() { # peers_since K: the peers backend K saw since log_mark, sorted, one line
+        tail -n +$((marks[$1] + 1)) "$tmp/b$1.log" | sed -n 's/^from //p' | sort -u | tr '\n' ' ' |
+                sed 's/ $//'
+}
+
 spread_ok() { # each of b1 b2 b3 answered at least MIN times, and nothing failed
         local f=$1 min=$2
         ! grep -q ERR "$f" || return 1
@@ -209,9 +218,12 @@ if [ -n "${E2E_HOLD:-}" ]; then # debugging: keep the namespaces for a while
 fi
 
 # 300 connections over 3 endpoints: expect 100 each, sd ~8.2; 50 is 6 sd off
+log_mark
 traffic "$CL" tcp 10.96.0.10 80 300 >"$tmp/web"
 check "ClusterIP reaches every backend with a plausible spread ($(sort "$tmp/web" | uniq -c | tr -s ' \n' ' '))" \
         spread_ok "$tmp/web" 50
+check "ClusterIP traffic from outside the pod CIDR is masqueraded (b1 saw $(peers_since 1), b3 $(peers_since 3))" \
+        bash -c '[ "$1" = 10.244.1.1 ] && [ "$2" = 10.244.3.1 ]' _ "$(peers_since 1)" "$(peers_since 3)"
 
 traffic "$CL" tcp 10.96.0.11 80 30 >"$tmp/sticky"
 check "ClientIP affinity pins the client to one backend" \
@@ -251,13 +263,19 @@ if [ "$backend" = nftables ]; then
                 _ "$NODE" "$after"
 fi
 
+log_mark
 traffic "$CL" tcp 10.99.0.1 30080 60 >"$tmp/np"
 check "NodePort from another namespace reaches the backends" \
         bash -c '! grep -q ERR "$1" && [ "$(sort -u "$1" | wc -l)" -ge 2 ]' _ "$tmp/np"
+check "NodePort traffic (externalTrafficPolicy Cluster) is masqueraded (b1 saw $(peers_since 1), b2 $(peers_since 2))" \
+        bash -c '[ "$1" = 10.244.1.1 ] && [ "$2" = 10.244.2.1 ]' _ "$(peers_since 1)" "$(peers_since 2)"
 
+log_mark
 traffic "$CL" tcp 10.99.0.1 30081 20 >"$tmp/local"
 check "externalTrafficPolicy Local sends NodePort traffic to the local endpoint only" \
         bash -c '[ "$(sort -u "$1")" = b1 ]' _ "$tmp/local"
+check "externalTrafficPolicy Local keeps the client's source address (b1 saw $(peers_since 1))" \
+        test "$(peers_since 1)" = 10.99.0.2
 
 traffic "$CL" tcp 10.99.0.1 30082 1 1 >"$tmp/remote"
 check "externalTrafficPolicy Local without a local endpoint drops ($(cat "$tmp/remote"))" \
@@ -271,9 +289,12 @@ traffic "$CL" tcp fd00:96::10 80 40 >"$tmp/web6"
 check "IPv6 ClusterIP ($backend, dual-stack node) reaches both backends ($(sort "$tmp/web6" | uniq -c | tr -s ' \n' ' '))" \
         bash -c '! grep -q ERR "$1" && grep -qx b1 "$1" && grep -qx b2 "$1"' _ "$tmp/web6"
 
+log_mark
 traffic "$B1" tcp 10.96.0.10 80 30 >"$tmp/hairpin"
 check "hairpin: a backend reaches its own service (itself included)" \
         bash -c '! grep -q ERR "$1" && grep -qx b1 "$1"' _ "$tmp/hairpin"
+check "hairpin: masqueraded only back to itself (b1 saw $(peers_since 1), b2 $(peers_since 2))" \
+        bash -c '[ "$1" = 10.244.1.1 ] && [ "$2" = 10.244.1.2 ]' _ "$(peers_since 1)" "$(peers_since 2)"
 
 # the chain of the endpoint about to go (iptables: KUBE-SEP-... DNATing to it)
 stale=""
@@ -286,11 +307,17 @@ if [ "$backend" = iptables ]; then
         check "the removed endpoint's chain ($stale) is deleted on apply, as on kube-proxy's full sync" \
                 bash -c '[ -n "$2" ] && ! ip netns exec "$1" iptables-save -t nat | grep -q "^:$2 "' _ "$NODE" "$stale"
 else
-        # the table is updated in place: what the rules no longer use is deleted
-        check "nft: the removed endpoint's chain is deleted on apply, the same endpoint of another service kept" \
-                bash -c 'c=$(ip netns exec "$1" nft list chains ip) &&
-                        ! grep -q "e2e/web/tcp/http__10.244.3.2/8080" <<<"$c" &&
-                        grep -q "e2e/sticky/tcp/http__10.244.3.2/8080" <<<"$c"' _ "$NODE"
+        # the table is updated in place (v1.36: endpoint chains for affinity
+        # only): the endpoint leaves web's DNAT map; sticky keeps its endpoint
+        # chain; hairpin-connections holds the local endpoint only
+        check "nft: the removed endpoint leaves the service's DNAT map, the same endpoint of another service kept" \
+                bash -c 't=$(ip netns exec "$1" nft list table ip svcenv) &&
+                        m=$(sed -n "/map dnat-service-.*e2e\/web\/tcp\/http {/,/}/p" <<<"$t") &&
+                        grep -q "10.244.2.2 . 8080" <<<"$m" && ! grep -q "10.244.3.2" <<<"$m" &&
+                        ! grep -q "chain endpoint-.*e2e/web/" <<<"$t" &&
+                        grep -q "chain endpoint-.*e2e/sticky/tcp/http__10.244.3.2/8080" <<<"$t" &&
+                        grep -q "10.244.1.2 . 10.244.1.2 . tcp . 8080" <<<"$t" &&
+                        ! grep -q "10.244.3.2 . 10.244.3.2" <<<"$t"' _ "$NODE"
 fi
 traffic "$CL" tcp 10.96.0.10 80 100 >"$tmp/web2"
 check "removing an endpoint stops traffic to it" \

@@ -289,19 +289,28 @@ static void test_partial__nft_elements(void **state)
         assert_non_null(x);
         assert_true(d < x);
         /* its endpoint map goes in the same transaction, after its chain */
-        const char *m = strstr(del, "delete map ip svcenv service-");
+        const char *m = strstr(del, "delete map ip svcenv dnat-service-");
         assert_non_null(m);
         assert_true(x < m);
         assert_non_null(strstr(m, "b/new/tcp/p\n"));
+        /* and its endpoint's hairpin element, one element edit each way */
+        assert_non_null(strstr(
+                add,
+                "add element ip svcenv hairpin-connections { 10.1.1.1 . 10.1.1.1 . tcp . 8080 }"));
+        assert_non_null(strstr(
+                del,
+                "delete element ip svcenv hairpin-connections { 10.1.1.1 . 10.1.1.1 . tcp . 8080 }"));
+        assert_null(strstr(del, "flush set"));
         free(del);
         free(add);
         se_proxy_tracker_free(tr);
 }
 
-/* nft endpoint maps on partial syncs: N -> M endpoints flushes the map,
- * declares its M elements and rewrites the `mod M` rule; the same count
- * with one endpoint replaced changes one element and deletes the old
- * endpoint's chain; other services are not in the input */
+/* nft endpoint maps on partial syncs: N -> M endpoints flushes the
+ * service's DNAT map, declares its M elements and rewrites the `mod M`
+ * rule; the same count with one endpoint replaced changes one element; with
+ * affinity the map picks endpoint chains, and a replaced endpoint's chain is
+ * deleted; other services are not in the input */
 static void test_partial__nft_endpoint_maps(void **state)
 {
         (void)state;
@@ -311,6 +320,10 @@ static void test_partial__nft_endpoint_maps(void **state)
                                     "c/api 172.30.0.30 10.1.2.1\n";
         static const char replaced[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.4\n"
                                        "c/api 172.30.0.30 10.1.2.1\n";
+        static const char sticky[] = "a/web* 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.4\n"
+                                     "c/api 172.30.0.30 10.1.2.1\n";
+        static const char sticky_replaced[] = "a/web* 172.30.0.10 10.1.0.1,10.1.0.2,10.1.0.5\n"
+                                              "c/api 172.30.0.30 10.1.2.1\n";
         struct se_proxy_tracker *tr = se_proxy_tracker_new();
         se_proxy_tracker_set_minimal(tr, true);
         free(sync_any(two, tr, true));
@@ -318,23 +331,36 @@ static void test_partial__nft_endpoint_maps(void **state)
         assert_string_equal(same, "");
         free(same);
         char *grow = sync_any(three, tr, true);
-        const char *flush = strstr(grow, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p\n");
-        const char *decl = strstr(grow, "\tmap service-VXO22ISD-a/web/tcp/p {\n");
+        const char *flush = strstr(grow, "flush map ip svcenv dnat-service-VXO22ISD-a/web/tcp/p\n");
+        const char *decl = strstr(grow, "\tmap dnat-service-VXO22ISD-a/web/tcp/p {\n");
         assert_non_null(flush);
         assert_non_null(decl);
         assert_true(flush < decl);
-        assert_true(has_line(grow, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
-        assert_non_null(strstr(decl, "2 : goto endpoint-"));
+        assert_true(has_line(
+                grow,
+                "\t\tmeta l4proto tcp dnat ip addr . port to numgen random mod 3 map @dnat-service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(decl, "2 : 10.1.0.3 . 8080 }"));
         assert_null(strstr(grow, "c/api"));
         assert_null(strstr(grow, "delete "));
         char *swap = sync_any(replaced, tr, true);
-        assert_true(has_line(swap, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p"));
-        assert_true(has_line(swap, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
-        assert_non_null(strstr(swap, "__10.1.0.4/8080 }"));
+        assert_true(has_line(swap, "flush map ip svcenv dnat-service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(swap, "2 : 10.1.0.4 . 8080 }"));
         assert_null(strstr(swap, "c/api"));
-        const char *gone = strstr(swap, "\ndelete chain ip svcenv endpoint-");
+        assert_null(strstr(swap, "chain endpoint-"));
+        /* affinity on: endpoint chains and a verdict map of another name
+         * (a map cannot change its type); the DNAT map goes */
+        char *on = sync_any(sticky, tr, true);
+        assert_true(has_line(on, "\t\tnumgen random mod 3 vmap @service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(on, "\tchain endpoint-"));
+        assert_true(has_line(on, "delete map ip svcenv dnat-service-VXO22ISD-a/web/tcp/p"));
+        char *swap2 = sync_any(sticky_replaced, tr, true);
+        assert_true(has_line(swap2, "flush map ip svcenv service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(swap2, "__10.1.0.5/8080 }"));
+        const char *gone = strstr(swap2, "\ndelete chain ip svcenv endpoint-");
         assert_non_null(gone);
-        assert_non_null(strstr(gone, "a/web/tcp/p__10.1.0.3/8080\n"));
+        assert_non_null(strstr(gone, "a/web/tcp/p__10.1.0.4/8080\n"));
+        free(swap2);
+        free(on);
         free(swap);
         free(grow);
         se_proxy_tracker_free(tr);
@@ -475,6 +501,15 @@ static const char *const steps[] = {
         "c/api 172.30.0.30 10.1.2.9\n",
         "a/web 172.30.0.10 10.1.0.4\n" /* 3 -> 1, new gone */
         "c/api 172.30.0.30 10.1.2.8\n", /* 1 replaced by 1 */
+        "a/web 172.30.0.10 10.1.0.4\n" /* another service on web's endpoint */
+        "c/api 172.30.0.30 10.1.2.8\n"
+        "f/share 172.30.0.60 10.1.0.4\n",
+        "a/web* 172.30.0.10 10.1.0.4\n" /* share gone: web still hairpins; */
+        "c/api 172.30.0.30 10.1.2.8\n", /* web gets affinity */
+        "a/web* 172.30.0.10 10.1.0.4,10.1.0.5\n"
+        "c/api* 172.30.0.30 10.1.2.8\n",
+        "a/web 172.30.0.10 10.1.0.5\n" /* affinity off again */
+        "c/api* 172.30.0.30 10.1.2.8\n",
         "", /* everything gone */
         base,
 };
@@ -675,6 +710,74 @@ static int affinity_child(void)
         free(want);
         free(full);
         return code;
+}
+
+/* a table as svcenv wrote it before v1.36's layout: other base chain
+ * names and priorities, endpoint chains, mark-for-masquerade */
+static const char old_layout[] =
+        "table ip svcenv {\n"
+        "\tcomment \"rules for svcenv (kube-proxy v1.36 semantics)\"\n"
+        "\tmap service-VXO22ISD-a/web/tcp/p {\n"
+        "\t\ttypeof numgen random mod 1 : verdict\n"
+        "\t\telements = { 0 : goto endpoint-AAAAAAAA-a/web/tcp/p__10.1.0.1/8080 }\n"
+        "\t}\n"
+        "\tchain filter-prerouting {\n"
+        "\t\ttype filter hook prerouting priority dstnat - 10; policy accept;\n"
+        "\t}\n"
+        "\tchain filter-input {\n"
+        "\t\ttype filter hook input priority -10; policy accept;\n"
+        "\t}\n"
+        "\tchain mark-for-masquerade {\n"
+        "\t\tmeta mark set meta mark | 0x4000\n"
+        "\t}\n"
+        "\tchain endpoint-AAAAAAAA-a/web/tcp/p__10.1.0.1/8080 {\n"
+        "\t\tip saddr 10.1.0.1 jump mark-for-masquerade\n"
+        "\t\tmeta l4proto tcp dnat to 10.1.0.1:8080\n"
+        "\t}\n"
+        "\tchain service-VXO22ISD-a/web/tcp/p {\n"
+        "\t\tnumgen random mod 1 vmap @service-VXO22ISD-a/web/tcp/p\n"
+        "\t}\n"
+        "}\n";
+
+/* the child: svcenv restarted after an upgrade finds the old layout; its
+ * first full sync (tracker seeded from the kernel) must replace it with
+ * what a fresh full load makes, base chain priorities included */
+static int upgrade_child(void)
+{
+        int code = 0;
+        use_nft = true;
+        if (unshare(CLONE_NEWNET) < 0)
+                return 2;
+        if (apply(old_layout) < 0)
+                return 3; /* no nft here */
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        static const char spec[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2\n";
+        char *text = NULL;
+        if (se_proxy_nft_seed_existing(tr, SE_IPV4) < 0)
+                code = 5;
+        if (!code && (text = sync_any(spec, tr, true)) && apply(text) < 0)
+                code = 6;
+        free(text);
+        se_proxy_tracker_free(tr);
+        char *got = code ? NULL : nft_saved();
+        char *full = code ? NULL : sync_any(spec, NULL, true);
+        if (!code && (unshare(CLONE_NEWNET) < 0 || apply(full) < 0))
+                code = 7;
+        char *want = code ? NULL : nft_saved();
+        if (!code && strcmp(got, want) != 0) {
+                fprintf(stderr, "# after the upgrade:\n%s# fresh:\n%s", got, want);
+                code = 8;
+        }
+        free(got);
+        free(want);
+        free(full);
+        return code;
+}
+
+static void test_partial__nft_upgrade_from_old_layout(void **state)
+{
+        (void)state;
+        run_child(upgrade_child);
 }
 
 static void test_partial__nft_full_sync_keeps_affinity(void **state)
@@ -952,6 +1055,7 @@ int main(void)
                 cmocka_unit_test(test_partial__nft_applied_equals_full),
                 cmocka_unit_test(test_partial__nft_applied_equals_full_plain),
                 cmocka_unit_test(test_partial__nft_full_sync_keeps_affinity),
+                cmocka_unit_test(test_partial__nft_upgrade_from_old_layout),
                 cmocka_unit_test(test_partial__nft_names_over_netlink),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

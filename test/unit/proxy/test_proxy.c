@@ -688,7 +688,7 @@ static void test_proxy__headless_label(void **state)
         assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
         se_strbuf_init(&sb, 0);
         assert_int_equal(se_proxy_nft_write(t, &o, &sb), 0);
-        has_line(sb.buf, "\t\tmeta l4proto tcp dnat to 10.1.0.1:8080");
+        has_line(sb.buf, "\t\telements = { 0 : 10.1.0.1 . 8080 }");
         no_text(sb.buf, "10.1.0.2");
         no_text(sb.buf, "10.1.0.3");
         assert_non_null(strstr(sb.buf, "172.30.0.12 . tcp . 80 : goto reject-chain"));
@@ -1099,24 +1099,85 @@ static void test_proxy__nftables_overall(void **state)
         has_line(got, "\tset firewall-HVFWP5L3-ns5/svc5/tcp/p80 {");
         has_line(got, "\t\telements = { 203.0.113.0/25 }");
         has_line(got, "\t\ttimeout 10800s");
-        /* the endpoint is picked through the service chain's own named map */
-        has_line(got, "\t\tnumgen random mod 2 vmap @service-LAUZTJTB-ns4/svc4/tcp/p80");
-        has_line(got, "\tmap service-LAUZTJTB-ns4/svc4/tcp/p80 {");
+        /* v1.36: one DNAT per service chain, to a random endpoint of its
+         * own named map; no endpoint chains without affinity */
         has_line(
                 got,
-                "\t\telements = { 0 : goto endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80, 1 : goto endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80 }");
+                "\t\tmeta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-service-LAUZTJTB-ns4/svc4/tcp/p80");
+        has_line(got, "\tmap dnat-service-LAUZTJTB-ns4/svc4/tcp/p80 {");
+        has_line(got, "\t\ttypeof numgen random mod 1 : ip daddr . tcp dport");
+        has_line(got, "\t\telements = { 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 }");
+        no_text(got, "endpoint-UNZV3OEC");
+        no_text(got, "mark-for-masquerade"); /* inlined since PR #135800 */
+        /* affinity (svc5): endpoint chains remember the client */
+        has_line(
+                got,
+                "\t\tip saddr @affinity-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80 goto endpoint-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80");
+        has_line(got, "\t\tnumgen random mod 1 vmap @service-HVFWP5L3-ns5/svc5/tcp/p80");
+        has_line(got, "\t\tupdate @affinity-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80 { ip saddr }");
+        has_line(got, "\t\tmeta l4proto tcp dnat to 10.180.0.3:80");
         no_text(got, "vmap {"); /* no anonymous map: each costs a commit-list walk */
+        no_text(got, "map {");
         no_text(got, "saddr != {");
+        /* masquerading: ClusterIP traffic from outside the pod CIDR is
+         * marked once in `services`, external traffic in its chain, and an
+         * endpoint on this node reaching itself is matched by
+         * hairpin-connections (svc4's 10.180.0.5 is the only local one) */
         has_line(
                 got,
-                "\t\tip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade");
-        has_line(got, "\t\tmeta mark & 0x4000 == 0 return");
+                "\t\tip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x4000");
+        has_line(got, "\t\tmeta mark set meta mark | 0x4000");
+        has_line(got, "\t\tfib saddr type local meta mark set meta mark | 0x4000");
+        has_line(got, "\t\tmeta mark & 0x4000 != 0 meta mark set meta mark ^ 0x4000 masquerade");
+        has_line(
+                got,
+                "\t\tct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections masquerade");
+        has_line(got, "\t\ttype ipv4_addr . ipv4_addr . inet_proto . inet_service");
+        has_line(got, "\t\t\t10.180.0.5 . 10.180.0.5 . tcp . 80");
+        no_text(got, "10.180.0.4 . 10.180.0.4");
+        /* v1.36's base chains */
+        has_line(got, "\tchain filter-prerouting-pre-dnat {");
+        has_line(got, "\t\ttype filter hook forward priority 0; policy accept;");
+        no_text(got, "chain filter-prerouting {");
         has_line(
                 got,
                 "\t\tfib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports");
-        has_line(got, "\t\tmeta l4proto tcp dnat to 10.180.0.1:80");
         free(got);
         free(yaml);
+}
+
+/* hairpin-connections (kube-proxy v1.36): one element per local endpoint
+ * and protocol, written once however many services share it; remote
+ * endpoints cannot hairpin on this node */
+static void test_proxy__nft_hairpin_local_once(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.1, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.2, ports: [{name: p, port: 81}, {name: u, port: 53, "
+                "protocol: UDP}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: a-1, namespace: ns, labels: {kubernetes.io/service-name: a}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1], nodeName: test-node}, {addresses: "
+                "[10.1.0.2], nodeName: other}]\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: b-1, namespace: ns, labels: {kubernetes.io/service-name: b}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}, {name: u, port: "
+                "8080, protocol: UDP}]\n"
+                "endpoints: [{addresses: [10.1.0.1], nodeName: test-node}, {addresses: "
+                "[10.1.0.3], nodeName: test-node}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = nft_rules(yaml, &o, SE_IPV4);
+        assert_int_equal(count(got, "10.1.0.1 . 10.1.0.1 . tcp . 8080"), 1);
+        assert_int_equal(count(got, "10.1.0.1 . 10.1.0.1 . udp . 8080"), 1);
+        assert_int_equal(count(got, "10.1.0.3 . 10.1.0.3 . tcp . 8080"), 1);
+        no_text(got, "10.1.0.2 . 10.1.0.2");
+        has_line(got, "\t\t\t10.1.0.3 . 10.1.0.3 . udp . 8080");
+        free(got);
 }
 
 /* nft names have at most 255 characters: like kube-proxy's
@@ -1164,11 +1225,13 @@ static void test_proxy__nft_long_names(void **state)
         assert_true(longest <= 255);
         assert_true(cut > 0);
         /* "HASH8-" + 230 n + "/svc/tcp/p80" is 251 long: cut to 237 + "..." */
-        char want[300];
-        snprintf(want, sizeof(want), "\t\tnumgen random mod 1 vmap @service-LHPYX3MT-%.228s...",
-                 ns);
+        char want[400];
+        snprintf(
+                want, sizeof(want),
+                "\t\tmeta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-service-LHPYX3MT-%.228s...",
+                ns);
         has_line(sb.buf, want);
-        snprintf(want, sizeof(want), "\tmap service-LHPYX3MT-%.228s... {", ns);
+        snprintf(want, sizeof(want), "\tmap dnat-service-LHPYX3MT-%.228s... {", ns);
         has_line(sb.buf, want);
         se_strbuf_release(&sb);
 }
@@ -1598,18 +1661,23 @@ static void test_proxy__nft_partial_sync(void **state)
         has_line(out[2], "flush chain ip svcenv service-ULMVA6XW-ns1/svc1/tcp/p80");
         has_line(out[2], "flush map ip svcenv service-ips");
         /* svc1's endpoint map emptied and declared again with one element */
-        has_line(out[2], "flush map ip svcenv service-ULMVA6XW-ns1/svc1/tcp/p80");
-        has_line(out[2],
-                 "\t\telements = { 0 : goto endpoint-2ZNDXFAB-ns1/svc1/tcp/p80__10.180.0.2/80 }");
-        has_line(out[2], "\t\tnumgen random mod 1 vmap @service-ULMVA6XW-ns1/svc1/tcp/p80");
+        has_line(out[2], "flush map ip svcenv dnat-service-ULMVA6XW-ns1/svc1/tcp/p80");
+        has_line(out[2], "\t\telements = { 0 : 10.180.0.2 . 80 }");
+        has_line(
+                out[2],
+                "\t\tmeta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-service-ULMVA6XW-ns1/svc1/tcp/p80");
         /* svc2's map deleted after the chain whose rule uses it */
-        const char *dm = strstr(out[2], "\ndelete map ip svcenv service-");
-        const char *dc = strstr(out[2], "\ndelete chain ip svcenv service-");
+        const char *dm =
+                strstr(out[2], "\ndelete map ip svcenv dnat-service-42NFTM6N-ns2/svc2/tcp/p80");
+        const char *dc =
+                strstr(out[2], "\ndelete chain ip svcenv service-42NFTM6N-ns2/svc2/tcp/p80");
         assert_non_null(dm);
         assert_non_null(dc);
         assert_true(dc < dm);
-        has_line(out[2],
-                 "delete chain ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80");
+        no_text(out[2], "chain endpoint-"); /* no affinity: no endpoint chains */
+        /* hairpin-connections refilled: no endpoint is on this node */
+        has_line(out[2], "flush set ip svcenv hairpin-connections");
+        no_text(out[2], "10.180.0.2 . 10.180.0.2");
         no_text(out[2], "172.30.0.42");
         char svc2[64];
         snprintf(svc2, sizeof(svc2), "delete chain ip svcenv service-");
@@ -1634,7 +1702,7 @@ static void test_proxy__nft_partial_sync(void **state)
                                 code = 10 + i;
                         }
                 static const char probe[] =
-                        "add rule ip svcenv endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80 counter\n";
+                        "add rule ip svcenv service-42NFTM6N-ns2/svc2/tcp/p80 counter\n";
                 if (!code) {
                         int r = se_proxy_apply(SE_PROXY_NFT, probe, sizeof(probe) - 1, err,
                                                sizeof(err));
@@ -1807,6 +1875,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__parse_cidr_list),
                 cmocka_unit_test(test_proxy__apply_errors),
                 cmocka_unit_test(test_proxy__nftables_overall),
+                cmocka_unit_test(test_proxy__nft_hairpin_local_once),
                 cmocka_unit_test(test_proxy__nft_long_names),
                 cmocka_unit_test(test_proxy__topology_hints),
                 cmocka_unit_test(test_proxy__source_ranges_node_ip),
