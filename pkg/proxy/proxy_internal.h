@@ -130,4 +130,11 @@ int proxy_top_elems(struct proxy_top *top, bool partial, int idx, const char *fa
 /* The tracker's top-chain state; NULL when minimal partial syncs are off. */
 struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 
+/* proxy_split.c: iptables-restore --noflush input rewritten for the
+ * nf_tables backend as several COMMIT blocks per large table (see the file
+ * for why), each chain still rewritten whole in one block; small tables,
+ * and tables holding lines other than `:`, `-A` and `-X`, are copied as
+ * they are. Appends to out: 0, -ENOMEM or -E2BIG. */
+int proxy_restore_split(const char *in, size_t n, struct se_strbuf *out);
+
 #endif
