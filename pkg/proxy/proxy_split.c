@@ -29,8 +29,8 @@
 #define SPLIT_MIN_LINES 20000u
 /* lines of one block, and its estimated compares (lines x jump targets) */
 #define BLOCK_MAX_LINES 30000u
-#define BLOCK_BUDGET 2000000u
-#define DEPTH_MAX 64
+#define BLOCK_BUDGET    2000000u
+#define DEPTH_MAX       64
 
 struct line {
         const char *p;
@@ -345,8 +345,8 @@ int proxy_restore_split(const char *in, size_t n, struct se_strbuf *out)
                         r = flush_section(&s, &head, out);
                         in_table = false;
                 } else if (in_table) {
-                        if (grow((void **)&s.lines, &s.cap_lines, s.n_lines + 1,
-                                 sizeof(*s.lines)) < 0)
+                        if (grow((void **)&s.lines, &s.cap_lines, s.n_lines + 1, sizeof(*s.lines)) <
+                            0)
                                 r = -ENOMEM;
                         else
                                 s.lines[s.n_lines++] = l;

@@ -189,8 +189,7 @@ static void test_large_input_blocks(void **state)
                 if (l[0] == ':') {
                         assert_null(se_hashmap_get(&block_of, chain));
                         char *key = strdup(chain);
-                        assert_int_equal(
-                                se_hashmap_put(&block_of, key, (void *)block, NULL), 0);
+                        assert_int_equal(se_hashmap_put(&block_of, key, (void *)block, NULL), 0);
                         strcpy(last_chain, chain);
                         continue;
                 }
