@@ -233,8 +233,12 @@ static char *saved(const char *table)
 {
         const char *argv[] = { "iptables-save", "-t", table, NULL };
         struct se_strbuf sb;
+        char err[512];
         se_strbuf_init(&sb, 0);
-        if (se_proxy_run(argv, &sb, NULL, 0) < 0) {
+        int rc = se_proxy_run(argv, &sb, err, sizeof(err));
+        if (rc < 0) {
+                fprintf(stderr, "# iptables-save -t %s: %s\n", table,
+                        rc == -EPROTO ? err : strerror(-rc));
                 se_strbuf_release(&sb);
                 return NULL;
         }
@@ -296,15 +300,20 @@ static int applied_child(unsigned n)
         char *xs[2] = { saved("nat"), saved("filter") };
         if (unshare(CLONE_NEWNET) < 0)
                 return 2;
-        if (restore_plain(in) < 0)
+        if (restore_plain(in) < 0) {
+                fprintf(stderr, "# plain iptables-restore failed\n");
                 return 11;
+        }
         char *ys[2] = { saved("nat"), saved("filter") };
         int code = 0;
         for (int t = 0; t < 2 && !code; t++) {
                 if (!xs[t] || !ys[t])
                         code = 12;
-                else if (strcmp(xs[t], ys[t]) != 0)
+                else if (strcmp(xs[t], ys[t]) != 0) {
+                        fprintf(stderr, "# %s: split apply != one transaction\n",
+                                t ? "filter" : "nat");
                         code = 20 + t;
+                }
         }
         if (!code && count(xs[0], "-A KUBE-SEP-") != 2 * 10 * (size_t)n)
                 code = 30;
