@@ -193,6 +193,9 @@ run_one() { # SIZE MODE WHO
         kill "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
         pid=
+        # a restore still running after a timeout would outlive its proxy
+        # (ip netns pids: only what runs in our namespace)
+        ip netns pids "$p" 2>/dev/null | xargs -r kill 2>/dev/null
         kapi delete "/api/v1/namespaces/$(ns_of 0)/services/svc-$extra" >/dev/null 2>&1
         kapi delete "/apis/discovery.k8s.io/v1/namespaces/$(ns_of 0)/endpointslices/svc-$extra-x" >/dev/null 2>&1
         netns_down
