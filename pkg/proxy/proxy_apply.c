@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <svcenv/strbuf.h>
 
 #include "proxy_nlbatch.h"
+#include "proxy_internal.h"
 
 #define ERR_CAP 4096 /* bytes of the tool's stderr kept */
 
@@ -202,6 +204,40 @@ out:
         return r;
 }
 
+/* Whether iptables-restore (ip6tables-restore when v6) is the nf_tables
+ * build: its --version ends "(nf_tables)", the legacy one's "(legacy)".
+ * Asked once per family (the node does not switch under us). */
+static pthread_once_t backend_once[2] = { PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT };
+static bool backend_nft[2];
+
+static void ask_backend(int v6)
+{
+        const char *argv[] = { v6 ? "ip6tables-restore" : "iptables-restore", "--version", NULL };
+        struct se_strbuf out;
+        int status;
+        se_strbuf_init(&out, 4096);
+        if (run(argv, NULL, 0, &out, NULL, 0, &status) == 0 && !se_strbuf_failed(&out) &&
+            out.len > 0)
+                backend_nft[v6] = memmem(out.buf, out.len, "(nf_tables)", 11) != NULL;
+        se_strbuf_release(&out);
+}
+
+static void ask_v4(void)
+{
+        ask_backend(0);
+}
+
+static void ask_v6(void)
+{
+        ask_backend(1);
+}
+
+static bool restore_is_nft(bool v6)
+{
+        pthread_once(&backend_once[v6], v6 ? ask_v6 : ask_v4);
+        return backend_nft[v6];
+}
+
 int se_proxy_apply(enum se_proxy_tool tool, const char *data, size_t n, char *err, size_t errsize)
 {
         /* nft scripts go over netlink first (proxy_nlbatch.c) unless set otherwise */
@@ -223,6 +259,19 @@ int proxy_apply_tool(enum se_proxy_tool tool, const char *data, size_t n, char *
                                   tool == SE_PROXY_IP6TABLES_RESTORE ? ip6t :
                                                                        ipt;
         int status;
+        if (tool != SE_PROXY_NFT && restore_is_nft(tool == SE_PROXY_IP6TABLES_RESTORE)) {
+                /* iptables-nft's --noflush is quadratic in one large
+                 * transaction (proxy_split.c) */
+                struct se_strbuf split;
+                se_strbuf_init(&split, 0);
+                int r = proxy_restore_split(data, n, &split);
+                if (r == 0)
+                        r = run(argv, split.buf, split.len, NULL, err, errsize, &status);
+                else if (err && errsize)
+                        snprintf(err, errsize, "iptables-restore input: %s", strerror(-r));
+                se_strbuf_release(&split);
+                return r;
+        }
         return run(argv, data, n, NULL, err, errsize, &status);
 }
 

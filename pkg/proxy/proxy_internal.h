@@ -155,5 +155,11 @@ struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 #define PROXY_NFT_NAME_SIZE 340
 int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
                          const struct se_proxy_endpoint *ep, char *out, size_t size);
+/* proxy_split.c: iptables-restore --noflush input rewritten for the
+ * nf_tables backend as several COMMIT blocks per large table (see the file
+ * for why), each chain still rewritten whole in one block; small tables,
+ * and tables holding lines other than `:`, `-A` and `-X`, are copied as
+ * they are. Appends to out: 0, -ENOMEM or -E2BIG. */
+int proxy_restore_split(const char *in, size_t n, struct se_strbuf *out);
 
 #endif
