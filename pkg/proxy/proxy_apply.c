@@ -14,8 +14,8 @@
 #include <svcenv/proxy.h>
 #include <svcenv/strbuf.h>
 
-#include "proxy_nlbatch.h"
 #include "proxy_internal.h"
+#include "proxy_nlbatch.h"
 
 #define ERR_CAP 4096 /* bytes of the tool's stderr kept */
 
