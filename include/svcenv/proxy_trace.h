@@ -65,7 +65,10 @@ struct se_proxy_trace_step {
 
 struct se_proxy_trace_endpoint {
         char *endpoint; /* "ip:port" ("[ip]:port") */
-        char *chain; /* KUBE-SEP-… / endpoint-… */
+        /* KUBE-SEP-… / endpoint-…; NULL in nftables without affinity, where
+         * the service chain DNATs through its map @dnat-<chain> (key: the
+         * endpoint's index here) */
+        char *chain;
         double probability; /* of a new connection (affinity aside) */
         bool local, ready, serving, terminating;
         bool masquerade; /* hairpin: the source is this endpoint */

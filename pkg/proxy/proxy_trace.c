@@ -36,6 +36,8 @@ struct walk {
         char from[64], to[64];
         bool entered; /* the nat hook's jump is in the steps */
         char np_match[96]; /* nodeport_match's text */
+        char mark_set[48]; /* nft: "meta mark set meta mark | 0xMARK" */
+        unsigned mark;
         int r; /* first error */
 };
 
@@ -291,14 +293,16 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
                 struct se_proxy_trace_endpoint *e = &tr->endpoints[tr->n_endpoints++];
                 const struct se_proxy_endpoint *ep = eps[i];
                 e->endpoint = se_strdup(ep->str);
-                e->chain = ep_chain(w, sp, ep);
+                /* nft: endpoint chains exist for affinity only */
+                e->chain = !w->nft || sp->affinity ? ep_chain(w, sp, ep) : NULL;
                 if (!e->endpoint)
                         fail(w, -ENOMEM);
                 e->local = ep->local;
                 e->ready = ep->ready;
                 e->serving = ep->serving;
                 e->terminating = ep->terminating;
-                e->masquerade = ip_is(ep->ip, &w->q->from);
+                /* nft: @hairpin-connections holds this node's endpoints only */
+                e->masquerade = ip_is(ep->ip, &w->q->from) && (!w->nft || ep->local);
                 if (w->nft) {
                         e->probability = 1.0 / n; /* numgen random mod N */
                 } else {
@@ -320,9 +324,14 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
                      "-m recent --name KUBE-SEP-<endpoint> --rcheck --seconds %d --reap -j "
                      "KUBE-SEP-<endpoint>: a client seen before goes back to its endpoint",
                      sp->affinity_timeout);
-        if (w->nft)
+        if (w->nft && sp->affinity)
                 step(w, w->table, name, "numgen random mod %u vmap @%s: each endpoint 1/%u", n,
                      name, n);
+        else if (w->nft)
+                step(w, w->table, name,
+                     "meta l4proto %s dnat %s addr . port to numgen random mod %u map @dnat-%s: "
+                     "each endpoint 1/%u",
+                     sp->proto, w->ip, n, name, n);
         else if (n == 1)
                 step(w, "nat", name, "-j %s (the only endpoint)",
                      tr->endpoints[0].chain ? tr->endpoints[0].chain : "");
@@ -339,11 +348,17 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
         bool hairpin = false;
         for (uint32_t i = 0; i < n; i++)
                 hairpin |= tr->endpoints[i].masquerade;
-        if (hairpin)
+        if (hairpin && w->nft)
                 note(w,
-                     "hairpin: the source %s is an endpoint; if it picks itself, its %s chain "
-                     "masquerades the packet (%s saddr %s jump mark-for-masquerade)",
-                     w->from, w->nft ? "endpoint-" : "KUBE-SEP-", w->nft ? w->ip : "-s", w->from);
+                     "hairpin: the source %s is an endpoint on this node; if it picks itself, "
+                     "chain masquerading masquerades the packet (ct status dnat %s saddr . %s "
+                     "daddr . meta l4proto . th dport @hairpin-connections)",
+                     w->from, w->ip, w->ip);
+        else if (hairpin)
+                note(w,
+                     "hairpin: the source %s is an endpoint; if it picks itself, its KUBE-SEP- "
+                     "chain masquerades the packet (-s %s -j KUBE-MARK-MASQ)",
+                     w->from, w->from);
 }
 
 /* Topology hints, terminating fallback and local policies, as notes. */
@@ -376,8 +391,7 @@ static void internal_masq(struct walk *w, const struct se_proxy_svcport *sp, con
                 tr->masquerade = true;
                 set_str(w, &tr->masquerade_reason, "masquerade-all: every packet to a ClusterIP");
                 if (w->nft)
-                        step(w, w->table, chain, "%s daddr %s %s dport %d jump mark-for-masquerade",
-                             w->ip, sp->cluster_ip, pr, sp->port);
+                        step(w, w->table, chain, "%s daddr @cluster-ips %s", w->ip, w->mark_set);
                 else
                         step(w, "nat", chain, "-d %s -p %s --dport %d -j KUBE-MARK-MASQ",
                              sp->cluster_ip, pr, sp->port);
@@ -390,10 +404,8 @@ static void internal_masq(struct walk *w, const struct se_proxy_svcport *sp, con
                         w->detect);
                 if (!pod) {
                         if (w->nft)
-                                step(w, w->table, chain,
-                                     "%s daddr %s %s dport %d %s saddr != %s jump "
-                                     "mark-for-masquerade",
-                                     w->ip, sp->cluster_ip, pr, sp->port, w->ip, w->detect);
+                                step(w, w->table, chain, "%s daddr @cluster-ips %s saddr != %s %s",
+                                     w->ip, w->ip, w->detect, w->mark_set);
                         else
                                 step(w, "nat", chain,
                                      "-d %s -p %s --dport %d ! -s %s -j KUBE-MARK-MASQ",
@@ -444,13 +456,21 @@ static void no_endpoints(struct walk *w, const struct se_proxy_svcport *sp, bool
 
 static void cluster_ip(struct walk *w, const struct se_proxy_svcport *sp, const struct plan *p)
 {
+        struct se_proxy_trace *tr = w->tr;
         hook(w);
+        const char *chain = sp->internal_local ? p->svl : p->svc;
+        /* nft marks at the top of services, for any port of a ClusterIP */
+        if (w->nft)
+                internal_masq(w, sp, "services");
         if (!p->has_internal) {
+                /* marked or not, it is rejected or dropped: no masquerade */
+                tr->masquerade = false;
+                free(tr->masquerade_reason);
+                tr->masquerade_reason = NULL;
                 if (w->nft)
                         nat_step(w, "services", "no element in @service-ips: no DNAT");
                 return no_endpoints(w, sp, false, !p->has_any);
         }
-        const char *chain = sp->internal_local ? p->svl : p->svc;
         if (w->nft)
                 step(w, w->table, "services",
                      "%s daddr . meta l4proto . th dport vmap @service-ips: "
@@ -459,7 +479,8 @@ static void cluster_ip(struct walk *w, const struct se_proxy_svcport *sp, const 
         else
                 step(w, "nat", "KUBE-SERVICES", "\"%s cluster IP\" -d %s -p %s --dport %d -j %s",
                      sp->spn, w->to, sp->proto, sp->port, chain);
-        internal_masq(w, sp, chain);
+        if (!w->nft)
+                internal_masq(w, sp, chain);
         category_notes(w, sp, p, sp->internal_local);
         if (sp->internal_local)
                 dispatch(w, sp, chain, p->cat.local, p->cat.n_local);
@@ -491,7 +512,8 @@ static bool firewall(struct walk *w, const struct se_proxy_svcport *sp, const st
         char src[80];
         snprintf(src, sizeof(src), "%s", allowed >= 0 ? sp->source_ranges[allowed] : w->from);
         if (w->nft) {
-                step(w, w->table, w->q->from_local ? "filter-output-pre-dnat" : "filter-prerouting",
+                step(w, w->table,
+                     w->q->from_local ? "filter-output-pre-dnat" : "filter-prerouting-pre-dnat",
                      "ct state new jump firewall-check");
                 step(w, w->table, "firewall-check",
                      "%s daddr . meta l4proto . th dport vmap @firewall-ips: %s . %s . %d : goto %s",
@@ -574,7 +596,7 @@ static void external(struct walk *w, const struct se_proxy_svcport *sp, const st
                      d == SE_PROXY_TRACE_DEST_EXTERNAL_IP ? "external IP" : "loadbalancer IP",
                      w->to, sp->proto, sp->port, p->ext);
         }
-        const char *mark = w->nft ? "jump mark-for-masquerade" : "-j KUBE-MARK-MASQ";
+        const char *mark = w->nft ? w->mark_set : "-j KUBE-MARK-MASQ";
         if (!sp->external_local) {
                 tr->masquerade = true;
                 set_str(w, &tr->masquerade_reason,
@@ -797,6 +819,8 @@ int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_opt
         w.nft = backend == SE_PROXY_TRACE_NFTABLES;
         w.ip = t->family == SE_IPV6 ? "ip6" : "ip";
         snprintf(w.table, sizeof(w.table), "%s svcenv", w.ip);
+        w.mark = 1u << (opt->masquerade_bit & 31);
+        snprintf(w.mark_set, sizeof(w.mark_set), "meta mark set meta mark | 0x%x", w.mark);
         if ((w.detect_cidr = proxy_cluster_cidr(opt, t->family)))
                 proxy_cidr_text(w.detect_cidr, w.detect, sizeof(w.detect));
         se_ip_format(&q->from, w.from, sizeof(w.from));
@@ -827,11 +851,16 @@ int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_opt
                         external(&w, sp, &p);
                 fail(&w, r);
                 proxy_categories_release(&p.cat);
-                if (ret->verdict == SE_PROXY_TRACE_DNAT && ret->masquerade)
-                        note(&w,
-                             "masqueraded on the way out (%s), source becomes the node's "
-                             "address",
-                             w.nft ? "chain masquerading" : "KUBE-POSTROUTING -j MASQUERADE");
+                if (ret->verdict == SE_PROXY_TRACE_DNAT && ret->masquerade) {
+                        if (w.nft)
+                                note(&w,
+                                     "masqueraded on the way out (chain masquerading: meta mark "
+                                     "& 0x%x != 0 masquerade), source becomes the node's address",
+                                     w.mark);
+                        else
+                                note(&w, "masqueraded on the way out (KUBE-POSTROUTING -j "
+                                         "MASQUERADE), source becomes the node's address");
+                }
         }
         if (!ret->masquerade_reason && ret->verdict == SE_PROXY_TRACE_DNAT)
                 set_str(&w, &ret->masquerade_reason, "no");

@@ -78,6 +78,8 @@ int se_proxy_trace_read_affinity(struct se_proxy_trace *tr, const struct se_prox
         const char *family = q->from.family == SE_IPV6 ? "ip6" : "ip";
         for (uint32_t i = 0; i < tr->n_endpoints; i++) {
                 struct se_proxy_trace_endpoint *e = &tr->endpoints[i];
+                if (!e->chain)
+                        continue;
                 int r = tr->backend == SE_PROXY_TRACE_NFTABLES ?
                                 nft_set(family, e->chain, from, &e->pinned) :
                                 xt_recent(e->chain, from, &e->pinned);

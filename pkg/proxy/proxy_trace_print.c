@@ -95,8 +95,10 @@ int se_proxy_trace_text(const struct se_proxy_trace *tr, const struct se_proxy_t
                 se_strbuf_puts(out, "endpoints:\n");
                 for (uint32_t i = 0; i < tr->n_endpoints; i++) {
                         const struct se_proxy_trace_endpoint *e = &tr->endpoints[i];
+                        char key[48];
+                        snprintf(key, sizeof(key), "DNAT map key %u", i);
                         se_strbuf_printf(out, "  %-24s %7.3f%%  %s%s%s%s%s\n", e->endpoint,
-                                         100.0 * e->probability, e->chain,
+                                         100.0 * e->probability, e->chain ? e->chain : key,
                                          e->local ? "  local" : "",
                                          e->ready       ? "" :
                                          e->terminating ? "  terminating" :
@@ -193,7 +195,7 @@ int se_proxy_trace_json(const struct se_proxy_trace *tr, const struct se_proxy_t
                 key(out, "endpoint", true);
                 se_json_put_string(out, e->endpoint);
                 key(out, "chain", false);
-                se_json_put_string(out, e->chain);
+                str_or_null(out, e->chain);
                 key(out, "probability", false);
                 se_strbuf_printf(out, "%.10f", e->probability);
                 key(out, "local", false);

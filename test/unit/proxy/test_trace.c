@@ -144,17 +144,100 @@ static bool defined(const char *rules, bool nft, const char *name)
         return strstr(rules, pat) != NULL;
 }
 
-/* Every chain of the path and of the endpoints exists in the rules. */
+/* The elements of the writer's map name (nft: "\tmap NAME {" ... "}"):
+ * a copy, or NULL when the map is not written. */
+static char *map_elements(const char *rules, const char *name)
+{
+        char head[512];
+        snprintf(head, sizeof(head), "\tmap %s {\n", name);
+        const char *m = strstr(rules, head);
+        const char *el = m ? strstr(m, "elements = { ") : NULL;
+        const char *end = el ? strchr(el, '}') : NULL;
+        if (!end)
+                return NULL;
+        el += strlen("elements = { ");
+        char *s = malloc((size_t)(end - el) + 1);
+        assert_non_null(s);
+        memcpy(s, el, (size_t)(end - el));
+        s[end - el] = 0;
+        return s;
+}
+
+/* "ip:port" / "[ip]:port" as a DNAT map's value "ip . port" */
+static void dnat_value(const char *endpoint, char *out, size_t size)
+{
+        const char *colon = strrchr(endpoint, ':');
+        bool v6 = endpoint[0] == '[';
+        assert_non_null(colon);
+        snprintf(out, size, "%.*s . %s", (int)(colon - endpoint - (v6 ? 2 : 0)), endpoint + v6,
+                 colon + 1);
+}
+
+/* The map of the path's nft DNAT step ("... map @dnat-NAME: ..."), or NULL. */
+static const char *dnat_map(const struct result *r, char *out, size_t size)
+{
+        for (uint32_t i = 0; i < r->tr.n_steps; i++) {
+                const char *m = strstr(r->tr.steps[i].rule, " map @dnat-");
+                if (m && strncmp(r->tr.steps[i].chain, "service-", 8) != 0 &&
+                    strncmp(r->tr.steps[i].chain, "local-", 6) != 0)
+                        fail_msg("a DNAT map in chain %s", r->tr.steps[i].chain);
+                if (!m)
+                        continue;
+                /* the rule, up to the trace's own words, is the writer's */
+                const char *rule = r->tr.steps[i].rule, *words = strstr(rule, ": each");
+                char line[600];
+                snprintf(line, sizeof(line), "\t\t%.*s\n",
+                         (int)(words ? words - rule : (ptrdiff_t)strlen(rule)), rule);
+                if (!strstr(r->rules, line))
+                        fail_msg("the rule \"%s\" is not in the rules:\n%s", line, r->rules);
+                m += strlen(" map @");
+                const char *end = strchr(m, ':');
+                snprintf(out, size, "%.*s", (int)(end ? end - m : (ptrdiff_t)strlen(m)), m);
+                return out;
+        }
+        return NULL;
+}
+
+/* Every chain of the path and of the endpoints exists in the rules; an
+ * endpoint without a chain (nft without affinity) is its index's element
+ * of the DNAT map the path names. */
 static void chains_written(const struct result *r, bool nft)
 {
         for (uint32_t i = 0; i < r->tr.n_steps; i++)
                 if (!defined(r->rules, nft, r->tr.steps[i].chain))
                         fail_msg("step %u: chain %s is not in the rules:\n%s", i,
                                  r->tr.steps[i].chain, r->rules);
-        for (uint32_t i = 0; i < r->tr.n_endpoints; i++)
-                if (!defined(r->rules, nft, r->tr.endpoints[i].chain))
-                        fail_msg("endpoint chain %s is not in the rules:\n%s",
-                                 r->tr.endpoints[i].chain, r->rules);
+        char map[400];
+        const char *dnat = nft ? dnat_map(r, map, sizeof(map)) : NULL;
+        if (dnat && r->tr.affinity)
+                fail_msg("affinity, yet a DNAT map %s: endpoint chains remember the client", dnat);
+        for (uint32_t i = 0; i < r->tr.n_endpoints; i++) {
+                const struct se_proxy_trace_endpoint *e = &r->tr.endpoints[i];
+                if (e->chain) {
+                        if (!defined(r->rules, nft, e->chain))
+                                fail_msg("endpoint chain %s is not in the rules:\n%s", e->chain,
+                                         r->rules);
+                        if (nft && !r->tr.affinity)
+                                fail_msg("endpoint chain %s without affinity", e->chain);
+                        continue;
+                }
+                if (!dnat)
+                        fail_msg("endpoint %s has no chain and the path no DNAT map", e->endpoint);
+                char *el = map_elements(r->rules, dnat);
+                if (!el)
+                        fail_msg("map %s is not in the rules:\n%s", dnat, r->rules);
+                char want[160], value[128];
+                dnat_value(e->endpoint, value, sizeof(value));
+                snprintf(want, sizeof(want), "%u : %s", i, value);
+                size_t wl = strlen(want);
+                const char *at = strstr(el, want);
+                bool whole = at && (at == el || at[-1] == ' ') &&
+                             (at[wl] == ',' || at[wl] == ' ' || at[wl] == 0);
+                if (!whole)
+                        fail_msg("endpoint %s: no element \"%s\" in map %s { %s}", e->endpoint,
+                                 want, dnat, el);
+                free(el);
+        }
 }
 
 static bool has_step(const struct result *r, const char *chain, const char *frag)
@@ -233,28 +316,34 @@ static double ipt_share(const char *rules, const char *chain, const char *sep)
         return 0.0;
 }
 
-/* nft: chain picks among the elements of its own map, equally */
-static double nft_share(const char *rules, const char *chain, const char *ep_chain)
+/* nft: chain picks among the elements of its own map, equally: with
+ * affinity the map @chain of endpoint chains, else the DNAT map
+ * @dnat-chain of addresses */
+static double nft_share(const char *rules, const char *chain,
+                        const struct se_proxy_trace_endpoint *e)
 {
-        char head[512];
-        snprintf(head, sizeof(head), "\tmap %s {\n", chain);
-        const char *m = strstr(rules, head);
-        if (!m)
-                return 0.0;
-        const char *el = strstr(m, "elements = { ");
-        const char *end = el ? strchr(el, '}') : NULL;
-        if (!end)
+        char name[512], want[400];
+        if (e->chain) {
+                snprintf(name, sizeof(name), "%s", chain);
+                snprintf(want, sizeof(want), ": goto %s", e->chain);
+        } else {
+                char value[128];
+                snprintf(name, sizeof(name), "dnat-%s", chain);
+                dnat_value(e->endpoint, value, sizeof(value));
+                snprintf(want, sizeof(want), ": %s", value);
+        }
+        char *el = map_elements(rules, name);
+        if (!el)
                 return 0.0;
         unsigned n = 0;
         bool in = false;
-        char want[400];
-        snprintf(want, sizeof(want), "goto %s", ep_chain);
-        for (const char *p = el; (p = strstr(p, "goto ")) && p < end; p++) {
+        size_t wl = strlen(want);
+        for (const char *p = el; (p = strstr(p, ": ")); p++) {
                 n++;
-                size_t wl = strlen(want);
-                if (strncmp(p, want, wl) == 0 && (p[wl] == ',' || p[wl] == ' '))
+                if (strncmp(p, want, wl) == 0 && (p[wl] == ',' || p[wl] == ' ' || p[wl] == 0))
                         in = true;
         }
+        free(el);
         return in && n ? 1.0 / n : 0.0;
 }
 
@@ -264,8 +353,8 @@ static void spread_from_rules(const struct result *r, bool nft, const char *chai
         double sum = 0;
         for (uint32_t i = 0; i < r->tr.n_endpoints; i++) {
                 const struct se_proxy_trace_endpoint *e = &r->tr.endpoints[i];
-                double want = nft ? nft_share(r->rules, chain, e->chain) :
-                                    ipt_share(r->rules, chain, e->chain);
+                double want =
+                        nft ? nft_share(r->rules, chain, e) : ipt_share(r->rules, chain, e->chain);
                 if (fabs(want - e->probability) > 1e-9)
                         fail_msg("%s via %s: trace says %.10f, the rules give %.10f", e->endpoint,
                                  chain, e->probability, want);
@@ -306,13 +395,31 @@ static void test_trace__cluster_ip(void **state)
                 assert_true(endpoint(&r, "10.244.1.2:8080")->local);
                 assert_false(endpoint(&r, "10.244.2.2:8080")->local);
                 assert_false(r.tr.affinity);
+                if (nft) { /* the mark is set at the top of services */
+                        const char *mark = "ip daddr @cluster-ips ip saddr != 10.244.0.0/16 "
+                                           "meta mark set meta mark | 0x4000";
+                        want_step(&r, "services", mark);
+                        assert_non_null(strstr(r.rules, mark));
+                        assert_null(strstr(r.rules, "mark-for-masquerade"));
+                }
                 done(&r);
 
-                /* from a pod: no masquerade; from the endpoint itself: hairpin */
+                /* from a pod: no masquerade; from the endpoint itself: hairpin
+                 * (nft: only this node's endpoints are in @hairpin-connections) */
                 trace(s, &o, nft, "10.244.3.2", "10.96.0.10:80", &r);
                 assert_false(r.tr.masquerade);
-                assert_true(endpoint(&r, "10.244.3.2:8080")->masquerade);
+                assert_true(endpoint(&r, "10.244.3.2:8080")->masquerade == !nft);
                 assert_false(endpoint(&r, "10.244.1.2:8080")->masquerade);
+                if (nft)
+                        assert_false(has_step(&r, "services", "meta mark set"));
+                done(&r);
+                trace(s, &o, nft, "10.244.1.2", "10.96.0.10:80", &r);
+                assert_true(endpoint(&r, "10.244.1.2:8080")->masquerade);
+                if (nft) {
+                        assert_non_null(
+                                strstr(r.rules, "\t\t\t10.244.1.2 . 10.244.1.2 . tcp . 8080"));
+                        assert_null(strstr(r.rules, "10.244.3.2 . 10.244.3.2"));
+                }
                 done(&r);
 
                 /* the node itself goes through OUTPUT */
@@ -330,20 +437,35 @@ static void test_trace__masquerade_modes(void **state)
         struct se_store *s = cluster(
                 "web", "{clusterIP: 10.96.0.10, ports: [{name: http, port: 80, targetPort: 8080}]}",
                 "TCP", three);
-        struct se_proxy_options o;
-        struct result r;
-        options(&o, false);
-        o.masquerade_all = true;
-        trace(s, &o, false, "10.244.1.9", "10.96.0.10:80", &r);
-        assert_true(r.tr.masquerade);
-        assert_non_null(strstr(r.tr.masquerade_reason, "masquerade-all"));
-        done(&r);
-        options(&o, false);
-        o.n_cluster_cidrs = 0;
-        trace(s, &o, false, "192.0.2.7", "10.96.0.10:80", &r);
-        assert_false(r.tr.masquerade);
-        assert_non_null(strstr(r.tr.masquerade_reason, "--cluster-cidr"));
-        done(&r);
+        for (int nft = 0; nft < 2; nft++) {
+                struct se_proxy_options o;
+                struct result r;
+                options(&o, nft);
+                o.masquerade_all = true;
+                trace(s, &o, nft, "10.244.1.9", "10.96.0.10:80", &r);
+                assert_true(r.tr.masquerade);
+                assert_non_null(strstr(r.tr.masquerade_reason, "masquerade-all"));
+                if (nft) { /* every packet to @cluster-ips, at the top of services */
+                        const char *mark = "ip daddr @cluster-ips meta mark set meta mark | 0x4000";
+                        want_step(&r, "services", mark);
+                        assert_non_null(strstr(r.rules, mark));
+                        assert_string_equal(r.tr.steps[1].chain, "services");
+                        assert_non_null(strstr(r.tr.steps[1].rule, mark));
+                }
+                chains_written(&r, nft);
+                done(&r);
+                options(&o, nft);
+                o.n_cluster_cidrs = 0;
+                trace(s, &o, nft, "192.0.2.7", "10.96.0.10:80", &r);
+                assert_false(r.tr.masquerade);
+                assert_non_null(strstr(r.tr.masquerade_reason, "--cluster-cidr"));
+                if (nft) {
+                        assert_false(has_step(&r, "services", "meta mark set"));
+                        assert_null(strstr(r.rules, "@cluster-ips meta mark set"));
+                        assert_null(strstr(r.rules, "@cluster-ips ip saddr"));
+                }
+                done(&r);
+        }
         se_store_free(s);
 }
 
@@ -452,7 +574,7 @@ static void test_trace__external_ip(void **state)
                 assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
                 assert_true(r.tr.masquerade); /* even from a pod: eTP Cluster */
                 want_step(&r, chain_with(&r, nft ? "external-" : "KUBE-EXT-"),
-                          nft ? "mark-for-masquerade" : "KUBE-MARK-MASQ");
+                          nft ? "meta mark set meta mark | 0x4000" : "KUBE-MARK-MASQ");
                 chains_written(&r, nft);
                 done(&r);
         }
