@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <svcenv/decode.h>
 #include <svcenv/encode.h>
 #include <svcenv/kube.h>
 #include <svcenv/kube_client.h>
@@ -99,7 +100,10 @@ static int load_online(const struct cli_source *src, struct se_store **ret)
                 if (src->kinds && !(src->kinds & (1u << k)))
                         continue;
                 bool namespaced = se_kind_namespaced((enum se_kind)k);
-                r = se_kube_list(client, (enum se_kind)k, namespaced ? ns : NULL, NULL, put_item,
+                struct se_kube_list_opts lo = { .decode_flags = src->exact_strings ?
+                                                                        0 :
+                                                                        SE_DECODE_NUL_AS_C080 };
+                r = se_kube_list(client, (enum se_kind)k, namespaced ? ns : NULL, &lo, put_item,
                                  store, NULL, &diag);
         }
         se_kube_client_free(client);

@@ -26,6 +26,12 @@ struct cli_source {
         const char *kubeconfig; /* --kubeconfig */
         const char *context; /* --context */
         unsigned kinds; /* online: bit (1u << kind) per kind to list; 0: every kind */
+        /* online: a string with a NUL byte (the API server takes \u0000 in
+         * data and annotations) fails the load, for commands that print the
+         * objects (get); the others decode it as the informers do
+         * (SE_DECODE_NUL_AS_C080), so one such ConfigMap does not stop
+         * them */
+        bool exact_strings;
 };
 
 /* Options shared by the subcommands, for getopt_long tables. */

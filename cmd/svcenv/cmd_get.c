@@ -70,7 +70,7 @@ int cmd_get(int argc, char **argv)
                                               { "no-headers", no_argument, NULL, 'H' },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0 } };
-        struct cli_source src = { .files = SE_STRV_INIT };
+        struct cli_source src = { .files = SE_STRV_INIT, .exact_strings = true };
         const char *output = "table";
         bool headers = true;
         int c, r;
