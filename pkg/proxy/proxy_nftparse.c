@@ -40,9 +40,24 @@
 enum { T_INTEGER = 4, T_IPADDR = 7, T_IP6ADDR = 8, T_PROTO = 12, T_SERVICE = 13, T_MARK = 19 };
 enum { BO_INVALID = 0, BO_HOST = 1, BO_BIG = 2 };
 /* nft's expression kinds in typeof user data */
-enum { EXPR_VERDICT = 1, EXPR_CONCAT = 13, EXPR_NUMGEN = 23 };
+enum { EXPR_VERDICT = 1, EXPR_PAYLOAD = 7, EXPR_CONCAT = 13, EXPR_NUMGEN = 23 };
+/* nft's protocol descriptions (proto.h) and their header fields, as typeof
+ * user data names a payload expression */
+enum { DESC_UDP = 6, DESC_TCP = 8, DESC_SCTP = 10, DESC_IP = 12, DESC_IP6 = 13 };
+enum { FIELD_IP_SADDR = 11, FIELD_IP_DADDR = 12, FIELD_IP6_SADDR = 8, FIELD_IP6_DADDR = 9 };
+enum { FIELD_TH_SPORT = 1, FIELD_TH_DPORT = 2 };
 
-enum fk { FK_IPV4, FK_IPV6, FK_PROTO, FK_SERVICE, FK_MARK, FK_INT, FK_CTSTATE, FK_FIBTYPE };
+enum fk {
+        FK_IPV4,
+        FK_IPV6,
+        FK_PROTO,
+        FK_SERVICE,
+        FK_MARK,
+        FK_INT,
+        FK_CTSTATE,
+        FK_CTSTATUS,
+        FK_FIBTYPE
+};
 
 struct ft {
         uint8_t k, len; /* kind, bytes */
@@ -599,6 +614,18 @@ static int value(struct ps *ps, const struct tok *t, struct ft f, uint8_t *out, 
                         return fail(ps, t->line, "unknown ct state '%s'", buf);
                 break;
         }
+        case FK_CTSTATUS: { /* the IPS_* bits nft names */
+                static const char *const names[] = { "expected",  "seen-reply", "assured",
+                                                     "confirmed", "snat",       "dnat",
+                                                     "dying" };
+                static const uint32_t bits[] = { 1, 2, 4, 8, 16, 32, 512 };
+                for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++)
+                        if (strcmp(buf, names[i]) == 0)
+                                v = bits[i];
+                if (!v)
+                        return fail(ps, t->line, "unknown ct status '%s'", buf);
+                break;
+        }
         case FK_FIBTYPE: {
                 static const char *const names[] = { "unspec",    "unicast",     "local",
                                                      "broadcast", "anycast",     "multicast",
@@ -957,11 +984,28 @@ static int set_known(struct ps *ps, uint8_t fam, const char *table, const char *
 struct setdecl {
         struct ktype key, data;
         bool map, verdict, typeof_numgen, typeof_verdict, automerge;
+        bool typeof_data; /* data given as header fields: desc/field below */
+        uint8_t data_desc[MAX_FIELDS], data_field[MAX_FIELDS];
         uint32_t ng_type, ng_mod, ng_off;
         uint32_t flags, size;
         uint64_t timeout;
         char comment[NAME_MAX_LEN];
 };
+
+/* field i of a typeof concatenation: a payload expression, by nft's
+ * protocol description and header field numbers */
+static bool payload_udata(struct nftnl_udata_buf *u, unsigned i, uint8_t desc, uint8_t field)
+{
+        struct nftnl_udata *n1 = nftnl_udata_nest_start(u, (uint8_t)i);
+        if (!n1 || !nftnl_udata_put_u32(u, 0, EXPR_PAYLOAD))
+                return false;
+        struct nftnl_udata *n2 = nftnl_udata_nest_start(u, 1);
+        bool ok = n2 && nftnl_udata_put_u32(u, 0, desc) && nftnl_udata_put_u32(u, 1, field);
+        if (n2)
+                nftnl_udata_nest_end(u, n2);
+        nftnl_udata_nest_end(u, n1);
+        return ok;
+}
 
 static int set_udata(struct ps *ps, const struct setdecl *d, struct nftnl_udata_buf *u)
 {
@@ -997,6 +1041,8 @@ static int set_udata(struct ps *ps, const struct setdecl *d, struct nftnl_udata_
                         ok = ok && n1 &&
                              nftnl_udata_put_u32(u, 0, d->verdict ? EXPR_VERDICT : EXPR_CONCAT);
                         struct nftnl_udata *n2 = nftnl_udata_nest_start(u, 1);
+                        for (unsigned i = 0; d->typeof_data && n2 && i < d->data.n; i++)
+                                ok = ok && payload_udata(u, i, d->data_desc[i], d->data_field[i]);
                         if (n2)
                                 nftnl_udata_nest_end(u, n2);
                         if (n1)
@@ -1064,7 +1110,51 @@ static int set_emit(struct ps *ps, struct nlb *b, uint8_t fam, const char *table
         return r;
 }
 
-/* "type a . b [: c]" / "typeof numgen ... : verdict" */
+/* one header field of typeof data ("ip daddr", "tcp dport") from t and the
+ * next token into field n of d */
+static int typeof_field(struct ps *ps, struct setdecl *d, unsigned n, const struct tok *t)
+{
+        struct tok f = next(ps);
+        bool saddr = is(&f, "saddr"), sport = is(&f, "sport");
+        struct ft *ft = &d->data.f[n];
+        if ((is(t, "ip") || is(t, "ip6")) && (saddr || is(&f, "daddr"))) {
+                bool v6 = is(t, "ip6");
+                *ft = v6 ? (struct ft){ FK_IPV6, 16 } : (struct ft){ FK_IPV4, 4 };
+                d->data_desc[n] = v6 ? DESC_IP6 : DESC_IP;
+                d->data_field[n] = v6 ? (saddr ? FIELD_IP6_SADDR : FIELD_IP6_DADDR) :
+                                        (saddr ? FIELD_IP_SADDR : FIELD_IP_DADDR);
+        } else if ((is(t, "tcp") || is(t, "udp") || is(t, "sctp")) && (sport || is(&f, "dport"))) {
+                *ft = (struct ft){ FK_SERVICE, 2 };
+                d->data_desc[n] = is(t, "tcp") ? DESC_TCP : is(t, "udp") ? DESC_UDP : DESC_SCTP;
+                d->data_field[n] = sport ? FIELD_TH_SPORT : FIELD_TH_DPORT;
+        } else {
+                return fail(ps, t->line, "unknown typeof data '%.*s %.*s'", (int)t->n,
+                            t->s ? t->s : "", (int)f.n, f.s ? f.s : "");
+        }
+        return 0;
+}
+
+/* "typeof ... : ip daddr . tcp dport", t the first word after ':' */
+static int typeof_data(struct ps *ps, struct setdecl *d, struct tok t)
+{
+        d->data.n = 0;
+        for (;;) {
+                if (d->data.n == MAX_FIELDS)
+                        return fail(ps, t.line, "too many fields");
+                TRY(typeof_field(ps, d, d->data.n, &t));
+                d->data.n++;
+                if (!is(peek(ps), "."))
+                        break;
+                next(ps);
+                t = next(ps);
+        }
+        if (d->data.n < 2)
+                return fail(ps, t.line, "typeof data of one field is not supported");
+        d->typeof_data = true;
+        return 0;
+}
+
+/* "type a . b [: c]" / "typeof numgen ... : verdict | fields" */
 static int set_type(struct ps *ps, struct setdecl *d, bool is_typeof)
 {
         struct tok t;
@@ -1111,7 +1201,7 @@ static int set_type(struct ps *ps, struct setdecl *d, bool is_typeof)
                 return 0;
         }
         if (is_typeof)
-                return fail(ps, t.line, "typeof data other than verdict is not supported");
+                return typeof_data(ps, d, t);
         for (;;) {
                 if (d->data.n == MAX_FIELDS || !type_word(&t, &d->data.f[d->data.n]))
                         return fail(ps, t.line, "unknown map data type '%.*s'", (int)t.n,
@@ -1189,6 +1279,10 @@ static int set_block(struct ps *ps, uint8_t fam, const char *table, bool is_map,
         }
         if (!typed)
                 return fail(ps, line, "set '%s' has no type", nm);
+        for (unsigned i = 0; d.typeof_data && i < d.data.n; i++)
+                if ((d.data_desc[i] == DESC_IP && fam != NFPROTO_IPV4) ||
+                    (d.data_desc[i] == DESC_IP6 && fam != NFPROTO_IPV6))
+                        return fail(ps, line, "map '%s': addresses of another family", nm);
         if (is_map != d.map)
                 return fail(ps, line, "%s '%s' %s data", is_map ? "map" : "set", nm,
                             is_map ? "without" : "with");
@@ -1324,6 +1418,9 @@ static int xp_parse(struct rule *ru, struct xp *x, struct lhs *l, bool allow_has
                 if (is(&f, "state")) {
                         x->a = NFT_CT_STATE;
                         x->t = (struct ft){ FK_CTSTATE, 4 };
+                } else if (is(&f, "status")) {
+                        x->a = NFT_CT_STATUS;
+                        x->t = (struct ft){ FK_CTSTATUS, 4 };
                 } else if (is(&f, "mark")) {
                         x->a = NFT_CT_MARK;
                         x->t = (struct ft){ FK_MARK, 4 };
@@ -1676,7 +1773,7 @@ static int match(struct rule *ru, const struct lhs *l)
         uint8_t v[16];
         unsigned plen = x->t.len * 8u;
         bool prefixable = x->t.k == FK_IPV4 || x->t.k == FK_IPV6;
-        if (x->t.k == FK_CTSTATE && !explicit_op && !masked) {
+        if ((x->t.k == FK_CTSTATE || x->t.k == FK_CTSTATUS) && !explicit_op && !masked) {
                 /* a flag test: state in the listed bits */
                 uint32_t bits = 0, zero = 0;
                 for (;;) {
@@ -1775,16 +1872,23 @@ static int set_stmt(struct rule *ru, const struct xp *target)
         return 0;
 }
 
-/* "dnat [ip|ip6] to ADDR[:PORT]" or "dnat [ip] to EXPR map {...}|@m" */
+/* "dnat [ip|ip6] to ADDR[:PORT]" or "dnat [ip [addr . port]] to EXPR
+ * map {...}|@m" */
 static int nat_stmt(struct rule *ru, uint32_t type)
 {
         struct ps *ps = ru->ps;
-        bool v6 = ru->fam == NFPROTO_IPV6;
+        bool v6 = ru->fam == NFPROTO_IPV6, addr_port = false;
         struct tok t = next(ps);
         if (is(&t, "ip") || is(&t, "ip6")) {
                 if (is(&t, "ip6") != v6)
                         return fail(ps, t.line, "nat family does not match the table's");
                 t = next(ps);
+                if (is(&t, "addr")) { /* the map gives address . port */
+                        TRY(expect(ps, "."));
+                        TRY(expect(ps, "port"));
+                        addr_port = true;
+                        t = next(ps);
+                }
         }
         if (!is(&t, "to"))
                 return fail(ps, t.line, "expected 'to'");
@@ -1793,6 +1897,8 @@ static int nat_stmt(struct rule *ru, uint32_t type)
         bool literal = a.s && (a.s[0] == '[' || (a.s[0] >= '0' && a.s[0] <= '9') ||
                                (v6 && memchr(a.s, ':', a.n)));
         uint32_t proto_reg = 0, flags = 0;
+        if (literal && addr_port)
+                return fail(ps, a.line, "'addr . port' needs a map");
         if (literal) {
                 next(ps);
                 char buf[80];
@@ -1860,6 +1966,8 @@ static int nat_stmt(struct rule *ru, uint32_t type)
                                 with_port = s->data.n == 2;
                         }
                 }
+                if (addr_port && !with_port)
+                        return fail(ps, m.line, "'addr . port' with a map of addresses only");
                 if (with_port) {
                         dt.n = 2;
                         dt.f[1] = (struct ft){ FK_SERVICE, 2 };

@@ -85,6 +85,21 @@ static void test_nlapply__unknown_constructs_name_the_line(void **state)
         refused("table ip t {\n\tchain c {\n", "unterminated");
         refused("table ip t {\n\tmap m {\n\t\ttypeof ip daddr : verdict\n\t}\n}\n",
                 "line 3: unknown set typeof");
+        refused("table ip t {\n\tmap m {\n\t\ttypeof numgen random mod 1 : ip daddr\n\t}\n}\n",
+                "line 3: typeof data of one field");
+        refused("table ip t {\n\tmap m {\n\t\ttypeof numgen random mod 1 : ip dscp . tcp "
+                "dport\n\t}\n}\n",
+                "line 3: unknown typeof data 'ip dscp'");
+        refused("table ip t {\n\tmap m {\n\t\ttypeof numgen random mod 1 : ip6 daddr . tcp "
+                "dport\n\t}\n}\n",
+                "line 2: map 'm': addresses of another family");
+        refused("table ip t {\n\tchain c {\n\t\tdnat ip addr . port to 1.2.3.4\n\t}\n}\n",
+                "line 3: 'addr . port' needs a map");
+        refused("table ip t {\n\tchain c {\n\t\tdnat ip addr . port to numgen random mod 1 "
+                "map { 0 : 1.2.3.4 }\n\t}\n}\n",
+                "line 3: 'addr . port' with a map of addresses only");
+        refused("table ip t {\n\tchain c {\n\t\tct status bogus counter\n\t}\n}\n",
+                "line 3: unknown ct status 'bogus'");
         refused("bogus\n", "line 1: unknown command");
         refused("add table ip t extra\n", "line 1: unexpected 'extra'");
         char nul[] = "add table ip t\0\n";
