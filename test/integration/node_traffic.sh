@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real pod traffic through svcenv-proxy on a real node (test/k8s/node): for
-# the iptables and then the nftables backend, a client pod reaches a
+# the iptables backend, the nftables backend and the userspace mode, a client pod reaches a
 # ClusterIP Service (both backends answer), the same Service's NodePort on
 # the node's bridge address, and a backend pod reaches itself through its own
 # Service (hairpin). A backend whose readiness probe starts failing leaves the
@@ -133,10 +133,11 @@ slice_ready() { # POD true|false: the web EndpointSlice says so for the pod
 check "without a service proxy the ClusterIP answers nothing (the client reaches it only through rules)" \
 	eval '[ -z "$(pod_http "$client" "$web_ip" 80)" ]'
 
-proxy_mode() { # backend
-	local mode=$1 t0 dt
+proxy_mode() { # iptables|nftables|userspace
+	local mode=$1 t0 dt sel=(--backend "$1")
+	[ "$mode" = userspace ] && sel=(--mode userspace)
 	"$SVCENV/svcenv-proxy" --kubeconfig "$KUBE_DIR/kubeconfig" --hostname-override "$NODE_NAME" \
-		--backend "$mode" --node-ip "$node_ip" --cluster-cidr "$POD_CIDR" \
+		"${sel[@]}" --node-ip "$node_ip" --cluster-cidr "$POD_CIDR" \
 		--nodeport-addresses "$POD_CIDR" --healthz-bind-address "" --metrics-bind-address "" \
 		--min-sync-period 0s -v 2 >"$tmp/proxy.$mode.log" 2>&1 &
 	proxy_pid=$!
@@ -190,6 +191,7 @@ proxy_mode() { # backend
 }
 proxy_mode iptables
 proxy_mode nftables
+proxy_mode userspace # svcenv's own proxy (issue 14): every Service through it
 
 # --- the end ---------------------------------------------------------------------
 stop_pid "$ctl_pid"
