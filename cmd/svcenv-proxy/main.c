@@ -38,6 +38,8 @@ static const char usage[] =
         "                             written with --backend\n"
         "  --userspace-port N         the proxy's one port (default 10262)\n"
         "  --udp-timeout DUR          idle UDP sessions end (userspace; default 250ms)\n"
+        "  --nft-apply netlink|nft    how nftables is programmed (default netlink, nft -f\n"
+        "                             when a script has what the translator lacks)\n"
         "  --scheduler NAME[,FLAGS]   userspace: for Services without svcenv.io/scheduler\n"
         "                             (rr wrr lc wlc sed nq dh sh mh random p2c; default rr)\n"
         "  -f FILE|DIR                serve from manifests instead of the API server\n"
@@ -250,6 +252,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 O_UPORT,
                 O_UDPTIMEOUT,
                 O_SCHEDULER,
+                O_NFTAPPLY,
         };
         static const struct option opts[] = {
                 { "kubeconfig", required_argument, NULL, O_KUBECONFIG },
@@ -266,6 +269,7 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                 { "userspace-port", required_argument, NULL, O_UPORT },
                 { "udp-timeout", required_argument, NULL, O_UDPTIMEOUT },
                 { "scheduler", required_argument, NULL, O_SCHEDULER },
+                { "nft-apply", required_argument, NULL, O_NFTAPPLY },
                 { "v", required_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
@@ -332,6 +336,13 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
                                 return usage_error("--udp-timeout wants a duration over 0, not "
                                                    "\"%s\"",
                                                    optarg);
+                        break;
+                case O_NFTAPPLY:
+                        if (strcmp(optarg, "netlink") != 0 && strcmp(optarg, "nft") != 0)
+                                return usage_error("--nft-apply wants netlink or nft, not \"%s\"",
+                                                   optarg);
+                        se_proxy_nft_set_how(strcmp(optarg, "nft") == 0 ? SE_PROXY_NFT_TOOL :
+                                                                          SE_PROXY_NFT_NETLINK);
                         break;
                 case O_SCHEDULER:
                         if (se_uproxy_parse_scheduler(optarg, d->scheduler, &diag) < 0)
