@@ -49,6 +49,10 @@ static int grow(struct nlb *b, size_t need)
         char *nb = se_reallocarray(b->buf, cap, 1);
         if (!nb)
                 return -ENOMEM;
+        /* libnftnl leaves attribute padding as it finds it: zeroed, the
+         * kernel never sees stale heap bytes (valgrind: sendmsg of
+         * uninitialised bytes) */
+        memset(nb + b->cap, 0, cap - b->cap);
         b->buf = nb;
         b->cap = cap;
         return 0;
@@ -165,6 +169,7 @@ static int get_set(void *ctx, uint8_t family, const char *table, const char *set
 {
         struct conn *c = ctx;
         char buf[1u << 16];
+        memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
         struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
         nh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSET;
         nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
