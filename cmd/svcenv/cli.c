@@ -10,6 +10,7 @@
 #include <svcenv/kube.h>
 #include <svcenv/kube_client.h>
 #include <svcenv/manifest.h>
+#include <svcenv/proxy_proxier.h>
 #include <svcenv/strbuf.h>
 
 #include "cli.h"
@@ -139,6 +140,24 @@ int cli_load(const struct cli_source *src, struct se_store **ret)
                                 msg);
         }
         *ret = store;
+        return EXIT_OK;
+}
+
+int cli_proxy_load(const struct cli_source *src, struct se_proxy_flags *f, const char *node,
+                   struct se_store **ret)
+{
+        /* --nfacct auto: off (the counters must exist before rules name them) */
+        f->opt.nfacct = f->nfacct == 1;
+        f->opt.node_name = node;
+        se_proxy_flags_finish(f);
+        int rc = cli_load(src, ret);
+        if (rc != EXIT_OK)
+                return rc;
+        const char *zone = NULL;
+        if (se_proxy_node_facts(*ret, node, &f->opt, &zone) < 0 && !f->opt.n_node_ips)
+                return cli_fail(EXIT_INVALID, "node \"%s\" is not in the cluster (give --node-ip)",
+                                node);
+        f->opt.zone = zone;
         return EXIT_OK;
 }
 

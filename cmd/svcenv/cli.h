@@ -57,6 +57,13 @@ const char *cli_source_namespace(const struct cli_source *src);
  * kind, paginated, only namespace -n unless -A or no -n); on failure prints the error and
  * returns the exit code (and *ret = NULL). */
 int cli_load(const struct cli_source *src, struct se_store **ret);
+/* For the commands that render a node's proxy rules (rules, trace): finishes
+ * f for node (--nfacct auto means off), loads the cluster and takes the
+ * Node's IPs and zone (the zone borrowed from *ret). EXIT_OK, or the exit
+ * code after a one-line error (EXIT_INVALID: unknown Node and no --node-ip). */
+struct se_proxy_flags;
+int cli_proxy_load(const struct cli_source *src, struct se_proxy_flags *f, const char *node,
+                   struct se_store **ret);
 
 /* "svcenv: message" on stderr, one line. Returns code. */
 int cli_fail(int code, const char *fmt, ...) SE_PRINTF(2, 3);

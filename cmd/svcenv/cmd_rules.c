@@ -212,19 +212,8 @@ int cmd_rules(int argc, char **argv)
                 rc = cli_usage_error("rules", "--ip-family wants ipv4 or ipv6");
                 goto out;
         }
-        /* --nfacct auto: off (the counters must exist before rules name them) */
-        f.opt.nfacct = f.nfacct == 1;
-        f.opt.node_name = a.node;
-        se_proxy_flags_finish(&f);
-        if ((rc = cli_load(&src, &store)) != EXIT_OK)
+        if ((rc = cli_proxy_load(&src, &f, a.node, &store)) != EXIT_OK)
                 goto out;
-        const char *zone = NULL;
-        if (se_proxy_node_facts(store, a.node, &f.opt, &zone) < 0 && !f.opt.n_node_ips) {
-                rc = cli_fail(EXIT_INVALID, "node \"%s\" is not in the cluster (give --node-ip)",
-                              a.node);
-                goto out;
-        }
-        f.opt.zone = zone;
         rc = emit(store, &f.opt, f.nft, &a);
 out:
         se_store_free(store);

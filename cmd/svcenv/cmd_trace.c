@@ -172,18 +172,8 @@ int cmd_trace(int argc, char **argv)
         }
         if (rc != EXIT_OK || (rc = query(&a, &q)) != EXIT_OK)
                 goto out;
-        f.opt.nfacct = f.nfacct == 1;
-        f.opt.node_name = a.node;
-        se_proxy_flags_finish(&f);
-        if ((rc = cli_load(&src, &store)) != EXIT_OK)
+        if ((rc = cli_proxy_load(&src, &f, a.node, &store)) != EXIT_OK)
                 goto out;
-        const char *zone = NULL;
-        if (se_proxy_node_facts(store, a.node, &f.opt, &zone) < 0 && !f.opt.n_node_ips) {
-                rc = cli_fail(EXIT_INVALID, "node \"%s\" is not in the cluster (give --node-ip)",
-                              a.node);
-                goto out;
-        }
-        f.opt.zone = zone;
         rc = run(store, &f.opt, &a, &q);
 out:
         se_store_free(store);
