@@ -25,6 +25,7 @@
 
 #include <svcenv/arena.h>
 #include <svcenv/diag.h>
+#include <svcenv/lb.h>
 #include <svcenv/model.h>
 #include <svcenv/parse.h>
 #include <svcenv/store.h>
@@ -33,6 +34,11 @@
 /* Caps on what option input may hold. */
 #define SE_PROXY_MAX_CIDRS    64
 #define SE_PROXY_MAX_NODE_IPS 8
+
+/* A Service's choice of connection scheduler ("rr", "lc", "sh,port", ...:
+ * se_lb_parse's syntax). Without it the rules balance as kube-proxy's do
+ * (uniform random, in the kernel). */
+#define SE_PROXY_SCHED_ANNOTATION "svcenv.io/scheduler"
 
 struct se_proxy_options {
         const char *node_name; /* endpoints with this nodeName are local */
@@ -100,6 +106,12 @@ struct se_proxy_svcport {
         bool affinity;
         int32_t affinity_timeout;
         bool external_local, internal_local;
+        /* SE_PROXY_SCHED_ANNOTATION: sched_set when present and valid (then
+         * sched, sched_flags); sched_bad when present but invalid (the port
+         * is balanced as if it had none; the daemon says so once). */
+        bool sched_set, sched_bad;
+        enum se_lb_kind sched;
+        unsigned sched_flags; /* SE_LB_PORT, SE_LB_FALLBACK */
         struct se_proxy_endpoint *eps; /* sorted by str */
         uint32_t n_eps;
 };
@@ -119,6 +131,13 @@ struct se_proxy_table {
          * their entries in, se_proxy_table_build_services); freed with this */
         struct se_proxy_table *patches;
 };
+
+/* Whether the nft (nft true) or iptables rules balance sp in the kernel.
+ * false: the port needs svcenv's userspace proxy (a scheduler those rules
+ * cannot express), and the rule writers leave it out. iptables expresses
+ * only kube-proxy's uniform random; nftables also rr (numgen inc) and the
+ * hashing sh, dh and mh (jhash into a bucket map). */
+bool se_proxy_in_kernel(const struct se_proxy_svcport *sp, bool nft);
 
 /* Builds the table for one family from the store (caller holds the store's
  * read lock if it is shared). *ret is a new table. 0 or -ENOMEM. */

@@ -31,7 +31,7 @@
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 
-#define SE_UPROXY_SCHED_ANNOTATION "svcenv.io/scheduler"
+#define SE_UPROXY_SCHED_ANNOTATION SE_PROXY_SCHED_ANNOTATION
 #define SE_UPROXY_MAX_SCHED        32 /* bytes of a scheduler value, NUL included */
 #define SE_UPROXY_MAX_EPS          65536 /* endpoints of one service port */
 #define SE_UPROXY_DEFAULT_PORT     10262

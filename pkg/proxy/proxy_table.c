@@ -454,6 +454,16 @@ static int cmp_port(const void *x, const void *y)
         return c ? c : (int)a->protocol - (int)b->protocol;
 }
 
+bool se_proxy_in_kernel(const struct se_proxy_svcport *sp, bool nft)
+{
+        if (!sp->sched_set || sp->sched == SE_LB_RANDOM)
+                return true;
+        if (!nft)
+                return false;
+        return sp->sched == SE_LB_RR || sp->sched == SE_LB_SH || sp->sched == SE_LB_DH ||
+               sp->sched == SE_LB_MH;
+}
+
 static int build_port(struct se_arena *a, const struct se_service *svc,
                       const struct se_object *const *slices, long n_slices,
                       const struct port_index *ix, const char *cip, enum se_ip_family fam,
@@ -490,6 +500,11 @@ static int build_port(struct se_arena *a, const struct se_service *svc,
         sp->internal_local = svc->internal_policy == SE_POLICY_LOCAL;
         if (svc->type == SE_SVC_LOAD_BALANCER && sp->external_local)
                 sp->health_check_node_port = svc->health_check_node_port;
+        const char *sched = se_kvlist_get(&m->annotations, SE_PROXY_SCHED_ANNOTATION);
+        if (sched) {
+                sp->sched_set = se_lb_parse(sched, &sp->sched, &sp->sched_flags) == 0;
+                sp->sched_bad = !sp->sched_set;
+        }
         sp->affinity = svc->client_ip_affinity;
         sp->affinity_timeout = svc->affinity_timeout > 0 ? svc->affinity_timeout : 10800;
         sp->external_ips =

@@ -642,6 +642,46 @@ static void test_proxy__skipped_services(void **state)
         free(got);
 }
 
+/* svcenv.io/scheduler: parsed into the table; iptables keeps only kube-proxy's
+ * random in the kernel, nftables also rr, sh, dh and mh; an invalid value is
+ * flagged and balanced as if absent. */
+static void test_proxy__scheduler_annotation(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns, annotations: "
+                "{svcenv.io/scheduler: 'sh,port'}}\n"
+                "spec: {clusterIP: 172.30.0.1, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns, annotations: "
+                "{svcenv.io/scheduler: lc}}\n"
+                "spec: {clusterIP: 172.30.0.2, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: ns, annotations: "
+                "{svcenv.io/scheduler: nope}}\n"
+                "spec: {clusterIP: 172.30.0.3, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: d, namespace: ns}\n"
+                "spec: {clusterIP: 172.30.0.4, ports: [{port: 80}]}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        struct se_store *s = t_load(yaml);
+        struct se_proxy_table *t = NULL;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        assert_int_equal(t->n_ports, 4);
+        const struct se_proxy_svcport *a = &t->ports[0], *b = &t->ports[1], *c = &t->ports[2],
+                                      *d = &t->ports[3];
+        assert_true(a->sched_set && a->sched == SE_LB_SH && a->sched_flags == SE_LB_PORT);
+        assert_true(b->sched_set && b->sched == SE_LB_LC && !b->sched_bad);
+        assert_true(!c->sched_set && c->sched_bad);
+        assert_true(!d->sched_set && !d->sched_bad);
+        assert_false(se_proxy_in_kernel(a, false));
+        assert_true(se_proxy_in_kernel(a, true));
+        assert_false(se_proxy_in_kernel(b, false));
+        assert_false(se_proxy_in_kernel(b, true));
+        assert_true(se_proxy_in_kernel(c, false) && se_proxy_in_kernel(c, true));
+        assert_true(se_proxy_in_kernel(d, false) && se_proxy_in_kernel(d, true));
+        se_proxy_table_free(t);
+        se_store_free(s);
+}
+
 /* kube-proxy v1.36 filters EndpointSlices labelled service.kubernetes.io/headless
  * (any value) and not Services: a ClusterIP Service carrying the label is
  * proxied, its labelled slice is unseen (so it has no endpoints), its
@@ -1865,6 +1905,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__external_policy_local),
                 cmocka_unit_test(test_proxy__terminating_fallback),
                 cmocka_unit_test(test_proxy__skipped_services),
+                cmocka_unit_test(test_proxy__scheduler_annotation),
                 cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
                 cmocka_unit_test(test_proxy__cluster_ips_check),
