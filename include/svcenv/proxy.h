@@ -39,6 +39,9 @@
  * se_lb_parse's syntax). Without it the rules balance as kube-proxy's do
  * (uniform random, in the kernel). */
 #define SE_PROXY_SCHED_ANNOTATION "svcenv.io/scheduler"
+/* "true": a connect that fails is retried on another endpoint, which only
+ * svcenv's userspace proxy does ("false" or absent: kube-proxy's rules). */
+#define SE_PROXY_RETRY_ANNOTATION "svcenv.io/retry"
 
 struct se_proxy_options {
         const char *node_name; /* endpoints with this nodeName are local */
@@ -112,6 +115,9 @@ struct se_proxy_svcport {
         bool sched_set, sched_bad;
         enum se_lb_kind sched;
         unsigned sched_flags; /* SE_LB_PORT, SE_LB_FALLBACK */
+        /* SE_PROXY_RETRY_ANNOTATION: retry when "true"; retry_bad when
+         * neither "true" nor "false" (treated as absent, as sched_bad) */
+        bool retry, retry_bad;
         struct se_proxy_endpoint *eps; /* sorted by str */
         uint32_t n_eps;
 };
@@ -134,7 +140,7 @@ struct se_proxy_table {
 
 /* Whether the nft (nft true) or iptables rules balance sp in the kernel.
  * false: the port needs svcenv's userspace proxy (a scheduler those rules
- * cannot express), and the rule writers leave it out. iptables expresses
+ * cannot express, or retries), and the rule writers leave it out. iptables expresses
  * only kube-proxy's uniform random; nftables also rr (numgen inc) and the
  * hashing sh, dh and mh (jhash into a bucket map). */
 bool se_proxy_in_kernel(const struct se_proxy_svcport *sp, bool nft);
@@ -210,9 +216,9 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
  * else (no filter table, no KUBE-SERVICES). large: the table is in
  * large-cluster mode (as the last sync's). -EAGAIN when that is not enough
  * (a port the last sync did not write, one whose top-level rules changed,
- * a full sync due): the caller syncs from the whole table instead (the
- * tracker is as before). Then se_proxy_tracker_done as after any sync.
- * Nothing to change: out gets nothing. */
+ * one routed to the userspace proxy now, a full sync due): the caller syncs from the whole table
+ * instead (the tracker is as before). Then se_proxy_tracker_done as after any sync. Nothing to
+ * change: out gets nothing. */
 int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, size_t n,
                                    enum se_ip_family family, bool large,
                                    const struct se_proxy_options *opt,

@@ -764,7 +764,8 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         }
 
         for (uint32_t i = 0; i < t->n_ports; i++)
-                if ((r = write_service(&w, &t->ports[i])) < 0)
+                if (se_proxy_in_kernel(&t->ports[i], false) &&
+                    (r = write_service(&w, &t->ports[i])) < 0)
                         goto out;
 
         if (tracker && (r = proxy_tracker_deletions(tracker, &w.nat_chains, w.nat_rules)) < 0)
@@ -900,6 +901,12 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
                 struct marks m;
                 uint8_t top[16];
                 bool same;
+                /* a port routed to the userspace proxy has no rules here:
+                 * its top-level entries go, which only a table sync does */
+                if (!se_proxy_in_kernel(sp, false)) {
+                        r = -EAGAIN;
+                        break;
+                }
                 if ((r = plan_service(&w, sp, &p)) < 0)
                         break;
                 /* the top-level rules, only to compare: written as a full

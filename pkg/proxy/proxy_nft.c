@@ -1123,7 +1123,8 @@ int se_proxy_nft_sync(const struct se_proxy_table *t, const struct se_proxy_opti
         w.chains = direct ? out : &w.chains_buf;
         reserve(&w, t);
         for (uint32_t i = 0; i < t->n_ports; i++)
-                if ((r = write_service(&w, &t->ports[i])) < 0)
+                if (se_proxy_in_kernel(&t->ports[i], true) &&
+                    (r = write_service(&w, &t->ports[i])) < 0)
                         goto done;
         if ((r = se_strbuf_failed(&w.hairpin)) < 0 || (r = elems_unique(&w.hairpin)) < 0)
                 goto done;

@@ -456,6 +456,8 @@ static int cmp_port(const void *x, const void *y)
 
 bool se_proxy_in_kernel(const struct se_proxy_svcport *sp, bool nft)
 {
+        if (sp->retry)
+                return false;
         if (!sp->sched_set || sp->sched == SE_LB_RANDOM)
                 return true;
         if (!nft)
@@ -504,6 +506,11 @@ static int build_port(struct se_arena *a, const struct se_service *svc,
         if (sched) {
                 sp->sched_set = se_lb_parse(sched, &sp->sched, &sp->sched_flags) == 0;
                 sp->sched_bad = !sp->sched_set;
+        }
+        const char *retry = se_kvlist_get(&m->annotations, SE_PROXY_RETRY_ANNOTATION);
+        if (retry) {
+                sp->retry = strcmp(retry, "true") == 0;
+                sp->retry_bad = !sp->retry && strcmp(retry, "false") != 0;
         }
         sp->affinity = svc->client_ip_affinity;
         sp->affinity_timeout = svc->affinity_timeout > 0 ? svc->affinity_timeout : 10800;

@@ -26,7 +26,8 @@
 
 /* A cluster from a compact spec: one service per line,
  * "NS/NAME IP [PROTO] EP,EP,..." ("-" for no endpoints); a NAME ending in
- * '*' has ClientIP session affinity. */
+ * '*' has ClientIP session affinity, one ending in '@' asks for the lc
+ * scheduler (routed to the userspace proxy by both backends). */
 static char *cluster(const char *spec)
 {
         struct se_strbuf sb;
@@ -46,17 +47,21 @@ static char *cluster(const char *spec)
                 assert_non_null(tip);
                 assert_non_null(t3);
                 assert_int_equal(sscanf(nsname, "%63[^/]/%63s", ns, name), 2);
-                bool aff = name[strlen(name) - 1] == '*';
-                if (aff)
-                        name[strlen(name) - 1] = 0;
+                bool aff = false, lc = false;
+                for (size_t n = strlen(name); n && strchr("*@", name[n - 1]); n--) {
+                        aff |= name[n - 1] == '*';
+                        lc |= name[n - 1] == '@';
+                        name[n - 1] = 0;
+                }
                 snprintf(ip, sizeof(ip), "%s", tip);
                 snprintf(proto, sizeof(proto), "%s", t4 ? t3 : "TCP");
                 snprintf(eps, sizeof(eps), "%s", t4 ? t4 : t3);
                 se_strbuf_printf(
                         &sb,
-                        "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\n"
+                        "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s%s}\n"
                         "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]%s}\n",
-                        name, ns, ip, proto, aff ? ", sessionAffinity: ClientIP" : "");
+                        name, ns, lc ? ", annotations: {svcenv.io/scheduler: lc}" : "", ip, proto,
+                        aff ? ", sessionAffinity: ClientIP" : "");
                 if (strcmp(eps, "-") == 0)
                         continue;
                 se_strbuf_printf(
@@ -510,6 +515,10 @@ static const char *const steps[] = {
         "c/api* 172.30.0.30 10.1.2.8\n",
         "a/web 172.30.0.10 10.1.0.5\n" /* affinity off again */
         "c/api* 172.30.0.30 10.1.2.8\n",
+        "a/web@ 172.30.0.10 10.1.0.5\n" /* web routed to the userspace proxy */
+        "c/api* 172.30.0.30 10.1.2.8\n",
+        "a/web 172.30.0.10 10.1.0.5\n" /* and back to the kernel */
+        "c/api* 172.30.0.30 10.1.2.8\n",
         "", /* everything gone */
         base,
 };
@@ -866,7 +875,7 @@ static void store_step(struct se_store *s, const char *prev, const char *spec)
                         line[len] = '\n';
                         line[len + 1] = 0;
                         memcpy(key, p, kl);
-                        if (kl && key[kl - 1] == '*') /* affinity: the same service */
+                        while (kl && strchr("*@", key[kl - 1])) /* markers: the same service */
                                 kl--;
                         key[kl] = 0;
                         /* the same line in the other spec: unchanged */
@@ -874,14 +883,14 @@ static void store_step(struct se_store *s, const char *prev, const char *spec)
                         for (const char *q = other; *q;
                              q += strcspn(q, "\n") + (q[strcspn(q, "\n")] != 0)) {
                                 size_t ql = strcspn(q, "\n");
-                                there |= strncmp(q, key, kl) == 0 &&
-                                         (q[kl] == ' ' || (q[kl] == '*' && q[kl + 1] == ' '));
+                                size_t m = kl;
+                                while (strncmp(q, key, kl) == 0 && q[m] && strchr("*@", q[m]))
+                                        m++;
+                                there |= strncmp(q, key, kl) == 0 && q[m] == ' ';
                                 same |= ql == len && strncmp(q, p, len) == 0;
                         }
                         char ns[64], name[64], slice[80];
                         assert_int_equal(sscanf(key, "%63[^/]/%63s", ns, name), 2);
-                        if (name[strlen(name) - 1] == '*')
-                                name[strlen(name) - 1] = 0;
                         snprintf(slice, sizeof(slice), "%s-1", name);
                         if (pass == 1 && !there) { /* gone */
                                 assert_int_equal(se_store_delete(s, SE_KIND_SERVICE, ns, name), 0);
@@ -945,6 +954,15 @@ static const char *const carried_steps[] = {
         "e/dns 172.30.0.50 UDP 10.1.4.2\n",
         "a/web* 172.30.0.10 10.1.0.4,10.1.0.5\n" /* affinity kept, 1 -> 2 */
         "c/api 172.30.0.30 10.1.2.1\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n",
+        "a/web*@ 172.30.0.10 10.1.0.4,10.1.0.5\n" /* web routed to the userspace proxy */
+        "c/api 172.30.0.30 10.1.2.1\n"
+        "e/dns@ 172.30.0.50 UDP 10.1.4.2\n",
+        "a/web*@ 172.30.0.10 10.1.0.5\n" /* routed: its endpoints change */
+        "c/api 172.30.0.30 10.1.2.2\n"
+        "e/dns@ 172.30.0.50 UDP 10.1.4.2\n",
+        "a/web* 172.30.0.10 10.1.0.5\n" /* back to the kernel */
+        "c/api 172.30.0.30 10.1.2.2\n"
         "e/dns 172.30.0.50 UDP 10.1.4.2\n",
 };
 

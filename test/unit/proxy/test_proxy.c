@@ -682,6 +682,107 @@ static void test_proxy__scheduler_annotation(void **state)
         se_store_free(s);
 }
 
+/* svcenv.io/retry: "true" sends a port to the userspace proxy in both
+ * backends; "false" keeps it in the kernel; anything else is flagged and
+ * treated as absent. */
+static void test_proxy__retry_annotation(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns, annotations: "
+                "{svcenv.io/retry: 'true'}}\n"
+                "spec: {clusterIP: 172.30.0.1, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns, annotations: "
+                "{svcenv.io/retry: 'false', svcenv.io/scheduler: sh}}\n"
+                "spec: {clusterIP: 172.30.0.2, ports: [{port: 80}]}\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: ns, annotations: "
+                "{svcenv.io/retry: maybe}}\n"
+                "spec: {clusterIP: 172.30.0.3, ports: [{port: 80}]}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        struct se_store *s = t_load(yaml);
+        struct se_proxy_table *t = NULL;
+        assert_int_equal(se_proxy_table_build(s, &o, SE_IPV4, &t), 0);
+        assert_int_equal(t->n_ports, 3);
+        const struct se_proxy_svcport *a = &t->ports[0], *b = &t->ports[1], *c = &t->ports[2];
+        assert_true(a->retry && !a->retry_bad);
+        assert_false(se_proxy_in_kernel(a, false) || se_proxy_in_kernel(a, true));
+        assert_true(!b->retry && !b->retry_bad);
+        assert_false(se_proxy_in_kernel(b, false));
+        assert_true(se_proxy_in_kernel(b, true));
+        assert_true(!c->retry && c->retry_bad);
+        assert_true(se_proxy_in_kernel(c, false) && se_proxy_in_kernel(c, true));
+        se_proxy_table_free(t);
+        se_store_free(s);
+}
+
+/* Ports routed to the userspace proxy are left out of the kernel rules
+ * entirely (no chains, no map entries, no REJECT for having no endpoints);
+ * the other ports of the cluster are written as without them. */
+static void test_proxy__routed_ports_left_out(void **state)
+{
+        (void)state;
+        static const char kept[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: keep, namespace: ns}\n"
+                "spec: {type: NodePort, clusterIP: 172.30.0.1, ports: [{name: p, port: 80, "
+                "nodePort: 30001}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: keep-1, namespace: ns, labels: {kubernetes.io/service-name: keep}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.1]}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: hash, namespace: ns, annotations: "
+                "{svcenv.io/scheduler: sh}}\n"
+                "spec: {clusterIP: 172.30.0.4, ports: [{name: p, port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: hash-1, namespace: ns, labels: {kubernetes.io/service-name: hash}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.4]}]\n";
+        static const char routed[] =
+                "\n---\napiVersion: v1\nkind: Service\nmetadata: {name: lc, namespace: ns, "
+                "annotations: {svcenv.io/scheduler: lc}}\n"
+                "spec: {type: NodePort, clusterIP: 172.30.0.2, ports: [{name: p, port: 80, "
+                "nodePort: 30002}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: lc-1, namespace: ns, labels: {kubernetes.io/service-name: lc}}\n"
+                "addressType: IPv4\nports: [{name: p, port: 8080, protocol: TCP}]\n"
+                "endpoints: [{addresses: [10.1.0.2]}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: none, namespace: ns, "
+                "annotations: {svcenv.io/retry: 'true'}}\n"
+                "spec: {clusterIP: 172.30.0.3, ports: [{name: p, port: 53, protocol: UDP}]}\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char both[4096];
+        snprintf(both, sizeof(both), "%s%s", kept, routed);
+        for (int nft = 0; nft < 2; nft++) {
+                struct se_store *sk = t_load(kept), *sb = t_load(both);
+                char *want = nft ? table_text(sk, &o, SE_IPV4, se_proxy_nft_write) :
+                                   rules(sk, &o, SE_IPV4);
+                char *got = nft ? table_text(sb, &o, SE_IPV4, se_proxy_nft_write) :
+                                  rules(sb, &o, SE_IPV4);
+                /* sh stays in the kernel with nftables only */
+                if (!nft) {
+                        no_text(got, "ns/hash");
+                        no_text(got, "10.1.0.4");
+                } else {
+                        assert_non_null(strstr(got, "10.1.0.4"));
+                }
+                assert_non_null(strstr(got, "ns/keep"));
+                assert_non_null(strstr(got, "10.1.0.1"));
+                if (nft) /* the same text as a cluster without the routed services */
+                        assert_string_equal(got, want);
+                no_text(got, "ns/lc");
+                no_text(got, "ns/none");
+                no_text(got, "172.30.0.2");
+                no_text(got, "172.30.0.3");
+                no_text(got, "30002");
+                no_text(got, "10.1.0.2");
+                free(want);
+                free(got);
+                se_store_free(sk);
+                se_store_free(sb);
+        }
+}
+
 /* kube-proxy v1.36 filters EndpointSlices labelled service.kubernetes.io/headless
  * (any value) and not Services: a ClusterIP Service carrying the label is
  * proxied, its labelled slice is unseen (so it has no endpoints), its
@@ -1906,6 +2007,8 @@ int main(void)
                 cmocka_unit_test(test_proxy__terminating_fallback),
                 cmocka_unit_test(test_proxy__skipped_services),
                 cmocka_unit_test(test_proxy__scheduler_annotation),
+                cmocka_unit_test(test_proxy__retry_annotation),
+                cmocka_unit_test(test_proxy__routed_ports_left_out),
                 cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
                 cmocka_unit_test(test_proxy__cluster_ips_check),
