@@ -9,6 +9,7 @@
 #include <svcenv/proxy_proxier.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
+#include <svcenv/uproxy.h>
 
 #include "cli.h"
 
@@ -39,7 +40,12 @@ static const char usage[] =
         "iptables-save shows but the rules no longer use, then ensures the jumps from\n"
         "the built-in chains (iptables -C / -I), as kube-proxy's full sync does. With\n"
         "nftables, --apply updates table svcenv in place: what the rules no longer\n"
-        "use is deleted, ClientIP affinity entries stay.\n";
+        "use is deleted, ClientIP affinity entries stay.\n"
+        "Service ports routed to svcenv's userspace proxy (annotations\n"
+        "svcenv.io/scheduler with a scheduler these rules cannot express, or\n"
+        "svcenv.io/retry: \"true\") have no rules above; the redirect rules that\n"
+        "svcenv-proxy adds for them (to port 10262) follow, after a line\n"
+        "`# svcenv userspace proxy`. --apply leaves them to svcenv-proxy.\n";
 
 struct rules_args {
         const char *node, *ip_family;
@@ -111,6 +117,48 @@ static int nft_in_place(const struct se_proxy_table *t, const struct se_proxy_op
         return r;
 }
 
+/* The userspace proxy's redirect rules for the routed ports of one family
+ * (nothing when none is routed), with the jumps svcenv-proxy adds to the
+ * built-in chains as comments. */
+static int routed_rules(const struct se_store *store, const struct se_proxy_options *o,
+                        enum se_ip_family fam, bool nft)
+{
+        struct se_proxy_table *t = NULL;
+        struct se_strbuf sb;
+        int r = se_proxy_table_build(store, o, fam, &t);
+        if (r < 0)
+                return cli_fail(EXIT_SYSTEM, "cannot build the rules: %s", strerror(-r));
+        if (!se_uproxy_any_routed(t, nft)) {
+                se_proxy_table_free(t);
+                return EXIT_OK;
+        }
+        struct se_uproxy_rules_opts ro = { .port = SE_UPROXY_DEFAULT_PORT,
+                                           .mark = SE_UPROXY_DEFAULT_MARK,
+                                           .want = se_uproxy_routed,
+                                           .data = &nft };
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(&sb, nft ? "# svcenv userspace proxy (nft -f)\n" :
+                                  "# svcenv userspace proxy (iptables-restore --noflush)\n");
+        if (!nft) {
+                const char *const *jumps[3];
+                unsigned n = se_uproxy_jumps(jumps);
+                for (unsigned k = 0; k < n; k++) {
+                        se_strbuf_printf(&sb, "# %s -t %s -I",
+                                         fam == SE_IPV6 ? "ip6tables" : "iptables", jumps[k][0]);
+                        for (size_t j = 1; jumps[k][j]; j++)
+                                se_strbuf_printf(&sb, strchr(jumps[k][j], ' ') ? " \"%s\"" : " %s",
+                                                 jumps[k][j]);
+                        se_strbuf_puts(&sb, "\n");
+                }
+        }
+        r = nft ? se_uproxy_rules_nft(t, &ro, &sb) : se_uproxy_rules_iptables(t, &ro, &sb);
+        se_proxy_table_free(t);
+        if (r == 0)
+                fwrite(sb.buf, 1, sb.len, stdout);
+        se_strbuf_release(&sb);
+        return r < 0 ? cli_fail(EXIT_SYSTEM, "cannot write the rules: %s", strerror(-r)) : EXIT_OK;
+}
+
 static int emit(const struct se_store *store, const struct se_proxy_options *o, bool nft,
                 const struct rules_args *a)
 {
@@ -159,6 +207,8 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o, 
                         fputs("# ip6tables-restore\n", stdout);
                 fwrite(sb.buf, 1, sb.len, stdout);
                 se_strbuf_release(&sb);
+                if ((r = routed_rules(store, o, fams[i], nft)) != EXIT_OK)
+                        return r;
         }
         return fflush(stdout) == 0 ? EXIT_OK : cli_fail(EXIT_SYSTEM, "cannot write output");
 }

@@ -142,7 +142,8 @@ struct se_proxy_table {
  * false: the port needs svcenv's userspace proxy (a scheduler those rules
  * cannot express, or retries), and the rule writers leave it out. iptables expresses
  * only kube-proxy's uniform random; nftables also rr (numgen inc) and the
- * hashing sh, dh and mh (jhash into a bucket map). */
+ * hashing sh, dh and mh (jhash into a bucket map). SCTP ports stay in the
+ * kernel whatever they ask (the proxy has no SCTP). */
 bool se_proxy_in_kernel(const struct se_proxy_svcport *sp, bool nft);
 
 /* Builds the table for one family from the store (caller holds the store's

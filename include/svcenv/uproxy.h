@@ -109,6 +109,13 @@ struct se_uproxy_rules_opts {
         void *data;
 };
 
+/* A want() for the iptables and nftables modes: the ports whose kernel
+ * rules the writers leave out (!se_proxy_in_kernel). data: a const bool *,
+ * true for nftables. */
+bool se_uproxy_routed(const struct se_proxy_svcport *sp, void *data);
+/* Whether t has such a port. */
+bool se_uproxy_any_routed(const struct se_proxy_table *t, bool nft);
+
 /* iptables-restore text (--noflush) for t's family: nat chain SVCENV-USERSPACE
  * (REDIRECT of TCP; NodePorts last, as kube-proxy's) and mangle chain
  * SVCENV-USERSPACE-TPROXY (UDP), both rewritten whole. The jumps to them from

@@ -456,6 +456,8 @@ static int cmp_port(const void *x, const void *y)
 
 bool se_proxy_in_kernel(const struct se_proxy_svcport *sp, bool nft)
 {
+        if (sp->protocol == SE_PROTO_SCTP) /* the userspace proxy has no SCTP */
+                return true;
         if (sp->retry)
                 return false;
         if (!sp->sched_set || sp->sched == SE_LB_RANDOM)

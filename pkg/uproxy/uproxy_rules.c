@@ -22,6 +22,19 @@ static bool proxied(const struct se_proxy_svcport *sp, const struct se_uproxy_ru
         return !o->want || o->want(sp, o->data);
 }
 
+bool se_uproxy_routed(const struct se_proxy_svcport *sp, void *data)
+{
+        return !se_proxy_in_kernel(sp, *(const bool *)data);
+}
+
+bool se_uproxy_any_routed(const struct se_proxy_table *t, bool nft)
+{
+        for (uint32_t i = 0; i < t->n_ports; i++)
+                if (!se_proxy_in_kernel(&t->ports[i], nft))
+                        return true;
+        return false;
+}
+
 /* Calls f for every VIP (ClusterIP, externalIPs, LB ingress) of sp. */
 #define FOREACH_VIP(sp, ip, body)                          \
  do {                                                      \
