@@ -35,15 +35,19 @@ static const char usage[] =
         "  --mode iptables|nftables|userspace\n"
         "                             userspace: every Service through svcenv's own L4\n"
         "                             proxy (retries, affinity), reached by redirect rules\n"
-        "                             written with --backend\n"
+        "                             written with --backend. In the iptables and\n"
+        "                             nftables modes, Services annotated\n"
+        "                             svcenv.io/retry: \"true\" or with a scheduler\n"
+        "                             the rules cannot express go to that proxy\n"
         "  --userspace-port N         the proxy's one port (default 10262)\n"
         "  --udp-timeout DUR          idle UDP sessions end (userspace; default 250ms)\n"
         "  --nft-apply netlink|nft    how nftables is programmed (default netlink, nft -f\n"
         "                             when a script has what the translator lacks)\n"
-        "  --scheduler NAME[,FLAGS]   userspace: for Services without svcenv.io/scheduler\n"
+        "  --scheduler NAME[,FLAGS]   userspace proxy: for Services without\n"
+        "                             svcenv.io/scheduler\n"
         "                             (rr wrr lc wlc sed nq dh sh mh random p2c; default rr)\n"
         "  -f FILE|DIR                serve from manifests instead of the API server\n"
-        "                             (userspace mode; repeatable)\n"
+        "                             (repeatable; SIGHUP reads them again)\n"
         "  --cluster-cidr CIDR[,CIDR] local-traffic detection\n"
         "  --node-ip IP[,IP]          node IPs (default: from the Node)\n"
         "  --masquerade-bit N         (default 14)\n"
@@ -207,32 +211,10 @@ static void *sync_thread(void *data)
  * with -f the store is filled from the files instead of informers. */
 static int userspace_start(struct proxyd *d)
 {
-        if (d->n_files) { /* bad files fail before anything listens */
-                struct se_diag diag;
-                int r = se_manifest_load(d->store, d->files, d->n_files, "default", NULL, &diag);
-                if (r < 0) {
-                        char buf[1024];
-                        se_diag_format(&diag, buf, sizeof(buf));
-                        se_log_error("%s", buf);
-                        return r == -ENOMEM ? 4 : 3;
-                }
-        }
-        struct se_uproxy_config cfg = {
-                .port = (uint16_t)(d->uport ? d->uport : SE_UPROXY_DEFAULT_PORT),
-                .udp_timeout_ns = d->udp_timeout_ns ? d->udp_timeout_ns : 250000000LL,
-                .ipv6 = se_proxy_host_ipv6(d->flags.nft),
-        };
-        d->uport = cfg.port;
-        int r = se_uproxy_start(&cfg, &d->uproxy);
-        if (r < 0) {
-                se_log_error("userspace proxy on port %u: %s", cfg.port, strerror(-r));
-                return 4;
-        }
-        uint64_t limit, conns;
-        se_uproxy_fd_budget(d->uproxy, &limit, &conns);
-        se_log_info(0, "userspace proxy on port %u: fd limit %llu, room for %llu TCP connections",
-                    cfg.port, (unsigned long long)limit, (unsigned long long)conns);
-        return 0;
+        int rc = d->n_files ? proxyd_files_load(d) : 0; /* bad files fail before anything listens */
+        if (rc)
+                return rc;
+        return proxyd_uproxy_start(d) < 0 ? 4 : 0;
 }
 
 static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kubeconfig,
@@ -373,8 +355,6 @@ static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kub
         }
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
-        if (d->n_files && !d->userspace)
-                return usage_error("-f works with --mode userspace only");
         se_proxy_flags_finish(&d->flags);
         d->pcfg.nft = d->flags.nft;
         return 0;
@@ -408,7 +388,9 @@ int main(int argc, char **argv)
         d.pcfg.sync_period_ns = 30000000000LL;
         d.pcfg.min_sync_period_ns = 1000000000LL;
         d.pcfg.minimal = true;
-        d.pcfg.synced = proxyd_hc_update;
+        d.pcfg.synced = proxyd_synced;
+        se_strbuf_init(&d.route_last[0], 0);
+        se_strbuf_init(&d.route_last[1], 0);
         d.pcfg.synced_data = &d;
         d.healthz_addr = "0.0.0.0:10256";
         memcpy(d.scheduler, "rr", 3);
@@ -438,6 +420,10 @@ int main(int argc, char **argv)
         }
         if (!d.flags.nft || d.userspace)
                 cleanup_nftables();
+        /* the rule modes: a last run's redirects for routed Services point at
+         * a proxy that is gone; the first sync puts back those still routed */
+        if (!d.userspace)
+                proxyd_userspace_cleanup();
 
         sigset_t set;
         sigemptyset(&set);
@@ -460,6 +446,17 @@ int main(int argc, char **argv)
         }
         if (d.userspace && (rc = userspace_start(&d)) != 0)
                 goto out;
+        if (!d.userspace && d.n_files) {
+                if ((rc = proxyd_files_load(&d)) != 0)
+                        goto out;
+                /* no informers: the proxier hears of changes (SIGHUP) here */
+                for (int k = 0; k < SE_KIND_COUNT; k++)
+                        if (se_store_subscribe(d.store, (enum se_kind)k, se_proxy_proxier_on_change,
+                                               d.proxier) < 0) {
+                                rc = 4;
+                                goto out;
+                        }
+        }
         if (proxyd_serve_start(&d) < 0 ||
             (!d.n_files && start_informers(&d, kubeconfig, master) < 0)) {
                 rc = 4;
@@ -506,7 +503,10 @@ int main(int argc, char **argv)
                         continue;
                 if (sig != SIGHUP)
                         break;
-                proxyd_userspace_reload(&d); /* -f: the sync thread reads the files again */
+                if (d.userspace) /* -f: the sync thread reads the files again */
+                        proxyd_userspace_reload(&d);
+                else
+                        proxyd_files_mirror(&d);
         }
         se_log_info(0, "shutting down");
 out:
@@ -524,5 +524,7 @@ out:
         d.store = se_store_free(d.store);
         d.proxier = se_proxy_proxier_free(d.proxier);
         free(SE_UNCONST(char, d.flags.opt.zone));
+        se_strbuf_release(&d.route_last[0]);
+        se_strbuf_release(&d.route_last[1]);
         return rc;
 }

@@ -36,7 +36,12 @@ struct proxyd {
         char scheduler[SE_UPROXY_MAX_SCHED]; /* --scheduler: for Services without the annotation */
         const char *files[64]; /* -f: serve from manifests, no API server */
         size_t n_files;
-        struct se_uproxy *uproxy;
+        struct se_uproxy *uproxy; /* set once (atomically: /metrics reads it) */
+        /* iptables/nftables modes: ports routed to the userspace proxy
+         * (route.c; sync thread only) */
+        bool route_on; /* redirects installed */
+        unsigned route_bad; /* ports with an invalid annotation, last said */
+        struct se_strbuf route_last[2]; /* the redirect rules applied, per family */
         pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
         pthread_cond_t us_cond;
         bool us_dirty, us_reload, us_stop; /* a change; SIGHUP with -f; the end */
@@ -66,6 +71,27 @@ void proxyd_userspace_reload(struct proxyd *d);
 void proxyd_userspace_stop(struct proxyd *d);
 /* --cleanup's part for the userspace mode: jumps, chains, nft table, ip rule. */
 void proxyd_userspace_cleanup(void);
+/* Starts the userspace proxy's workers (d->uproxy, d->uport). 0 or -errno,
+ * logged. */
+int proxyd_uproxy_start(struct proxyd *d);
+/* Writes and applies the redirect rules of t[] (one table per family of
+ * d) for the ports o selects, then the TPROXY route and jumps. last (NULL,
+ * or one buffer per family): what was applied before; unchanged rules are
+ * not applied again. Returns whether every family applied; logs errors. */
+bool proxyd_redirect_apply(struct proxyd *d, struct se_proxy_table *const *t,
+                           const struct se_uproxy_rules_opts *o, struct se_strbuf *last);
+/* The TPROXY policy route and the iptables jumps for one family. */
+void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam);
+/* iptables/nftables modes: after each sync, the routed ports to the
+ * userspace proxy (route.c); proxyd_synced is the proxier's synced hook
+ * (health-check ports, then routing). */
+void proxyd_route_sync(struct proxyd *d);
+void proxyd_synced(void *data);
+/* -f: loads the files into d->store (0, or exit code 3/4, logged); on
+ * SIGHUP in the rule modes makes the store mirror them again (a bad file
+ * keeps the last good state). */
+int proxyd_files_load(struct proxyd *d);
+void proxyd_files_mirror(struct proxyd *d);
 /* Serving (serve.c). */
 int proxyd_serve_start(struct proxyd *d);
 void proxyd_serve_stop(struct proxyd *d);

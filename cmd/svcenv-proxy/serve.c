@@ -31,8 +31,10 @@ static void reply(struct se_httpd_response *resp, int status, const char *type,
 static void metrics(void *data, struct se_strbuf *sb)
 {
         struct proxyd *d = data;
-        if (d->uproxy) /* --mode userspace */
-                se_uproxy_metrics(d->uproxy, sb);
+        /* --mode userspace, or started for a routed Service */
+        struct se_uproxy *up = __atomic_load_n(&d->uproxy, __ATOMIC_ACQUIRE);
+        if (up)
+                se_uproxy_metrics(up, sb);
         se_proxy_proxier_metrics(d->proxier, sb);
 }
 

@@ -23,7 +23,7 @@ static void run_quiet(const char *const *argv)
 
 /* The policy route TPROXY needs (marked packets are delivered locally) and
  * the jumps to our chains: made once, kept if present. */
-static void ensure_plumbing(const struct proxyd *d, enum se_ip_family fam)
+void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam)
 {
         bool v6 = fam == SE_IPV6;
         char mark[32], table[16];
@@ -113,6 +113,65 @@ void proxyd_userspace_cleanup(void)
         }
 }
 
+bool proxyd_redirect_apply(struct proxyd *d, struct se_proxy_table *const *t,
+                           const struct se_uproxy_rules_opts *o, struct se_strbuf *last)
+{
+        bool ok = true;
+        for (unsigned i = 0; i < d->n_fams; i++) {
+                struct se_strbuf out;
+                char err[1024] = "";
+                se_strbuf_init(&out, 0);
+                bool v6 = d->fams[i] == SE_IPV6;
+                int w = d->flags.nft ? se_uproxy_rules_nft(t[i], o, &out) :
+                                       se_uproxy_rules_iptables(t[i], o, &out);
+                bool same = w == 0 && last && last[i].len == out.len &&
+                            memcmp(last[i].buf, out.buf, out.len) == 0;
+                if (w == 0 && !same)
+                        w = se_proxy_apply(d->flags.nft ? SE_PROXY_NFT :
+                                           v6           ? SE_PROXY_IP6TABLES_RESTORE :
+                                                          SE_PROXY_IPTABLES_RESTORE,
+                                           out.buf, out.len, err, sizeof(err));
+                if (w == 0 && !same) {
+                        proxyd_redirect_plumbing(d, d->fams[i]);
+                        if (last) {
+                                se_strbuf_reset(&last[i]);
+                                se_strbuf_append(&last[i], out.buf, out.len);
+                        }
+                } else if (w < 0) {
+                        se_log_error("userspace rules (%s): %s", v6 ? "IPv6" : "IPv4",
+                                     err[0] ? err : strerror(-w));
+                        if (last) /* unknown state: written again next time */
+                                se_strbuf_reset(&last[i]);
+                        ok = false;
+                }
+                se_strbuf_release(&out);
+        }
+        return ok;
+}
+
+int proxyd_uproxy_start(struct proxyd *d)
+{
+        struct se_uproxy_config cfg = {
+                .port = (uint16_t)(d->uport ? d->uport : SE_UPROXY_DEFAULT_PORT),
+                .udp_timeout_ns = d->udp_timeout_ns ? d->udp_timeout_ns : 250000000LL,
+                .ipv6 = se_proxy_host_ipv6(d->flags.nft),
+        };
+        struct se_uproxy *up = NULL;
+        d->uport = cfg.port;
+        int r = se_uproxy_start(&cfg, &up);
+        if (r < 0) {
+                se_log_error("userspace proxy on port %u: %s", cfg.port, strerror(-r));
+                return r;
+        }
+        uint64_t limit, conns;
+        se_uproxy_fd_budget(up, &limit, &conns);
+        se_log_info(0, "userspace proxy on port %u: fd limit %llu, room for %llu TCP connections",
+                    cfg.port, (unsigned long long)limit, (unsigned long long)conns);
+        /* the metrics thread reads it */
+        __atomic_store_n(&d->uproxy, up, __ATOMIC_RELEASE);
+        return 0;
+}
+
 static bool sync_userspace(struct proxyd *d)
 {
         struct se_proxy_table *t[2] = { NULL, NULL };
@@ -137,27 +196,8 @@ static bool sync_userspace(struct proxyd *d)
         }
         struct se_uproxy_rules_opts o = { .port = (uint16_t)d->uport,
                                           .mark = SE_UPROXY_DEFAULT_MARK };
-        for (unsigned i = 0; r == 0 && i < d->n_fams; i++) {
-                struct se_strbuf out;
-                char err[1024] = "";
-                se_strbuf_init(&out, 0);
-                bool v6 = d->fams[i] == SE_IPV6;
-                int w = d->flags.nft ? se_uproxy_rules_nft(t[i], &o, &out) :
-                                       se_uproxy_rules_iptables(t[i], &o, &out);
-                if (w == 0)
-                        w = se_proxy_apply(d->flags.nft ? SE_PROXY_NFT :
-                                           v6           ? SE_PROXY_IP6TABLES_RESTORE :
-                                                          SE_PROXY_IPTABLES_RESTORE,
-                                           out.buf, out.len, err, sizeof(err));
-                if (w == 0)
-                        ensure_plumbing(d, d->fams[i]);
-                else {
-                        se_log_error("userspace rules (%s): %s", v6 ? "IPv6" : "IPv4",
-                                     err[0] ? err : strerror(-w));
-                        ok = false;
-                }
-                se_strbuf_release(&out);
-        }
+        if (r == 0 && !proxyd_redirect_apply(d, t, &o, NULL))
+                ok = false;
         for (unsigned i = 0; i < 2; i++)
                 se_proxy_table_free(t[i]);
         return ok;
