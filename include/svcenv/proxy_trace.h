@@ -38,6 +38,9 @@ enum se_proxy_trace_verdict {
         SE_PROXY_TRACE_DNAT, /* to one of the endpoints */
         SE_PROXY_TRACE_REJECT,
         SE_PROXY_TRACE_DROP,
+        /* to svcenv's userspace proxy: a port se_proxy_in_kernel() leaves
+         * out (reason names its port and scheduler; no endpoints listed) */
+        SE_PROXY_TRACE_REDIRECT,
 };
 
 /* The packet. from_local: the source is an address of the node itself

@@ -782,6 +782,56 @@ static const struct se_proxy_svcport *find(struct walk *w, enum se_proxy_trace_d
         return NULL;
 }
 
+/* svcenv-proxy's default --userspace-port (SE_UPROXY_DEFAULT_PORT: uproxy
+ * sits above this package) */
+#define USERSPACE_PORT 10262
+
+/* A port routed to the userspace proxy: the redirect rule is all the
+ * packet meets of ours; the proxy picks the endpoint. */
+static void routed(struct walk *w, const struct se_proxy_svcport *sp, enum se_proxy_trace_dest dest)
+{
+        struct se_proxy_trace *tr = w->tr;
+        bool udp = sp->protocol == SE_PROTO_UDP, np = dest == SE_PROXY_TRACE_DEST_NODE_PORT;
+        char sched[64];
+        if (sp->sched_set)
+                snprintf(sched, sizeof(sched), "%s%s%s", se_lb_name(sp->sched),
+                         sp->sched_flags & SE_LB_PORT ? ",port" : "",
+                         sp->sched_flags & SE_LB_FALLBACK ? ",fallback" : "");
+        else
+                snprintf(sched, sizeof(sched), "rr (--scheduler's default)");
+        tr->verdict = SE_PROXY_TRACE_REDIRECT;
+        if (w->nft) {
+                char table[40];
+                snprintf(table, sizeof(table), "%s svcenv-userspace", w->ip);
+                step(w, table, udp ? "divert" : "services", "%s%s%s %s dport %d %s :%d",
+                     np ? "fib daddr type local" : w->ip, np ? "" : " daddr ", np ? "" : w->to,
+                     proto_of(sp->protocol), w->q->port, udp ? "tproxy to" : "redirect to",
+                     USERSPACE_PORT);
+        } else {
+                char dst[96] = "";
+                if (!np)
+                        snprintf(dst, sizeof(dst), "-d %s/%d ", w->to,
+                                 w->t->family == SE_IPV6 ? 128 : 32);
+                else if (udp)
+                        snprintf(dst, sizeof(dst), "-m addrtype --dst-type LOCAL ");
+                if (udp)
+                        step(w, "mangle", "SVCENV-USERSPACE-TPROXY",
+                             "%s-p udp -m udp --dport %d -j TPROXY --on-port %d", dst, w->q->port,
+                             USERSPACE_PORT);
+                else
+                        step(w, "nat", np ? "SVCENV-USERSPACE-NODEPORTS" : "SVCENV-USERSPACE",
+                             "%s-p tcp -m tcp --dport %d -j REDIRECT --to-ports %d", dst,
+                             w->q->port, USERSPACE_PORT);
+        }
+        set_str(w, &tr->reason, "redirected to svcenv's userspace proxy (port %d), scheduler %s%s",
+                USERSPACE_PORT, sched, sp->retry ? ", with retries" : "");
+        note(w,
+             "%s asks for %s, which the %s rules cannot do: no rule of kube-proxy's layout "
+             "for it; the proxy picks among its %u endpoint(s) and retries a failed connect",
+             sp->spn, sp->retry && !sp->sched_set ? "retries" : "its scheduler",
+             w->nft ? "nftables" : "iptables", sp->n_eps);
+}
+
 void se_proxy_trace_release(struct se_proxy_trace *tr)
 {
         if (!tr)
@@ -837,6 +887,13 @@ int se_proxy_trace_run(const struct se_proxy_table *t, const struct se_proxy_opt
         const struct se_proxy_svcport *sp = find(&w, &dest);
         if (!sp) {
                 no_service(&w);
+        } else if (!se_proxy_in_kernel(sp, w.nft)) {
+                ret->dest = dest;
+                if (!(ret->service = se_strdup(sp->spn)))
+                        fail(&w, -ENOMEM);
+                if (sp->node_port)
+                        nodeport_ips(&w);
+                routed(&w, sp, dest);
         } else {
                 struct plan p;
                 ret->dest = dest;

@@ -31,6 +31,8 @@ static const char *verdict_name(enum se_proxy_trace_verdict v)
                 return "REJECT";
         case SE_PROXY_TRACE_DROP:
                 return "DROP";
+        case SE_PROXY_TRACE_REDIRECT:
+                return "REDIRECT";
         case SE_PROXY_TRACE_PASS:
         default:
                 return "PASS";

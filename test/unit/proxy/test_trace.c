@@ -507,6 +507,76 @@ static void test_trace__no_endpoints(void **state)
         se_store_free(s);
 }
 
+/* A Service routed to the userspace proxy by its annotation: the redirect
+ * is the one rule it meets, the reason names the proxy's port and the
+ * scheduler; sh stays in the kernel with nftables only. */
+static struct se_store *annotated(const char *ann)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(&sb, node_yaml);
+        se_strbuf_printf(&sb,
+                         "---\napiVersion: v1\nkind: Service\nmetadata: {name: r, namespace: e2e, "
+                         "annotations: {%s}}\nspec: {type: NodePort, clusterIP: 10.96.0.14, "
+                         "ports: [{name: http, port: 80, nodePort: 30014}, {name: dns, port: 53, "
+                         "protocol: UDP}]}\n",
+                         ann);
+        slice(&sb, "r", "TCP", "IPv4", three);
+        assert_int_equal(se_strbuf_failed(&sb), 0);
+        struct se_store *s = t_load(sb.buf);
+        se_strbuf_release(&sb);
+        return s;
+}
+
+static void test_trace__routed(void **state)
+{
+        (void)state;
+        struct se_store *lc = annotated("svcenv.io/scheduler: lc");
+        struct se_store *sh = annotated("svcenv.io/scheduler: 'sh,port'");
+        struct se_store *retry = annotated("svcenv.io/retry: 'true'");
+        for (int nft = 0; nft < 2; nft++) {
+                struct se_proxy_options o;
+                struct result r;
+                options(&o, nft);
+                trace(lc, &o, nft, "10.99.0.2", "10.96.0.14:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_CLUSTER_IP);
+                assert_int_equal(r.tr.n_endpoints, 0);
+                assert_string_equal(r.tr.reason, "redirected to svcenv's userspace proxy (port "
+                                                 "10262), scheduler lc");
+                want_step(&r, nft ? "services" : "SVCENV-USERSPACE",
+                          nft ? "ip daddr 10.96.0.14 tcp dport 80 redirect to :10262" :
+                                "-d 10.96.0.14/32 -p tcp -m tcp --dport 80 -j REDIRECT "
+                                "--to-ports 10262");
+                assert_null(strstr(r.rules, "e2e/r:http"));
+                done(&r);
+                trace(lc, &o, nft, "10.99.0.2", "10.99.0.1:30014", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                assert_int_equal(r.tr.dest, SE_PROXY_TRACE_DEST_NODE_PORT);
+                want_step(&r, nft ? "services" : "SVCENV-USERSPACE-NODEPORTS", "dport 30014");
+                done(&r);
+                trace(lc, &o, nft, "10.99.0.2", "10.96.0.14:53/udp", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                want_step(&r, nft ? "divert" : "SVCENV-USERSPACE-TPROXY", "10262");
+                done(&r);
+                trace(retry, &o, nft, "10.99.0.2", "10.96.0.14:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                assert_non_null(strstr(r.tr.reason, "with retries"));
+                done(&r);
+                trace(sh, &o, nft, "10.99.0.2", "10.96.0.14:80", &r);
+                if (nft) {
+                        assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DNAT);
+                } else {
+                        assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                        assert_non_null(strstr(r.tr.reason, "scheduler sh,port"));
+                }
+                done(&r);
+        }
+        se_store_free(lc);
+        se_store_free(sh);
+        se_store_free(retry);
+}
+
 static void test_trace__node_port(void **state)
 {
         (void)state;
@@ -962,6 +1032,7 @@ int main(void)
                 cmocka_unit_test(test_trace__cluster_ip),
                 cmocka_unit_test(test_trace__masquerade_modes),
                 cmocka_unit_test(test_trace__no_endpoints),
+                cmocka_unit_test(test_trace__routed),
                 cmocka_unit_test(test_trace__node_port),
                 cmocka_unit_test(test_trace__external_ip),
                 cmocka_unit_test(test_trace__load_balancer_firewall),
