@@ -207,16 +207,6 @@ static void *sync_thread(void *data)
         return NULL;
 }
 
-/* --mode userspace: the proxy's workers first (their metrics are served);
- * with -f the store is filled from the files instead of informers. */
-static int userspace_start(struct proxyd *d)
-{
-        int rc = d->n_files ? proxyd_files_load(d) : 0; /* bad files fail before anything listens */
-        if (rc)
-                return rc;
-        return proxyd_uproxy_start(d) < 0 ? 4 : 0;
-}
-
 static int parse_flags(struct proxyd *d, int argc, char **argv, const char **kubeconfig,
                        const char **master, bool *do_cleanup)
 {
@@ -410,6 +400,15 @@ int main(int argc, char **argv)
                 d.hostname = host;
         }
         d.flags.opt.node_name = d.hostname;
+        /* -f: bad files fail before anything is touched or listens */
+        if (d.n_files) {
+                if (!(d.store = se_store_new()))
+                        return 4;
+                if ((r = proxyd_files_load(&d)) != 0) {
+                        se_store_free(d.store);
+                        return r;
+                }
+        }
         /* As kube-proxy's platformCleanup at start: the other backend's rules
          * (left by a run in the other mode) go, or they would keep catching
          * Service traffic with stale endpoints; a failure is only logged.
@@ -440,15 +439,16 @@ int main(int argc, char **argv)
         /* kube-proxy serves its health before its informers sync (healthy,
          * no family synced yet) */
         if (!(d.proxier = se_proxy_proxier_new(&d.pcfg, se_proxy_runner_system())) ||
-            !(d.store = se_store_new())) {
+            (!d.store && !(d.store = se_store_new()))) {
                 rc = 4;
                 goto out;
         }
-        if (d.userspace && (rc = userspace_start(&d)) != 0)
+        /* --mode userspace: the proxy's workers first (their metrics are served) */
+        if (d.userspace && proxyd_uproxy_start(&d) < 0) {
+                rc = 4;
                 goto out;
+        }
         if (!d.userspace && d.n_files) {
-                if ((rc = proxyd_files_load(&d)) != 0)
-                        goto out;
                 /* no informers: the proxier hears of changes (SIGHUP) here */
                 for (int k = 0; k < SE_KIND_COUNT; k++)
                         if (se_store_subscribe(d.store, (enum se_kind)k, se_proxy_proxier_on_change,

@@ -19,19 +19,20 @@ fails_with "--scheduler names a known scheduler" 2 \
 fails_with "--scheduler flags are sh's and mh's" 2 \
         'svcenv-proxy: --scheduler: item 2 "port" is not a flag (port, fallback; sh and mh only)' \
         "$P" --mode userspace --scheduler rr,port
-fails_with "-f needs the userspace mode" 2 \
-        'svcenv-proxy: -f works with --mode userspace only' "$P" -f manifests/examples
 tmp=$(mktemp -d)
 printf 'apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: 99999}]}\n' \
         >"$tmp/bad.yaml"
-err=$("$P" --mode userspace -f "$tmp/bad.yaml" --healthz-bind-address "" \
-        --metrics-bind-address "" 2>&1 >/dev/null)
-rc=$?
-if [ "$rc" -eq 3 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] &&
-        grep -q "bad.yaml:4" <<<"$err"; then
-        ok "-f with an invalid manifest: exit 3, one line naming file and line"
-else
-        not_ok "-f with an invalid manifest: exit 3, one line naming file and line"
-        echo "#   exit $rc: $err"
-fi
+# every mode reads -f (the rule modes route annotated Services to the proxy)
+for mode in userspace iptables nftables; do
+        err=$("$P" --mode $mode -f "$tmp/bad.yaml" --healthz-bind-address "" \
+                --metrics-bind-address "" 2>&1 >/dev/null)
+        rc=$?
+        if [ "$rc" -eq 3 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] &&
+                grep -q "bad.yaml:4" <<<"$err"; then
+                ok "--mode $mode -f with an invalid manifest: exit 3, one line naming file and line"
+        else
+                not_ok "--mode $mode -f with an invalid manifest: exit 3, one line naming file and line"
+                echo "#   exit $rc: $err"
+        fi
+done
 rm -rf "$tmp"
