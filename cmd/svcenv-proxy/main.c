@@ -422,7 +422,7 @@ int main(int argc, char **argv)
         /* the rule modes: a last run's redirects for routed Services point at
          * a proxy that is gone; the first sync puts back those still routed */
         if (!d.userspace)
-                proxyd_userspace_cleanup();
+                proxyd_redirect_remove(!d.flags.nft, true);
 
         sigset_t set;
         sigemptyset(&set);

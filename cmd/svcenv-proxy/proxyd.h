@@ -71,6 +71,9 @@ void proxyd_userspace_reload(struct proxyd *d);
 void proxyd_userspace_stop(struct proxyd *d);
 /* --cleanup's part for the userspace mode: jumps, chains, nft table, ip rule. */
 void proxyd_userspace_cleanup(void);
+/* The redirect rules of one tool or both (iptables: jumps and chains; nft:
+ * table svcenv-userspace) and the TPROXY ip rule, both families; quiet. */
+void proxyd_redirect_remove(bool iptables, bool nft);
 /* Starts the userspace proxy's workers (d->uproxy, d->uport). 0 or -errno,
  * logged. */
 int proxyd_uproxy_start(struct proxyd *d);

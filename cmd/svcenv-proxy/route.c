@@ -66,7 +66,7 @@ static void warn_bad(struct proxyd *d, struct se_proxy_table *const *t)
 /* Nothing routed any more: the redirects go (the proxy stays, empty). */
 static void route_off(struct proxyd *d, struct se_uproxy_snapshot *empty)
 {
-        proxyd_userspace_cleanup();
+        proxyd_redirect_remove(!d->flags.nft, d->flags.nft);
         for (unsigned i = 0; i < 2; i++)
                 se_strbuf_reset(&d->route_last[i]);
         if (d->uproxy)

@@ -78,6 +78,11 @@ static void reload_files(struct proxyd *d)
 
 void proxyd_userspace_cleanup(void)
 {
+        proxyd_redirect_remove(true, true);
+}
+
+void proxyd_redirect_remove(bool iptables, bool nft)
+{
         char mark[32], table[16];
         snprintf(mark, sizeof(mark), "%#x/%#x", SE_UPROXY_DEFAULT_MARK, SE_UPROXY_DEFAULT_MARK);
         snprintf(table, sizeof(table), "%d", SE_UPROXY_ROUTE_TABLE);
@@ -88,14 +93,14 @@ void proxyd_userspace_cleanup(void)
                                                  { "mangle", SE_UPROXY_TPROXY_CHAIN } };
         for (int f = 0; f < 2; f++) {
                 const char *tool = f ? "ip6tables" : "iptables";
-                for (unsigned i = 0; i < n; i++) {
+                for (unsigned i = 0; iptables && i < n; i++) {
                         const char *argv[16] = { tool, "-w", "-t", jumps[i][0], "-D" };
                         size_t k = 5;
                         for (size_t j = 1; jumps[i][j] && k < 15; j++)
                                 argv[k++] = jumps[i][j];
                         run_quiet(argv);
                 }
-                for (int op = 0; op < 2; op++) /* flush all, then delete all */
+                for (int op = 0; iptables && op < 2; op++) /* flush all, then delete all */
                         for (size_t i = 0; i < SE_ARRAY_SIZE(chains); i++) {
                                 const char *argv[] = {
                                         tool,         "-w", "-t", chains[i][0], op ? "-X" : "-F",
@@ -103,10 +108,11 @@ void proxyd_userspace_cleanup(void)
                                 };
                                 run_quiet(argv);
                         }
-                const char *nft[] = {
+                const char *nftdel[] = {
                         "nft", "delete", "table", f ? "ip6" : "ip", SE_UPROXY_NFT_TABLE, NULL
                 };
-                run_quiet(nft);
+                if (nft)
+                        run_quiet(nftdel);
                 const char *rule[] = { "ip", f ? "-6" : "-4", "rule", "del", "fwmark",
                                        mark, "lookup",        table,  NULL };
                 run_quiet(rule);

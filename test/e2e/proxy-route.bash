@@ -247,7 +247,11 @@ kill -HUP "$proxy_pid"
 wait_for no_redirects
 check "nothing routed: no redirect rules, no TPROXY mark rule" \
         test -z "$(redirects; inns "$NODE" ip rule | grep 0x800000)"
-# and back to the proxy
+# and back to the proxy. A refused connection leaves a conntrack entry in
+# CLOSE for 10 s that a new SYN with the same ports takes over, NAT binding
+# included (the kernel reopens only after a FIN or a client RST): wait
+# those of the DNAT phase out, or a reused client port still goes to b1.
+sleep 11
 write_cluster lc
 kill -HUP "$proxy_pid"
 wait_for routed_now
