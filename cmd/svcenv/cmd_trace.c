@@ -13,7 +13,7 @@
 #include "cli.h"
 
 static const char usage[] =
-        "Usage: svcenv trace -f CLUSTER --node NAME --from IP --to IP:PORT[/PROTO]\n"
+        "Usage: svcenv trace -f CLUSTER --node NAME --from IP[:PORT] --to IP:PORT[/PROTO]\n"
         "         [--mode iptables|nftables] [-o text|json] [--cluster-cidr CIDR[,CIDR]]\n"
         "         [--node-ip IP ...] [--masquerade-all] [--nodeport-addresses CIDRS|primary]\n"
         "         [--localhost-nodeports true|false] [--proxy-name NAME] [--affinity-state]\n"
@@ -31,7 +31,10 @@ static const char usage[] =
         "/proc/net/xt_recent, whose entries' age is not checked; nftables: the\n"
         "endpoint's affinity set of table svcenv, read with `nft list set`).\n"
         "A --from that is one of the node's IPs or loopback is traffic of the node\n"
-        "itself. The table is the family of --to; --from must be of the same family.\n";
+        "itself. The table is the family of --to; --from must be of the same family.\n"
+        "With nftables and svcenv.io/scheduler rr the endpoints are taken in turn; sh,\n"
+        "dh and mh name the one endpoint the kernel's jhash sends the packet to (sh and\n"
+        "mh with the port flag need the source port: --from IP:PORT).\n";
 
 struct trace_args {
         const char *node, *from, *to, *mode, *output;
@@ -105,7 +108,8 @@ static int parse(int argc, char **argv, struct cli_source *src, struct se_proxy_
         if (!a->node)
                 return cli_usage_error("trace", "--node NAME is required");
         if (!a->from || !a->to)
-                return cli_usage_error("trace", "--from IP and --to IP:PORT[/PROTO] are required");
+                return cli_usage_error("trace",
+                                       "--from IP[:PORT] and --to IP:PORT[/PROTO] are required");
         if (strcmp(a->output, "text") != 0 && strcmp(a->output, "json") != 0)
                 return cli_usage_error("trace", "-o wants text or json, not \"%s\"", a->output);
         return EXIT_OK;
@@ -116,8 +120,8 @@ static int query(const struct trace_args *a, struct se_proxy_trace_query *q)
         struct se_diag d = { 0 };
         if (se_proxy_trace_parse_target(a->to, q, &d) < 0)
                 return cli_usage_error("trace", "--to: %s", d.text);
-        if (se_parse_ip(a->from, &q->from) < 0)
-                return cli_usage_error("trace", "--from: \"%.80s\" is not an IP address", a->from);
+        if (se_proxy_trace_parse_source(a->from, q, &d) < 0)
+                return cli_usage_error("trace", "--from: %s", d.text);
         if (q->from.family != q->to.family)
                 return cli_usage_error("trace", "--from %s and --to %s are of different families",
                                        a->from, a->to);

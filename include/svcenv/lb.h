@@ -83,6 +83,14 @@ int se_lb_update(struct se_lb *lb, const struct se_lb_dest *d, size_t n);
  * NULL for schedulers that hash nothing. */
 int se_lb_pick(struct se_lb *lb, const struct se_lb_dest *d, size_t n, const struct se_lb_key *key);
 
+/* The bucket table of an sh, dh or mh scheduler as its last se_lb_update()
+ * filled it: *size buckets (256 for sh/dh, mh's prime), each the index in
+ * that list of the destination the bucket sends to, -1 for none. What the
+ * nftables writer copies into an in-kernel bucket map. Owned by lb, valid
+ * until its next update or free; NULL (and *size 0) for other kinds or
+ * before the first update. */
+const int32_t *se_lb_buckets(const struct se_lb *lb, size_t *size);
+
 /* IPVS's overhead of a destination for lc/wlc: active * 256 + inactive */
 uint64_t se_lb_overhead(const struct se_lb_dest *d);
 

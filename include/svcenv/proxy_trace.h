@@ -7,8 +7,10 @@
  * endpoint, REJECT or DROP without endpoints or by the source-range
  * firewall, or no rule of ours: not a service address), whether it is
  * masqueraded and why, and every endpoint it can reach with its
- * probability. Pure: no I/O, no kernel state (ClientIP affinity is reported
- * as applying, with its timeout).
+ * probability. With the in-kernel schedulers of nftables (svcenv.io/
+ * scheduler): rr takes the endpoints in turn; sh, dh and mh name the one
+ * endpoint the kernel's jhash sends this packet to. Pure: no I/O, no kernel state (ClientIP
+ * affinity is reported as applying, with its timeout).
  *
  * Ownership: a trace owns its strings (se_proxy_trace_release frees them);
  * it borrows nothing from the table. Errors are negative errno values. */
@@ -51,11 +53,18 @@ struct se_proxy_trace_query {
         int32_t port;
         enum se_protocol protocol;
         bool from_local;
+        int32_t from_port; /* the source port, 0 when not given (sh/mh port flag) */
 };
 
 /* Parses "IP:PORT[/PROTO]" ("[IPv6]:PORT[/PROTO]"; PROTO tcp, udp or sctp,
  * any case; default tcp). 0 or -EINVAL with diag saying what is wrong. */
 int se_proxy_trace_parse_target(const char *s, struct se_proxy_trace_query *q,
+                                struct se_diag *diag);
+
+/* Parses the source "IP" or "IP:PORT" ("[IPv6]:PORT"; a bare IPv6 address
+ * is an IP without port) into q->from and q->from_port (0 without one).
+ * 0 or -EINVAL with diag saying what is wrong. */
+int se_proxy_trace_parse_source(const char *s, struct se_proxy_trace_query *q,
                                 struct se_diag *diag);
 
 /* One chain the packet meets, and the rule of it that matched (text as
@@ -76,6 +85,9 @@ struct se_proxy_trace_endpoint {
         bool local, ready, serving, terminating;
         bool masquerade; /* hairpin: the source is this endpoint */
         bool pinned; /* the kernel's affinity state sends this client here */
+        /* nftables sh/dh/mh: how many of the jhash map's of_buckets buckets
+         * send here (of_buckets 0: the map is keyed by endpoint index) */
+        uint32_t buckets, of_buckets;
 };
 
 struct se_proxy_trace {

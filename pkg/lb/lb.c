@@ -158,3 +158,10 @@ int se_lb_pick(struct se_lb *lb, const struct se_lb_dest *d, size_t n, const str
         }
         return -1;
 }
+
+const int32_t *se_lb_buckets(const struct se_lb *lb, size_t *size)
+{
+        bool hashed = lb->kind == SE_LB_SH || lb->kind == SE_LB_DH || lb->kind == SE_LB_MH;
+        *size = hashed && lb->table ? lb->table_size : 0;
+        return *size ? lb->table : NULL;
+}

@@ -162,4 +162,26 @@ int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
  * they are. Appends to out: 0, -ENOMEM or -E2BIG. */
 int proxy_restore_split(const char *in, size_t n, struct se_strbuf *out);
 
+/* In-kernel schedulers of the nftables rules (proxy_ksched.c): which one a
+ * port's dispatch uses (kube-proxy's numgen random unless the Service asks
+ * for rr, sh, dh or mh). */
+enum proxy_ksched { PROXY_KS_RANDOM, PROXY_KS_RR, PROXY_KS_HASH };
+enum proxy_ksched proxy_ksched_of(const struct se_proxy_svcport *sp);
+/* jhash's fixed seed: nft_jhash draws a random one when a rule has none */
+#define PROXY_JHASH_SEED 0x5c4ed001u
+/* jhash's input for sp: "ip saddr", "ip6 saddr . tcp sport", "ip daddr" */
+const char *proxy_ksched_key(const struct se_proxy_svcport *sp, bool v6, char *buf, size_t size);
+/* sp's bucket table (sh/dh/mh) over eps[0..n) as IPVS fills it: *ret (the
+ * caller frees it) holds *size endpoint indexes, -1 for none. 0, -ENOMEM,
+ * -EINVAL (an endpoint IP that does not parse), -E2BIG. */
+int proxy_ksched_buckets(const struct se_proxy_svcport *sp,
+                         const struct se_proxy_endpoint *const *eps, uint32_t n, int32_t **ret,
+                         size_t *size);
+/* include/linux/jhash.h's jhash() on a little-endian machine */
+uint32_t proxy_jhash(const void *key, uint32_t len, uint32_t seed);
+/* The bucket nft's `jhash KEY mod m seed PROXY_JHASH_SEED` gives a packet
+ * src:sport -> dst (both of one family) for sp's key. */
+uint32_t proxy_ksched_bucket(const struct se_proxy_svcport *sp, const struct se_ip *src,
+                             uint16_t sport, const struct se_ip *dst, uint32_t m);
+
 #endif

@@ -309,15 +309,63 @@ static int dispatch_elem(struct nft *w, const struct se_proxy_svcport *sp,
         return 0;
 }
 
+/* The pick of a dispatch rule and its map, by the port's in-kernel
+ * scheduler: kube-proxy's numgen random, or (svcenv.io/scheduler) numgen
+ * inc for rr and a jhash into IPVS's bucket table for sh/dh/mh. Each kind
+ * names its maps apart ("rr-", "jh-" before the chain name), so a Service
+ * switching kinds gets new maps instead of keeping one declared otherwise. */
+struct pick {
+        enum proxy_ksched ks;
+        const char *prefix; /* of the map names */
+        const char *typeof_key;
+        char expr[96]; /* "numgen random mod N", "jhash ip saddr mod M seed 0x..." */
+        int32_t *buckets; /* PROXY_KS_HASH: M endpoint indexes */
+        size_t m;
+};
+
+static int pick_init(struct nft *w, const struct se_proxy_svcport *sp,
+                     const struct se_proxy_endpoint *const *eps, uint32_t n, struct pick *pk)
+{
+        pk->ks = proxy_ksched_of(sp);
+        pk->buckets = NULL;
+        pk->m = n;
+        if (pk->ks == PROXY_KS_RANDOM) {
+                pk->prefix = "";
+                pk->typeof_key = "numgen random mod 1";
+                snprintf(pk->expr, sizeof(pk->expr), "numgen random mod %u", n);
+                return 0;
+        }
+        if (pk->ks == PROXY_KS_RR) {
+                pk->prefix = "rr-";
+                pk->typeof_key = "numgen inc mod 1";
+                snprintf(pk->expr, sizeof(pk->expr), "numgen inc mod %u", n);
+                return 0;
+        }
+        int r = proxy_ksched_buckets(sp, eps, n, &pk->buckets, &pk->m);
+        if (r < 0)
+                return r;
+        char key[48];
+        pk->prefix = "jh-";
+        /* the bucket keys are plain 32-bit numbers; nft 1.0.6 crashes
+         * listing a map declared `typeof jhash ...` */
+        pk->typeof_key = "numgen random mod 1";
+        snprintf(pk->expr, sizeof(pk->expr), "jhash %s mod %zu seed 0x%x",
+                 proxy_ksched_key(sp, w->v6, key, sizeof(key)), pk->m, PROXY_JHASH_SEED);
+        return 0;
+}
+
 /* chain `service-…` / `local-…`: with affinity, the clients' endpoint
- * chains, then a random endpoint chain; else one DNAT to a random endpoint
- * (kube-proxy v1.36 has endpoint chains for affinity only) */
+ * chains, then an endpoint chain by the pick; else one DNAT to an endpoint
+ * by the pick (kube-proxy v1.36 has endpoint chains for affinity only) */
 static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                              const struct nft_name *chain_name,
                              const struct se_proxy_endpoint *const *eps, uint32_t n)
 {
         struct se_strbuf *c = w->chains, *s = &w->sets;
-        int r = 0;
+        struct pick pk;
+        int r = pick_init(w, sp, eps, n, &pk);
+        if (r < 0)
+                return r;
         se_strbuf_lit(c, "\tchain ");
         put_name(c, chain_name);
         se_strbuf_lit(c, " {\n");
@@ -325,7 +373,7 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                 for (uint32_t i = 0; i < n; i++) {
                         const struct nft_name *nm = ep_name(w, sp, eps[i], &r);
                         if (!nm)
-                                return r;
+                                goto out;
                         se_strbuf_lit(c, "\t\t");
                         put(c, w->ip);
                         se_strbuf_lit(c, " saddr @affinity-");
@@ -334,27 +382,35 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                         put_name(c, nm);
                         se_strbuf_lit(c, "\n");
                 }
-                se_strbuf_lit(c, "\t\tnumgen random mod ");
-                se_strbuf_add_uint(c, n);
+                se_strbuf_lit(c, "\t\t");
+                put(c, pk.expr);
                 se_strbuf_lit(c, " vmap @");
+                put(c, pk.prefix);
                 put_name(c, chain_name);
                 se_strbuf_lit(c, "\n\t}\n");
                 se_strbuf_lit(s, "\tmap ");
+                put(s, pk.prefix);
                 put_name(s, chain_name);
-                se_strbuf_lit(s, " {\n\t\t" DISPATCH_TYPE "\n\t\telements = { ");
+                se_strbuf_lit(s, " {\n\t\ttypeof ");
+                put(s, pk.typeof_key);
+                se_strbuf_lit(s, " : verdict\n\t\telements = { ");
         } else {
                 se_strbuf_lit(c, "\t\tmeta l4proto ");
                 put(c, sp->proto);
                 se_strbuf_lit(c, " dnat ");
                 put(c, w->ip);
-                se_strbuf_lit(c, " addr . port to numgen random mod ");
-                se_strbuf_add_uint(c, n);
+                se_strbuf_lit(c, " addr . port to ");
+                put(c, pk.expr);
                 se_strbuf_lit(c, " map @" DNAT_PREFIX);
+                put(c, pk.prefix);
                 put_name(c, chain_name);
                 se_strbuf_lit(c, "\n\t}\n");
                 se_strbuf_lit(s, "\tmap " DNAT_PREFIX);
+                put(s, pk.prefix);
                 put_name(s, chain_name);
-                se_strbuf_lit(s, " {\n\t\ttypeof numgen random mod 1 : ");
+                se_strbuf_lit(s, " {\n\t\ttypeof ");
+                put(s, pk.typeof_key);
+                se_strbuf_lit(s, " : ");
                 /* (`th dport` would not do: nft, reading the rule back,
                  * finds it conflicts with the rule's `meta l4proto`) */
                 put(s, w->ip);
@@ -362,11 +418,20 @@ static int endpoint_dispatch(struct nft *w, const struct se_proxy_svcport *sp,
                 put(s, sp->proto);
                 se_strbuf_lit(s, " dport\n\t\telements = { ");
         }
-        for (uint32_t i = 0; i < n; i++)
-                if ((r = dispatch_elem(w, sp, eps[i], i, s)) < 0)
-                        return r;
+        if (pk.buckets) {
+                for (size_t b = 0; b < pk.m; b++)
+                        if (pk.buckets[b] >= 0 &&
+                            (r = dispatch_elem(w, sp, eps[pk.buckets[b]], (uint32_t)b, s)) < 0)
+                                goto out;
+        } else {
+                for (uint32_t i = 0; i < n; i++)
+                        if ((r = dispatch_elem(w, sp, eps[i], i, s)) < 0)
+                                goto out;
+        }
         se_strbuf_lit(s, " }\n\t}\n");
-        return 0;
+out:
+        free(pk.buckets);
+        return r;
 }
 
 /* hairpin-connections: "EP . EP . proto . port" for each endpoint on this

@@ -205,6 +205,23 @@ bad:
         return -EINVAL;
 }
 
+int se_proxy_trace_parse_source(const char *s, struct se_proxy_trace_query *q, struct se_diag *diag)
+{
+        q->from_port = 0;
+        if (s && se_parse_ip(s, &q->from) == 0)
+                return 0;
+        /* IP:PORT is a target without a protocol */
+        struct se_proxy_trace_query t = { 0 };
+        if (!s || strchr(s, '/') || se_proxy_trace_parse_target(s, &t, diag) < 0) {
+                se_diag_set(diag, NULL, 0, 0, "\"%.80s\" is not IP or IP:PORT ([IP]:PORT for IPv6)",
+                            s ? s : "");
+                return -EINVAL;
+        }
+        q->from = t.to;
+        q->from_port = t.port;
+        return 0;
+}
+
 /* The name of sp's chain of kind k in w's backend. */
 static void chain_name(struct walk *w, const struct se_proxy_svcport *sp, enum kind k, char *out,
                        size_t size)
@@ -277,6 +294,88 @@ static int plan(struct walk *w, const struct se_proxy_svcport *sp, struct plan *
         return w->r;
 }
 
+/* The in-kernel hash pick (sh, dh, mh) of one packet: the bucket table the
+ * writer puts in the map, the bucket nft_jhash gives, its endpoint (-1
+ * when the key needs a source port the query lacks: then each endpoint's
+ * share of the buckets). */
+struct kpick {
+        int32_t *buckets;
+        size_t m;
+        uint32_t bucket;
+        int32_t chosen;
+        uint32_t *share; /* per endpoint: how many buckets */
+};
+
+static int kernel_hash(struct walk *w, const struct se_proxy_svcport *sp,
+                       const struct se_proxy_endpoint *const *eps, uint32_t n, struct kpick *kp)
+{
+        int r = proxy_ksched_buckets(sp, eps, n, &kp->buckets, &kp->m);
+        if (r == 0 && !(kp->share = se_calloc(n, sizeof(*kp->share))))
+                r = -ENOMEM;
+        if (r < 0) {
+                free(kp->buckets);
+                kp->buckets = NULL;
+                fail(w, r);
+                return r;
+        }
+        for (size_t b = 0; b < kp->m; b++)
+                if (kp->buckets[b] >= 0)
+                        kp->share[kp->buckets[b]]++;
+        bool needs_port = sp->sched != SE_LB_DH && (sp->sched_flags & SE_LB_PORT);
+        if (needs_port && w->q->from_port == 0)
+                return 0;
+        kp->bucket = proxy_ksched_bucket(sp, &w->q->from, (uint16_t)w->q->from_port, &w->q->to,
+                                         (uint32_t)kp->m);
+        kp->chosen = kp->buckets[kp->bucket];
+        return 0;
+}
+
+/* The dispatch step of rr (numgen inc) or sh/dh/mh (jhash into buckets). */
+static void kernel_sched_step(struct walk *w, const struct se_proxy_svcport *sp, const char *name,
+                              uint32_t n, const struct kpick *kp)
+{
+        char map[PROXY_NFT_NAME_SIZE + 16], head[PROXY_NFT_NAME_SIZE + 160], key[48];
+        bool rr = kp->buckets == NULL;
+        snprintf(map, sizeof(map), "%s%s%s", sp->affinity ? "" : "dnat-", rr ? "rr-" : "jh-", name);
+        char pick[96], sport[16] = "";
+        if (sp->sched != SE_LB_DH && (sp->sched_flags & SE_LB_PORT))
+                snprintf(sport, sizeof(sport), " port %d", w->q->from_port);
+        if (rr)
+                snprintf(pick, sizeof(pick), "numgen inc mod %u", n);
+        else
+                snprintf(pick, sizeof(pick), "jhash %s mod %zu seed 0x%x",
+                         proxy_ksched_key(sp, w->q->to.family == SE_IPV6, key, sizeof(key)), kp->m,
+                         PROXY_JHASH_SEED);
+        if (sp->affinity)
+                snprintf(head, sizeof(head), "%s vmap @%s", pick, map);
+        else
+                snprintf(head, sizeof(head), "meta l4proto %s dnat %s addr . port to %s map @%s",
+                         sp->proto, w->ip, pick, map);
+        if (rr)
+                step(w, w->table, name,
+                     "%s: round robin, each endpoint 1/%u, in turn in the map's order", head, n);
+        else if (kp->chosen >= 0)
+                step(w, w->table, name, "%s: %s%s -> bucket %u -> %s", head,
+                     sp->sched == SE_LB_DH ? w->to : w->from, sport, kp->bucket,
+                     w->tr->endpoints[kp->chosen].endpoint);
+        else
+                step(w, w->table, name, "%s: the bucket depends on the source port", head);
+        if (rr)
+                note(w, "svcenv.io/scheduler rr: new connections take the endpoints in turn "
+                        "(one counter per rule, shared by all clients)");
+        else if (kp->chosen >= 0)
+                note(w,
+                     "svcenv.io/scheduler %s: the kernel's jhash (not IPVS's hash) picks bucket "
+                     "%u of %zu; the buckets are filled as IPVS fills its table",
+                     se_lb_name(sp->sched), kp->bucket, kp->m);
+        else
+                note(w,
+                     "svcenv.io/scheduler %s,port hashes the source port too: give --from "
+                     "IP:PORT to name the endpoint (shown: each endpoint's share of the "
+                     "buckets)",
+                     se_lb_name(sp->sched));
+}
+
 /* The endpoint pick of chain name over eps. */
 static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const char *name,
                      const struct se_proxy_endpoint *const *eps, uint32_t n)
@@ -289,6 +388,10 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
         tr->affinity = sp->affinity;
         tr->affinity_timeout = sp->affinity_timeout;
         double rest = 1.0;
+        enum proxy_ksched ks = w->nft ? proxy_ksched_of(sp) : PROXY_KS_RANDOM;
+        struct kpick kp = { .chosen = -1 };
+        if (ks == PROXY_KS_HASH && kernel_hash(w, sp, eps, n, &kp) < 0)
+                return;
         for (uint32_t i = 0; i < n; i++) {
                 struct se_proxy_trace_endpoint *e = &tr->endpoints[tr->n_endpoints++];
                 const struct se_proxy_endpoint *ep = eps[i];
@@ -303,8 +406,13 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
                 e->terminating = ep->terminating;
                 /* nft: @hairpin-connections holds this node's endpoints only */
                 e->masquerade = ip_is(ep->ip, &w->q->from) && (!w->nft || ep->local);
-                if (w->nft) {
-                        e->probability = 1.0 / n; /* numgen random mod N */
+                if (ks == PROXY_KS_HASH) {
+                        e->buckets = kp.share[i];
+                        e->of_buckets = (uint32_t)kp.m;
+                        e->probability = kp.chosen >= 0 ? (int32_t)i == kp.chosen :
+                                                          (double)kp.share[i] / (double)kp.m;
+                } else if (w->nft) {
+                        e->probability = 1.0 / n; /* numgen random / inc mod N */
                 } else {
                         /* the rule's own printed probability of what is left */
                         char p[16];
@@ -324,7 +432,9 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
                      "-m recent --name KUBE-SEP-<endpoint> --rcheck --seconds %d --reap -j "
                      "KUBE-SEP-<endpoint>: a client seen before goes back to its endpoint",
                      sp->affinity_timeout);
-        if (w->nft && sp->affinity)
+        if (ks != PROXY_KS_RANDOM)
+                kernel_sched_step(w, sp, name, n, &kp);
+        else if (w->nft && sp->affinity)
                 step(w, w->table, name, "numgen random mod %u vmap @%s: each endpoint 1/%u", n,
                      name, n);
         else if (w->nft)
@@ -343,8 +453,15 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
         tr->verdict = SE_PROXY_TRACE_DNAT;
         if (n == 1)
                 set_str(w, &tr->reason, "to %s", eps[0]->str);
+        else if (kp.chosen >= 0)
+                set_str(w, &tr->reason, "to %s (%s: jhash bucket %u of %zu)", eps[kp.chosen]->str,
+                        se_lb_name(sp->sched), kp.bucket, kp.m);
+        else if (ks == PROXY_KS_RR)
+                set_str(w, &tr->reason, "to one of %u endpoints in turn (round robin)", n);
         else
                 set_str(w, &tr->reason, "to one of %u endpoints", n);
+        free(kp.buckets);
+        free(kp.share);
         bool hairpin = false;
         for (uint32_t i = 0; i < n; i++)
                 hairpin |= tr->endpoints[i].masquerade;

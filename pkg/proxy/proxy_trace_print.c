@@ -98,9 +98,15 @@ int se_proxy_trace_text(const struct se_proxy_trace *tr, const struct se_proxy_t
                 for (uint32_t i = 0; i < tr->n_endpoints; i++) {
                         const struct se_proxy_trace_endpoint *e = &tr->endpoints[i];
                         char key[48];
-                        snprintf(key, sizeof(key), "DNAT map key %u", i);
-                        se_strbuf_printf(out, "  %-24s %7.3f%%  %s%s%s%s%s\n", e->endpoint,
+                        if (e->of_buckets)
+                                snprintf(key, sizeof(key), "%u of %u buckets", e->buckets,
+                                         e->of_buckets);
+                        else
+                                snprintf(key, sizeof(key), "DNAT map key %u", i);
+                        se_strbuf_printf(out, "  %-24s %7.3f%%  %s%s%s%s%s%s%s\n", e->endpoint,
                                          100.0 * e->probability, e->chain ? e->chain : key,
+                                         e->chain && e->of_buckets ? ", " : "",
+                                         e->chain && e->of_buckets ? key : "",
                                          e->local ? "  local" : "",
                                          e->ready       ? "" :
                                          e->terminating ? "  terminating" :
@@ -212,6 +218,11 @@ int se_proxy_trace_json(const struct se_proxy_trace *tr, const struct se_proxy_t
                 se_strbuf_puts(out, yes(e->masquerade));
                 key(out, "pinned", false);
                 se_strbuf_puts(out, yes(e->pinned));
+                if (e->of_buckets) {
+                        key(out, "buckets", false);
+                        se_strbuf_printf(out, "{\"count\":%u,\"of\":%u}", e->buckets,
+                                         e->of_buckets);
+                }
                 se_strbuf_puts(out, "}");
         }
         se_strbuf_puts(out, "]");

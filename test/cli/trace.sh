@@ -33,11 +33,11 @@ fails_with "--to with a bad port" 2 "svcenv trace: --to: port \"70000\" is not 1
         t --from 10.0.0.1 --to 10.96.20.20:70000
 fails_with "--to with a bad protocol" 2 "svcenv trace: --to: protocol \"icmp\" is not tcp, udp or sctp (see 'svcenv trace --help')" \
         t --from 10.0.0.1 --to 10.96.20.20:80/icmp
-fails_with "unparsable --from" 2 "svcenv trace: --from: \"10.0.0\" is not an IP address (see 'svcenv trace --help')" \
+fails_with "unparsable --from" 2 "svcenv trace: --from: \"10.0.0\" is not IP or IP:PORT ([IP]:PORT for IPv6) (see 'svcenv trace --help')" \
         t --from 10.0.0 --to 10.96.20.20:8080
 fails_with "families differ" 2 "svcenv trace: --from fd00::1 and --to 10.96.20.20:8080 are of different families (see 'svcenv trace --help')" \
         t --from fd00::1 --to 10.96.20.20:8080
-fails_with "--to missing" 2 "svcenv trace: --from IP and --to IP:PORT[/PROTO] are required (see 'svcenv trace --help')" \
+fails_with "--to missing" 2 "svcenv trace: --from IP[:PORT] and --to IP:PORT[/PROTO] are required (see 'svcenv trace --help')" \
         t --from 10.0.0.1
 fails_with "--node missing" 2 "svcenv trace: --node NAME is required (see 'svcenv trace --help')" \
         "$SVCENV/svcenv" trace -f $demo --from 10.0.0.1 --to 10.96.20.20:8080

@@ -1,4 +1,4 @@
-/* Fuzz target: svcenv trace's --from and --to ("FROM\nIP:PORT[/PROTO]")
+/* Fuzz target: svcenv trace's --from and --to ("IP[:PORT]\nIP:PORT[/PROTO]")
  * walked through a fixed cluster in both modes. Checks that a DNAT has
  * endpoints whose probabilities sum to 1 and that both printers succeed. */
 #include <errno.h>
@@ -29,7 +29,30 @@ static const char cluster[] =
         "endpoints: [{addresses: [10.244.0.2], nodeName: n1}, {addresses: [10.244.1.2]},"
         " {addresses: [10.244.1.3], conditions: {ready: false, serving: true, terminating: true}}]\n"
         "---\napiVersion: v1\nkind: Service\nmetadata: {name: empty, namespace: a}\n"
-        "spec: {clusterIP: 10.96.0.2, internalTrafficPolicy: Local, ports: [{port: 80}]}\n";
+        "spec: {clusterIP: 10.96.0.2, internalTrafficPolicy: Local, ports: [{port: 80}]}\n"
+        /* the in-kernel schedulers of nftables: jhash with and without the port */
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: sh, namespace: a, annotations: "
+        "{svcenv.io/scheduler: 'sh,port'}}\n"
+        "spec: {clusterIP: 10.96.0.3, ports: [{name: p, port: 80}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: sh-1, namespace: a, labels: {kubernetes.io/service-name: sh}}\n"
+        "addressType: IPv4\nports: [{name: p, port: 8080}]\n"
+        "endpoints: [{addresses: [10.244.0.2]}, {addresses: [10.244.1.2]}]\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: mh, namespace: a, annotations: "
+        "{svcenv.io/scheduler: mh}}\n"
+        "spec: {clusterIP: 10.96.0.4, sessionAffinity: ClientIP, ports: [{name: p, port: 80}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: mh-1, namespace: a, labels: {kubernetes.io/service-name: mh}}\n"
+        "addressType: IPv4\nports: [{name: p, port: 8080}]\n"
+        "endpoints: [{addresses: [10.244.0.2]}, {addresses: [10.244.1.2]}, {addresses: "
+        "[10.244.1.3]}]\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: rr, namespace: a, annotations: "
+        "{svcenv.io/scheduler: rr}}\n"
+        "spec: {clusterIP: 10.96.0.5, ports: [{name: p, port: 80}]}\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: rr-1, namespace: a, labels: {kubernetes.io/service-name: rr}}\n"
+        "addressType: IPv4\nports: [{name: p, port: 8080}]\n"
+        "endpoints: [{addresses: [10.244.0.2]}, {addresses: [10.244.1.2]}]\n";
 
 static struct se_store *store;
 static struct se_proxy_options opt;
@@ -69,9 +92,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!nl)
                 goto out;
         *nl = 0;
-        if (se_proxy_trace_parse_target(nl + 1, &q, &d) < 0 || se_parse_ip(s, &q.from) < 0)
+        if (se_proxy_trace_parse_target(nl + 1, &q, &d) < 0 ||
+            se_proxy_trace_parse_source(s, &q, &d) < 0)
                 goto out;
-        if (q.port < 1 || q.port > 65535)
+        if (q.port < 1 || q.port > 65535 || q.from_port < 0 || q.from_port > 65535)
                 abort();
         se_proxy_trace_locality(&q, &opt);
         for (int mode = 0; mode < 2; mode++) {

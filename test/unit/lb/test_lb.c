@@ -305,6 +305,66 @@ static void test_mh_weights(void **state)
         se_lb_free(lb);
 }
 
+/* The exported bucket tables: sh/dh give 256 buckets round robin over the
+ * list (ABCABC...), sh with weights AAB...; mh its 4093 slots in the shares
+ * test_mh counts (1365/1364/1364); other kinds and unbuilt tables none. */
+static void test_buckets(void **state)
+{
+        (void)state;
+        struct se_lb_dest d[3] = { dest("10.1.0.1", 80, 1), dest("10.1.0.2", 80, 1),
+                                   dest("10.1.0.3", 80, 1) };
+        size_t size = 99;
+        struct se_lb *lb = se_lb_new(SE_LB_SH, 0, 1);
+        assert_non_null(lb);
+        assert_null(se_lb_buckets(lb, &size)); /* not built yet */
+        assert_int_equal(size, 0);
+        assert_int_equal(se_lb_update(lb, d, 3), 0);
+        const int32_t *b = se_lb_buckets(lb, &size);
+        assert_non_null(b);
+        assert_int_equal(size, 256);
+        for (size_t i = 0; i < size; i++)
+                assert_int_equal(b[i], (int32_t)(i % 3));
+        /* the bucket a key hashes to is the destination pick gives: 10.0.0.1
+         * hashes to bucket 39 (test_sh) */
+        struct se_lb_key k = key("10.0.0.1", 40000, "10.96.0.1");
+        assert_int_equal(se_lb_pick(lb, d, 3, &k), b[39]);
+        struct se_lb_dest w[2] = { dest("10.1.0.1", 80, 2), dest("10.1.0.2", 80, 1) };
+        assert_int_equal(se_lb_update(lb, w, 2), 0);
+        b = se_lb_buckets(lb, &size);
+        assert_int_equal(size, 256);
+        assert_int_equal(b[0], 0);
+        assert_int_equal(b[1], 0);
+        assert_int_equal(b[2], 1);
+        assert_int_equal(b[3], 0);
+        se_lb_free(lb);
+
+        lb = make(SE_LB_DH, 0, d, 2);
+        b = se_lb_buckets(lb, &size);
+        assert_int_equal(size, 256);
+        for (size_t i = 0; i < size; i++)
+                assert_int_equal(b[i], (int32_t)(i % 2));
+        se_lb_free(lb);
+
+        lb = make(SE_LB_MH, 0, d, 3);
+        b = se_lb_buckets(lb, &size);
+        assert_int_equal(size, 4093);
+        unsigned count[3] = { 0 };
+        for (size_t i = 0; i < size; i++) {
+                assert_in_range(b[i], 0, 2);
+                count[b[i]]++;
+        }
+        assert_int_equal(count[0] + count[1] + count[2], 4093);
+        assert_in_range(count[0], 1364, 1365);
+        assert_in_range(count[1], 1364, 1365);
+        assert_in_range(count[2], 1364, 1365);
+        se_lb_free(lb);
+
+        lb = make(SE_LB_RR, 0, d, 3);
+        assert_null(se_lb_buckets(lb, &size));
+        assert_int_equal(size, 0);
+        se_lb_free(lb);
+}
+
 static void test_random_and_p2c(void **state)
 {
         (void)state;
@@ -364,6 +424,7 @@ int main(void)
                 cmocka_unit_test(test_sh),
                 cmocka_unit_test(test_mh),
                 cmocka_unit_test(test_mh_weights),
+                cmocka_unit_test(test_buckets),
                 cmocka_unit_test(test_random_and_p2c),
                 cmocka_unit_test(test_parse),
         };

@@ -275,7 +275,10 @@ static void test_nlapply__constructs_equal_nft(void **state)
         static const char *files[] = { "test/unit/proxy/nft/constructs.nft",
                                        "test/unit/proxy/nft/constructs6.nft",
                                        "test/golden/proxy/demo-node-a.nft",
-                                       "test/golden/proxy/overall.nft", NULL };
+                                       "test/golden/proxy/overall.nft",
+                                       "test/golden/proxy/ksched.nft",
+                                       "test/golden/proxy/ksched6.nft",
+                                       NULL };
         run_child(files_child, files);
 }
 
@@ -293,6 +296,23 @@ static unsigned rnd(unsigned n)
 static char *random_cluster(unsigned n_svc)
 {
         static const char *const protos[] = { "TCP", "UDP", "SCTP" };
+        /* kube-proxy's random, then the in-kernel schedulers (svcenv.io/scheduler) */
+        static const char *const scheds[] = { "",
+                                              "",
+                                              "",
+                                              ", annotations: {svcenv.io/scheduler: rr}",
+                                              ", annotations: {svcenv.io/scheduler: sh}",
+                                              ", annotations: {svcenv.io/scheduler: 'sh,port'}",
+                                              ", annotations: {svcenv.io/scheduler: dh}",
+                                              ", annotations: {svcenv.io/scheduler: mh}",
+                                              "",
+                                              "",
+                                              "",
+                                              "",
+                                              "",
+                                              "",
+                                              "",
+                                              "" };
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         for (unsigned i = 0; i < n_svc; i++) {
@@ -300,9 +320,9 @@ static char *random_cluster(unsigned n_svc)
                 unsigned kind = rnd(4); /* ClusterIP, NodePort, LoadBalancer, with externalIPs */
                 se_strbuf_printf(&sb,
                                  "---\napiVersion: v1\nkind: Service\n"
-                                 "metadata: {name: s%u, namespace: ns%u}\nspec:\n"
+                                 "metadata: {name: s%u, namespace: ns%u%s}\nspec:\n"
                                  "  type: %s\n  clusterIP: 172.30.%u.%u\n",
-                                 i, i % 3,
+                                 i, i % 3, scheds[rnd(SE_ARRAY_SIZE(scheds))],
                                  kind == 1 ? "NodePort" :
                                  kind == 2 ? "LoadBalancer" :
                                              "ClusterIP",

@@ -26,8 +26,8 @@
 
 /* A cluster from a compact spec: one service per line,
  * "NS/NAME IP [PROTO] EP,EP,..." ("-" for no endpoints); a NAME ending in
- * '*' has ClientIP session affinity, one ending in '@' asks for the lc
- * scheduler (routed to the userspace proxy by both backends). */
+ * '*' has ClientIP session affinity; "NAME~SCHED" (before the '*') asks
+ * for svcenv.io/scheduler SCHED. */
 static char *cluster(const char *spec)
 {
         struct se_strbuf sb;
@@ -47,11 +47,15 @@ static char *cluster(const char *spec)
                 assert_non_null(tip);
                 assert_non_null(t3);
                 assert_int_equal(sscanf(nsname, "%63[^/]/%63s", ns, name), 2);
-                bool aff = false, lc = false;
-                for (size_t n = strlen(name); n && strchr("*@", name[n - 1]); n--) {
-                        aff |= name[n - 1] == '*';
-                        lc |= name[n - 1] == '@';
-                        name[n - 1] = 0;
+                bool aff = name[strlen(name) - 1] == '*';
+                if (aff)
+                        name[strlen(name) - 1] = 0;
+                char ann[96] = "";
+                char *tilde = strchr(name, '~');
+                if (tilde) {
+                        snprintf(ann, sizeof(ann), ", annotations: {svcenv.io/scheduler: '%s'}",
+                                 tilde + 1);
+                        *tilde = 0;
                 }
                 snprintf(ip, sizeof(ip), "%s", tip);
                 snprintf(proto, sizeof(proto), "%s", t4 ? t3 : "TCP");
@@ -60,8 +64,7 @@ static char *cluster(const char *spec)
                         &sb,
                         "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s%s}\n"
                         "spec: {clusterIP: %s, ports: [{name: p, port: 80, protocol: %s}]%s}\n",
-                        name, ns, lc ? ", annotations: {svcenv.io/scheduler: lc}" : "", ip, proto,
-                        aff ? ", sessionAffinity: ClientIP" : "");
+                        name, ns, ann, ip, proto, aff ? ", sessionAffinity: ClientIP" : "");
                 if (strcmp(eps, "-") == 0)
                         continue;
                 se_strbuf_printf(
@@ -311,6 +314,39 @@ static void test_partial__nft_elements(void **state)
         se_proxy_tracker_free(tr);
 }
 
+/* svcenv.io/scheduler on partial syncs: each in-kernel kind has maps of
+ * its own name, so switching kinds declares the new map and deletes the old
+ * one (a map cannot change its key description). */
+static void test_partial__nft_scheduler_switch(void **state)
+{
+        (void)state;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        se_proxy_tracker_set_minimal(tr, true);
+        free(sync_any("a/web 172.30.0.10 10.1.0.1,10.1.0.2\n", tr, true));
+        char *rr = sync_any("a/web~rr 172.30.0.10 10.1.0.1,10.1.0.2\n", tr, true);
+        assert_true(has_line(rr, "\t\tmeta l4proto tcp dnat ip addr . port to numgen inc mod 2 map "
+                                 "@dnat-rr-service-VXO22ISD-a/web/tcp/p"));
+        assert_true(has_line(rr, "delete map ip svcenv dnat-service-VXO22ISD-a/web/tcp/p"));
+        char *sh = sync_any("a/web~sh 172.30.0.10 10.1.0.1,10.1.0.2\n", tr, true);
+        assert_true(has_line(sh, "\t\tmeta l4proto tcp dnat ip addr . port to jhash ip saddr mod "
+                                 "256 seed 0x5c4ed001 map @dnat-jh-service-VXO22ISD-a/web/tcp/p"));
+        assert_true(has_line(sh, "delete map ip svcenv dnat-rr-service-VXO22ISD-a/web/tcp/p"));
+        /* sh to mh: the same map, emptied and filled with Maglev's slots */
+        char *mh = sync_any("a/web~mh 172.30.0.10 10.1.0.1,10.1.0.2\n", tr, true);
+        assert_true(has_line(mh, "flush map ip svcenv dnat-jh-service-VXO22ISD-a/web/tcp/p"));
+        assert_non_null(strstr(mh, ", 4092 : 10.1.0."));
+        assert_null(strstr(mh, "delete map"));
+        char *back = sync_any("a/web 172.30.0.10 10.1.0.1,10.1.0.2\n", tr, true);
+        assert_true(has_line(back, "delete map ip svcenv dnat-jh-service-VXO22ISD-a/web/tcp/p"));
+        assert_true(has_line(back, "\t\tmeta l4proto tcp dnat ip addr . port to numgen random mod "
+                                   "2 map @dnat-service-VXO22ISD-a/web/tcp/p"));
+        free(rr);
+        free(sh);
+        free(mh);
+        free(back);
+        se_proxy_tracker_free(tr);
+}
+
 /* nft endpoint maps on partial syncs: N -> M endpoints flushes the
  * service's DNAT map, declares its M elements and rewrites the `mod M`
  * rule; the same count with one endpoint replaced changes one element; with
@@ -515,10 +551,18 @@ static const char *const steps[] = {
         "c/api* 172.30.0.30 10.1.2.8\n",
         "a/web 172.30.0.10 10.1.0.5\n" /* affinity off again */
         "c/api* 172.30.0.30 10.1.2.8\n",
-        "a/web@ 172.30.0.10 10.1.0.5\n" /* web routed to the userspace proxy */
+        "a/web~lc 172.30.0.10 10.1.0.5\n" /* web routed to the userspace proxy */
         "c/api* 172.30.0.30 10.1.2.8\n",
         "a/web 172.30.0.10 10.1.0.5\n" /* and back to the kernel */
         "c/api* 172.30.0.30 10.1.2.8\n",
+        "a/web~rr 172.30.0.10 10.1.0.5,10.1.0.6\n" /* in-kernel schedulers come, */
+        "c/api~sh* 172.30.0.30 10.1.2.8,10.1.2.9\n", /* change and go */
+        "a/web~mh 172.30.0.10 10.1.0.5,10.1.0.6\n"
+        "c/api~sh,port 172.30.0.30 10.1.2.8,10.1.2.9\n",
+        "a/web~mh* 172.30.0.10 10.1.0.6,10.1.0.7\n"
+        "c/api~rr* 172.30.0.30 10.1.2.8,10.1.2.9\n",
+        "a/web~dh* 172.30.0.10 10.1.0.6,10.1.0.7\n"
+        "c/api 172.30.0.30 10.1.2.8,10.1.2.9\n",
         "", /* everything gone */
         base,
 };
@@ -875,18 +919,16 @@ static void store_step(struct se_store *s, const char *prev, const char *spec)
                         line[len] = '\n';
                         line[len + 1] = 0;
                         memcpy(key, p, kl);
-                        while (kl && strchr("*@", key[kl - 1])) /* markers: the same service */
-                                kl--;
+                        /* affinity or a scheduler: the same service */
+                        kl = strcspn(p, " *~");
                         key[kl] = 0;
                         /* the same line in the other spec: unchanged */
                         bool same = false, there = false;
                         for (const char *q = other; *q;
                              q += strcspn(q, "\n") + (q[strcspn(q, "\n")] != 0)) {
                                 size_t ql = strcspn(q, "\n");
-                                size_t m = kl;
-                                while (strncmp(q, key, kl) == 0 && q[m] && strchr("*@", q[m]))
-                                        m++;
-                                there |= strncmp(q, key, kl) == 0 && q[m] == ' ';
+                                there |= strncmp(q, key, kl) == 0 &&
+                                         (q[kl] == ' ' || q[kl] == '*' || q[kl] == '~');
                                 same |= ql == len && strncmp(q, p, len) == 0;
                         }
                         char ns[64], name[64], slice[80];
@@ -955,12 +997,12 @@ static const char *const carried_steps[] = {
         "a/web* 172.30.0.10 10.1.0.4,10.1.0.5\n" /* affinity kept, 1 -> 2 */
         "c/api 172.30.0.30 10.1.2.1\n"
         "e/dns 172.30.0.50 UDP 10.1.4.2\n",
-        "a/web*@ 172.30.0.10 10.1.0.4,10.1.0.5\n" /* web routed to the userspace proxy */
+        "a/web~lc* 172.30.0.10 10.1.0.4,10.1.0.5\n" /* web routed to the userspace proxy */
         "c/api 172.30.0.30 10.1.2.1\n"
-        "e/dns@ 172.30.0.50 UDP 10.1.4.2\n",
-        "a/web*@ 172.30.0.10 10.1.0.5\n" /* routed: its endpoints change */
+        "e/dns~lc 172.30.0.50 UDP 10.1.4.2\n",
+        "a/web~lc* 172.30.0.10 10.1.0.5\n" /* routed: its endpoints change */
         "c/api 172.30.0.30 10.1.2.2\n"
-        "e/dns@ 172.30.0.50 UDP 10.1.4.2\n",
+        "e/dns~lc 172.30.0.50 UDP 10.1.4.2\n",
         "a/web* 172.30.0.10 10.1.0.5\n" /* back to the kernel */
         "c/api 172.30.0.30 10.1.2.2\n"
         "e/dns 172.30.0.50 UDP 10.1.4.2\n",
@@ -1067,6 +1109,7 @@ int main(void)
                 cmocka_unit_test(test_partial__seeded_retry_deletes_once),
                 cmocka_unit_test(test_partial__nft_elements),
                 cmocka_unit_test(test_partial__nft_endpoint_maps),
+                cmocka_unit_test(test_partial__nft_scheduler_switch),
                 cmocka_unit_test(test_partial__applied_equals_full),
                 cmocka_unit_test(test_partial__carried_applied_equals_full),
                 cmocka_unit_test(test_partial__nft_proxier_applied_equals_full),

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <svcenv/lb.h>
 #include <svcenv/manifest.h>
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
@@ -1205,6 +1206,135 @@ static char *nft_rules(const char *yaml, const struct se_proxy_options *o, enum 
         return out;
 }
 
+/* How often needle occurs in text. */
+static unsigned occurrences(const char *text, const char *needle)
+{
+        unsigned n = 0;
+        for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+/* The in-kernel schedulers (svcenv.io/scheduler): rr as numgen inc, sh/dh/mh
+ * as a seeded jhash into IPVS's 256 buckets filled round robin, in both
+ * families, with and without affinity; an unannotated
+ * Service keeps numgen random. The whole scripts are golden. */
+static void test_proxy__nftables_ksched(void **state)
+{
+        (void)state;
+        struct se_proxy_options o;
+        base_options(&o);
+        o.masquerade_mark = NULL;
+        assert_int_equal(se_parse_ip("fd00::2", &o.node_ips[1]), 0);
+        o.n_node_ips = 2;
+        char *yaml = read_file("test/golden/proxy/ksched.yaml");
+        static const char *const golden[] = { "test/golden/proxy/ksched.nft",
+                                              "test/golden/proxy/ksched6.nft" };
+        for (int v6 = 0; v6 < 2; v6++) {
+                char *got = nft_rules(yaml, &o, v6 ? SE_IPV6 : SE_IPV4);
+                if (getenv("UPDATE_GOLDEN")) {
+                        FILE *f = fopen(golden[v6], "w");
+                        assert_non_null(f);
+                        fputs(got, f);
+                        fclose(f);
+                }
+                char *want = read_file(golden[v6]);
+                if (strcmp(got, want) != 0)
+                        fail_msg("nft script differs from %s", golden[v6]);
+                free(want);
+                const char *ip = v6 ? "ip6" : "ip";
+                char line[160];
+                /* rr: the dnat map and, with affinity, the endpoint-chain vmap */
+                snprintf(line, sizeof(line),
+                         "dnat %s addr . port to numgen inc mod 3 map @dnat-rr-service-", ip);
+                assert_int_equal(occurrences(got, line), 1);
+                assert_int_equal(occurrences(got, "\t\tnumgen inc mod 3 vmap @rr-service-"), 1);
+                assert_int_equal(occurrences(got, "\t\ttypeof numgen inc mod 1 : "), 2);
+                /* sh, sh,port, dh, mh, mh with affinity */
+                const char *keys[] = { "saddr mod 256", "saddr . tcp sport mod 256",
+                                       "daddr mod 256" };
+                for (size_t k = 0; k < 3; k++) {
+                        snprintf(line, sizeof(line),
+                                 "addr . port to jhash %s %s seed 0x5c4ed001 map @dnat-jh-service-",
+                                 ip, keys[k]);
+                        assert_int_equal(occurrences(got, line), 1);
+                }
+                /* the unannotated Service as kube-proxy writes it */
+                snprintf(line, sizeof(line),
+                         "dnat %s addr . port to numgen random mod 3 map @dnat-service-", ip);
+                assert_int_equal(occurrences(got, line), 1);
+                /* sh's buckets: round robin over the endpoints in list order */
+                snprintf(line, sizeof(line),
+                         v6 ? "0 : fd00:180:2::1 . 8080, 1 : fd00:180:2::2 . 8080, 2 : "
+                              "fd00:180:2::3 . 8080, 3 : fd00:180:2::1 . 8080" :
+                              "0 : 10.180.2.1 . 8080, 1 : 10.180.2.2 . 8080, 2 : 10.180.2.3 . "
+                              "8080, 3 : 10.180.2.1 . 8080");
+                assert_int_equal(occurrences(got, line), 1);
+                snprintf(line, sizeof(line),
+                         v6 ? "255 : fd00:180:2::1 . 8080 }" : "255 : 10.180.2.1 . 8080 }");
+                assert_int_equal(occurrences(got, line), 1);
+                free(got);
+        }
+        free(yaml);
+}
+
+/* mh: a jhash into Maglev's 4093 slots, filled exactly as pkg/lb (IPVS)
+ * fills them for the same endpoints; with affinity a vmap of endpoint chains. */
+static void test_proxy__nftables_ksched_mh(void **state)
+{
+        (void)state;
+        static const char yaml[] =
+                "apiVersion: v1\nkind: Service\nmetadata: {name: mh, namespace: ks, annotations: "
+                "{svcenv.io/scheduler: 'mh'}}\n"
+                "spec: {clusterIP: 172.30.1.6, ports: [{name: p80, port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: mh-v4, namespace: ks, labels: {kubernetes.io/service-name: mh}}\n"
+                "addressType: IPv4\nendpoints: [{addresses: [10.180.6.1]}, {addresses: "
+                "[10.180.6.2]}, {addresses: [10.180.6.3]}]\n"
+                "ports: [{name: p80, port: 8080, protocol: TCP}]\n---\n"
+                "apiVersion: v1\nkind: Service\nmetadata: {name: mha, namespace: ks, annotations: "
+                "{svcenv.io/scheduler: 'mh,port'}}\n"
+                "spec: {clusterIP: 172.30.1.7, sessionAffinity: ClientIP, ports: [{name: p80, "
+                "port: 80}]}\n---\n"
+                "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                "metadata: {name: mha-v4, namespace: ks, labels: {kubernetes.io/service-name: "
+                "mha}}\n"
+                "addressType: IPv4\nendpoints: [{addresses: [10.180.6.1]}, {addresses: "
+                "[10.180.6.2]}]\n"
+                "ports: [{name: p80, port: 8080, protocol: TCP}]\n";
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = nft_rules(yaml, &o, SE_IPV4);
+        has_line(got, "\t\tjhash ip saddr . tcp sport mod 4093 seed 0x5c4ed001 vmap "
+                      "@jh-service-IM55RKAE-ks/mha/tcp/p80");
+        assert_int_equal(occurrences(got, "meta l4proto tcp dnat ip addr . port to jhash ip saddr "
+                                          "mod 4093 seed 0x5c4ed001 map @dnat-jh-service-"),
+                         1);
+        /* the map's elements are pkg/lb's table, bucket by bucket */
+        struct se_lb_dest d[3] = { { .addr = { 10, 180, 6, 1 }, .addr_len = 4, .port = 8080 },
+                                   { .addr = { 10, 180, 6, 2 }, .addr_len = 4, .port = 8080 },
+                                   { .addr = { 10, 180, 6, 3 }, .addr_len = 4, .port = 8080 } };
+        for (int i = 0; i < 3; i++)
+                d[i].weight = 1;
+        struct se_lb *lb = se_lb_new(SE_LB_MH, 0, 0);
+        assert_non_null(lb);
+        assert_int_equal(se_lb_update(lb, d, 3), 0);
+        size_t m = 0;
+        const int32_t *b = se_lb_buckets(lb, &m);
+        assert_int_equal(m, 4093);
+        struct se_strbuf want;
+        se_strbuf_init(&want, 0);
+        for (size_t i = 0; i < m; i++)
+                se_strbuf_printf(&want, "%s%zu : 10.180.6.%d . 8080", i ? ", " : "{ ", i, b[i] + 1);
+        se_strbuf_lit(&want, " }");
+        assert_non_null(strstr(got, want.buf));
+        se_strbuf_release(&want);
+        se_lb_free(lb);
+        /* the affinity vmap's 4093 slots each go to an endpoint chain */
+        assert_int_equal(occurrences(got, " : goto endpoint-"), 4093);
+        free(got);
+}
+
 /* nftables: the same semantics as the iptables backend, in kube-proxy's
  * nftables shape (chain names HASH8-ns/name/proto/port) */
 static void test_proxy__nftables_overall(void **state)
@@ -2009,6 +2139,8 @@ int main(void)
                 cmocka_unit_test(test_proxy__scheduler_annotation),
                 cmocka_unit_test(test_proxy__retry_annotation),
                 cmocka_unit_test(test_proxy__routed_ports_left_out),
+                cmocka_unit_test(test_proxy__nftables_ksched),
+                cmocka_unit_test(test_proxy__nftables_ksched_mh),
                 cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
                 cmocka_unit_test(test_proxy__cluster_ips_check),

@@ -21,6 +21,7 @@
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 
+#include "../../../pkg/proxy/proxy_internal.h"
 #include "store_yaml.h"
 
 /* ---- fixtures ---- */
@@ -78,17 +79,28 @@ static void options(struct se_proxy_options *o, bool nft)
 }
 
 /* A cluster: node-a, one Service (spec text) named svc, its slice. */
+static struct se_store *cluster_annotated(const char *svc, const char *scheduler, const char *spec,
+                                          const char *proto, const char *const *eps);
+
 static struct se_store *cluster(const char *svc, const char *spec, const char *proto,
                                 const char *const *eps)
+{
+        return cluster_annotated(svc, NULL, spec, proto, eps);
+}
+
+/* the same, the Service annotated svcenv.io/scheduler: scheduler (NULL: none) */
+static struct se_store *cluster_annotated(const char *svc, const char *scheduler, const char *spec,
+                                          const char *proto, const char *const *eps)
 {
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         se_strbuf_puts(&sb, node_yaml);
         se_strbuf_printf(
                 &sb,
-                "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: e2e}\n"
+                "---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: e2e%s%s%s}\n"
                 "spec: %s\n",
-                svc, spec);
+                svc, scheduler ? ", annotations: {svcenv.io/scheduler: '" : "",
+                scheduler ? scheduler : "", scheduler ? "'}" : "", spec);
         bool v6 = eps && eps[0] && strchr(eps[0], ':') && strchr(eps[0], ':') < strchr(eps[0], '@');
         if (eps && eps[0])
                 slice(&sb, svc, proto, v6 ? "IPv6" : "IPv4", eps);
@@ -184,7 +196,7 @@ static const char *dnat_map(const struct result *r, char *out, size_t size)
                 if (!m)
                         continue;
                 /* the rule, up to the trace's own words, is the writer's */
-                const char *rule = r->tr.steps[i].rule, *words = strstr(rule, ": each");
+                const char *rule = r->tr.steps[i].rule, *words = strstr(rule, ": ");
                 char line[600];
                 snprintf(line, sizeof(line), "\t\t%.*s\n",
                          (int)(words ? words - rule : (ptrdiff_t)strlen(rule)), rule);
@@ -989,6 +1001,171 @@ static void test_trace__parse_target(void **state)
         }
 }
 
+/* include/linux/jhash.h's jhash is lookup3's hashlittle on little-endian
+ * machines: its published vectors (lookup3.c's driver5) */
+static void test_trace__jhash_vectors(void **state)
+{
+        (void)state;
+        static const char four[] = "Four score and seven years ago";
+        assert_int_equal(proxy_jhash("", 0, 0), 0xdeadbeefu);
+        assert_int_equal(proxy_jhash(four, 30, 0), 0x17770551u);
+        assert_int_equal(proxy_jhash(four, 30, 1), 0xcd628161u);
+}
+
+/* A trace of a source with a port ("IP:PORT") to target. */
+static void trace_from(const struct se_store *s, const struct se_proxy_options *o, const char *from,
+                       const char *to, struct result *res)
+{
+        struct se_diag d = { 0 };
+        struct se_proxy_trace_query q = { 0 };
+        assert_int_equal(se_proxy_trace_parse_source(from, &q, &d), 0);
+        char ip[64];
+        se_ip_format(&q.from, ip, sizeof(ip));
+        trace(s, o, true, ip, to, res);
+        se_proxy_trace_release(&res->tr);
+        res->q.from_port = q.from_port;
+        struct se_proxy_table *t = NULL;
+        assert_int_equal(se_proxy_table_build(s, o, res->q.to.family, &t), 0);
+        assert_int_equal(se_proxy_trace_run(t, o, SE_PROXY_TRACE_NFTABLES, &res->q, &res->tr), 0);
+        se_proxy_table_free(t);
+}
+
+/* The one endpoint a hashing trace names: probability 1, the others 0, and
+ * the writer's bucket map holds it at the trace's bucket. */
+static void want_hashed(const struct result *r, const char *ep, unsigned bucket, unsigned m)
+{
+        assert_int_equal(r->tr.verdict, SE_PROXY_TRACE_DNAT);
+        for (uint32_t i = 0; i < r->tr.n_endpoints; i++) {
+                const struct se_proxy_trace_endpoint *e = &r->tr.endpoints[i];
+                assert_true(e->probability == (strcmp(e->endpoint, ep) == 0 ? 1.0 : 0.0));
+                assert_int_equal(e->of_buckets, m);
+        }
+        char want[96], map[400];
+        snprintf(want, sizeof(want), "to %s (", ep);
+        assert_non_null(strstr(r->tr.reason, want));
+        snprintf(want, sizeof(want), "bucket %u of %u", bucket, m);
+        assert_non_null(strstr(r->tr.reason, want));
+        /* the writer's map: "BUCKET : ip . port" */
+        const char *svc = chain_with(r, "service-");
+        snprintf(map, sizeof(map), "dnat-jh-%s", svc);
+        char *el = map_elements(r->rules, map);
+        assert_non_null(el);
+        char val[96], item[128];
+        dnat_value(ep, val, sizeof(val));
+        snprintf(item, sizeof(item), "%s%u : %s,", bucket ? ", " : "", bucket, val);
+        if (!strstr(el, item) && !(bucket == m - 1 && strstr(el, item + 2)))
+                fail_msg("bucket %u of %s is not %s", bucket, map, val);
+        free(el);
+}
+
+/* nftables' in-kernel schedulers: rr takes the endpoints in turn (each 1/N);
+ * sh, dh and mh name THE endpoint of the kernel's jhash (buckets worked out
+ * by an independent script of jhash + reciprocal_scale, seed 0x5c4ed001):
+ * sh 10.0.0.7 -> 225 (225 % 3: the first), 10.0.0.9 -> 215 (the third);
+ * sh,port 10.0.0.7:1234 -> 228, :1235 -> 221; dh 10.96.0.20 -> 248 for
+ * every source; mh 10.0.0.7 -> slot 3601; sh fd00::7 -> 205 (the second). */
+static void test_trace__kernel_schedulers(void **state)
+{
+        (void)state;
+        static const char spec[] = "{clusterIP: 10.96.0.20, ports: [{name: http, port: 80, "
+                                   "targetPort: 8080}]}";
+        struct se_proxy_options o;
+        options(&o, true);
+        struct result r;
+
+        struct se_store *s = cluster_annotated("web", "rr", spec, "TCP", three);
+        trace(s, &o, true, "10.0.0.7", "10.96.0.20:80", &r);
+        want_eps(&r, three_eps, 1.0 / 3);
+        assert_non_null(strstr(r.tr.reason, "round robin"));
+        want_step(&r, chain_with(&r, "service-"),
+                  "dnat ip addr . port to numgen inc mod 3 map "
+                  "@dnat-rr-service-");
+        chains_written(&r, true);
+        done(&r);
+        se_store_free(s);
+
+        s = cluster_annotated("web", "sh", spec, "TCP", three);
+        trace(s, &o, true, "10.0.0.7", "10.96.0.20:80", &r);
+        want_hashed(&r, "10.244.1.2:8080", 225, 256);
+        want_step(&r, chain_with(&r, "service-"), "jhash ip saddr mod 256 seed 0x5c4ed001 map");
+        done(&r);
+        trace(s, &o, true, "10.0.0.9", "10.96.0.20:80", &r);
+        want_hashed(&r, "10.244.3.2:8080", 215, 256);
+        done(&r);
+        se_store_free(s);
+
+        s = cluster_annotated("web", "sh,port", spec, "TCP", three);
+        trace_from(s, &o, "10.0.0.7:1234", "10.96.0.20:80", &r);
+        want_hashed(&r, "10.244.1.2:8080", 228, 256);
+        done(&r);
+        trace_from(s, &o, "10.0.0.7:1235", "10.96.0.20:80", &r);
+        want_hashed(&r, "10.244.3.2:8080", 221, 256);
+        done(&r);
+        /* without the port: each endpoint's share of the buckets (86/85/85) */
+        trace(s, &o, true, "10.0.0.7", "10.96.0.20:80", &r);
+        assert_true(fabs(endpoint(&r, "10.244.1.2:8080")->probability - 86.0 / 256) < 1e-9);
+        assert_true(fabs(endpoint(&r, "10.244.2.2:8080")->probability - 85.0 / 256) < 1e-9);
+        assert_int_equal(endpoint(&r, "10.244.3.2:8080")->buckets, 85);
+        assert_non_null(strstr(r.tr.reason, "one of 3 endpoints"));
+        done(&r);
+        se_store_free(s);
+
+        s = cluster_annotated("web", "dh", spec, "TCP", three);
+        const char *sources[] = { "10.0.0.7", "10.0.0.9", "10.244.1.2" };
+        for (size_t i = 0; i < 3; i++) {
+                trace(s, &o, true, sources[i], "10.96.0.20:80", &r);
+                want_hashed(&r, "10.244.3.2:8080", 248, 256);
+                done(&r);
+        }
+        se_store_free(s);
+
+        s = cluster_annotated("web", "mh", spec, "TCP", three);
+        trace(s, &o, true, "10.0.0.7", "10.96.0.20:80", &r);
+        const char *chosen = NULL;
+        for (uint32_t i = 0; i < r.tr.n_endpoints; i++)
+                if (r.tr.endpoints[i].probability == 1.0)
+                        chosen = r.tr.endpoints[i].endpoint;
+        assert_non_null(chosen);
+        want_hashed(&r, chosen, 3601, 4093);
+        done(&r);
+        se_store_free(s);
+
+        /* IPv6: the 16-byte source address is the key */
+        static const char *const three6[] = { "fd00:244:1::2@node-a", "fd00:244:2::2@node-b",
+                                              "fd00:244:3::2@node-b", NULL };
+        s = cluster_annotated("web", "sh",
+                              "{clusterIP: \"fd00:96::20\", ipFamilies: [IPv6], ports: [{name: "
+                              "http, port: 80, targetPort: 8080}]}",
+                              "TCP", three6);
+        trace(s, &o, true, "fd00::7", "[fd00:96::20]:80", &r);
+        want_hashed(&r, "[fd00:244:2::2]:8080", 205, 256);
+        want_step(&r, chain_with(&r, "service-"), "jhash ip6 saddr mod 256 seed 0x5c4ed001 map");
+        done(&r);
+        se_store_free(s);
+}
+
+/* --from IP or IP:PORT */
+static void test_trace__parse_source(void **state)
+{
+        (void)state;
+        struct se_proxy_trace_query q = { 0 };
+        struct se_diag d = { 0 };
+        assert_int_equal(se_proxy_trace_parse_source("10.0.0.7", &q, &d), 0);
+        assert_int_equal(q.from_port, 0);
+        assert_int_equal(se_proxy_trace_parse_source("10.0.0.7:1234", &q, &d), 0);
+        assert_int_equal(q.from_port, 1234);
+        assert_int_equal(q.from.family, SE_IPV4);
+        assert_int_equal(se_proxy_trace_parse_source("fd00::7", &q, &d), 0);
+        assert_int_equal(q.from_port, 0);
+        assert_int_equal(q.from.family, SE_IPV6);
+        assert_int_equal(se_proxy_trace_parse_source("[fd00::7]:99", &q, &d), 0);
+        assert_int_equal(q.from_port, 99);
+        assert_int_equal(se_proxy_trace_parse_source("10.0.0.7:0", &q, &d), -EINVAL);
+        assert_int_equal(se_proxy_trace_parse_source("10.0.0.7:80/tcp", &q, &d), -EINVAL);
+        assert_non_null(strstr(d.text, "10.0.0.7:80/tcp"));
+        assert_int_equal(se_proxy_trace_parse_source("10.0.0", &q, &d), -EINVAL);
+}
+
 static void test_trace__output(void **state)
 {
         (void)state;
@@ -1044,6 +1221,9 @@ int main(void)
                 cmocka_unit_test(test_trace__ipv6),
                 cmocka_unit_test(test_trace__udp),
                 cmocka_unit_test(test_trace__parse_target),
+                cmocka_unit_test(test_trace__jhash_vectors),
+                cmocka_unit_test(test_trace__kernel_schedulers),
+                cmocka_unit_test(test_trace__parse_source),
                 cmocka_unit_test(test_trace__output),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
