@@ -11,6 +11,7 @@
 #   p99@N%      open loop at N % of DNAT's closed-loop rate (BENCH_OPEN_SECONDS):
 #               connections started on schedule, p99 of scheduled start to
 #               first byte in microseconds, then /failed connections
+#               (BENCH_OPEN_BASE=RATE: that rate instead of DNAT's)
 #   cpu@25%     cpu_s/100k again, in the open loop at 25 %: the same offered
 #               load for every subject (a saturated closed loop batches more)
 #   gbit/s x1/x8  bulk bytes from the backends through 1 and 8 streams
@@ -246,7 +247,9 @@ bulk() {
 
 row() { printf "%-10s %3s %8s %10s %8s %10s %10s %10s %8s %8s\n" "$@"; }
 
-DNAT_RATE=
+# BENCH_OPEN_BASE: a fixed base for the open loop instead of DNAT's first
+# rate (which swings on a shared machine), to compare separate runs
+DNAT_RATE=${BENCH_OPEN_BASE:-}
 measure_all() { # measure_all NAME RUN
         local name=$1 run=$2
         start "$name" 8080 || return
@@ -282,7 +285,7 @@ for run in $(seq "$RUNS"); do
         for s in "${order[@]}"; do measure_all "$s" "$run"; done
         order=("${order[2]}" "${order[1]}" "${order[0]}")
 done
-echo "DNAT's closed-loop rate for the open loop: $DNAT_RATE conns/s"
+echo "the open loop's base (DNAT's first closed-loop rate or BENCH_OPEN_BASE): $DNAT_RATE conns/s"
 echo "one backend refusing (b3:8081 has no listener), closed loop:"
 printf "%-10s %3s %8s %8s %8s\n" subject run conns/s conns failed
 for run in $(seq "$RUNS"); do
