@@ -46,7 +46,10 @@ p=ub$$
 NODE=$p-node CL=$p-cl
 tmp=$(mktemp -d)
 pids=()
+PID=
 cleanup() {
+        # the subject too: interrupted mid-run, it would outlive its namespace
+        [ -n "$PID" ] && kill "$PID" 2>/dev/null
         for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
         wait 2>/dev/null
         for ns in "$CL" "$p-b1" "$p-b2" "$p-b3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
