@@ -173,6 +173,7 @@ demo: all
 	$(Q)test/demo $(BUILD)/bin/svcenv
 
 bench: deps $(BINS) $(BENCH_BINS)
+	$(Q)test/ensure-deps --bench
 	$(Q)BUILD=$(BUILD) test/bench/run
 
 # libFuzzer needs clang; a separate build tree so flags do not mix.

@@ -139,6 +139,8 @@ static void *worker_main(void *data)
                                 timeout = (int)left;
                         }
                 }
+                if (w->busy)
+                        timeout = 0;
                 int n = epoll_wait(w->epfd, evs, MAX_EVENTS, timeout);
                 if (n < 0 && errno != EINTR)
                         break;
@@ -167,6 +169,7 @@ static void *worker_main(void *data)
                                 break;
                         }
                 }
+                uproxy_tcp_more(w);
                 uproxy_tcp_reap(w);
                 uproxy_udp_reap(w);
         }

@@ -2,8 +2,13 @@
  * REDIRECT; getsockname otherwise), connect to an endpoint without blocking
  * (up to 4 attempts, 250 ms .. 2 s, never the same endpoint twice, a refusal
  * moves on at once), then move bytes both ways (recv/send while small,
- * splice through a pipe once bulk), carrying a half-close (shutdown(SHUT_WR) once one side's EOF is
- * through). */
+ * splice through a pipe once bulk), carrying a half-close (shutdown(SHUT_WR)
+ * once one side's EOF is through) and a reset (SO_LINGER 0 on the other side).
+ *
+ * Each socket is registered once, edge-triggered, for everything: the
+ * readiness an event reports is remembered per side until a call says
+ * EAGAIN, so no epoll_ctl follows the registration and a direction with
+ * nothing to read costs no syscall. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +29,10 @@
 #define SPLICE_ROUNDS 8 /* per event, so one busy connection does not starve the rest */
 #define ACCEPT_BATCH  64
 #define COPY_SMALL    16384 /* a read this full turns a direction to splice */
+#define CONN_EVENTS   (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+#define SIDE_CLIENT   0
+#define SIDE_BACKEND  1
+#define SIDE_BOTH     (-1)
 
 struct pipe_dir {
         int p[2];
@@ -42,6 +51,11 @@ struct uproxy_conn {
         int64_t deadline_ns;
         bool connecting, established, counted_inactive, closed;
         struct pipe_dir d[2]; /* [0] client -> backend, [1] backend -> client */
+        bool rd[2], wr[2]; /* per side: readable, writable until a call says EAGAIN */
+        int bad; /* the side whose socket failed (SIDE_BOTH: ours); the other gets a reset */
+        bool more; /* a pump stopped at its round limit: run again soon */
+        bool queued; /* on the worker's busy list */
+        struct uproxy_conn *busy_next;
         struct uproxy_conn *prev, *next; /* connecting list, then dead list */
         struct uproxy_conn *all_prev, *all_next; /* every open connection */
 };
@@ -147,114 +161,173 @@ void uproxy_tcp_reap(struct uproxy_worker *w)
         }
 }
 
+/* A socket failed (or we did): the other side learns it by a reset, as it
+ * would through DNAT, rather than by a FIN that looks like a clean end.
+ * It also spares the FIN/ACK exchange and the peer's TIME_WAIT. */
+static void conn_abort(struct uproxy_conn *c)
+{
+        struct linger reset = { 1, 0 };
+        for (int side = 0; side < 2; side++) {
+                int fd = side == SIDE_BACKEND ? c->hb.fd : c->hc.fd;
+                if (fd >= 0 && side != c->bad)
+                        setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+        }
+        conn_close(c);
+}
+
 static void fail(struct uproxy_conn *c)
 {
         atomic_fetch_add(&c->svc->failures, 1);
         conn_close(c);
 }
 
-static int set_masks(struct uproxy_conn *c)
+static int side_failed(struct uproxy_conn *c, int side)
 {
-        uint32_t cm = 0, bm = 0;
-        if (!c->d[0].eof && c->d[0].n == 0)
-                cm |= EPOLLIN;
-        if (c->d[1].n > 0)
-                cm |= EPOLLOUT;
-        if (!c->d[1].eof && c->d[1].n == 0)
-                bm |= EPOLLIN;
-        if (c->d[0].n > 0)
-                bm |= EPOLLOUT;
-        int r = uproxy_watch(c->w, &c->hc, cm);
-        if (r == 0)
-                r = uproxy_watch(c->w, &c->hb, bm);
-        return r;
+        c->bad = side;
+        return -1;
+}
+
+/* What an event says about one side, kept until a call says EAGAIN. An
+ * error or hang-up shows as both, so the next call reports it. */
+static void note_event(struct uproxy_conn *c, int side, uint32_t ev)
+{
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                c->rd[side] = true;
+        if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+                c->wr[side] = true;
 }
 
 /* Small transfers (a request, an answer) are cheaper by recv/send through
  * a buffer than by splice, which needs a pipe: a direction starts that
  * way and turns to splice once a read fills the buffer (haproxy's
  * splice-auto does much the same). What the destination does not take goes
- * into the pipe. 1: moved something or saw EOF; 0: nothing to read; -1. */
-static int copy_small(struct uproxy_worker *w, struct pipe_dir *p, int src, int dst)
+ * into the pipe. 0 or -1 (c->bad says which side failed). */
+static int copy_small(struct uproxy_conn *c, struct pipe_dir *p, int s, int t)
 {
         char buf[COPY_SMALL];
+        int src = s == SIDE_BACKEND ? c->hb.fd : c->hc.fd;
+        int dst = t == SIDE_BACKEND ? c->hb.fd : c->hc.fd;
         ssize_t r = recv(src, buf, sizeof(buf), MSG_DONTWAIT);
         if (r == 0) {
                 p->eof = true;
-                return 1;
+                return 0;
         }
-        if (r < 0)
-                return errno == EAGAIN ? 0 : -1;
+        if (r < 0) {
+                if (errno != EAGAIN)
+                        return side_failed(c, s);
+                c->rd[s] = false;
+                return 0;
+        }
         if ((size_t)r == sizeof(buf))
                 p->bulk = true;
-        ssize_t sent = send(dst, buf, (size_t)r, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (sent < 0) {
-                if (errno != EAGAIN)
-                        return -1;
-                sent = 0;
+        ssize_t sent = 0;
+        if (c->wr[t]) {
+                sent = send(dst, buf, (size_t)r, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (sent < 0) {
+                        if (errno != EAGAIN)
+                                return side_failed(c, t);
+                        c->wr[t] = false;
+                        sent = 0;
+                }
         }
         if (sent < r) { /* the rest waits in the pipe (empty, 64 KiB: it fits) */
-                if (p->p[0] < 0 && pipe_get(w, p) < 0)
-                        return -1;
+                if (p->p[0] < 0 && pipe_get(c->w, p) < 0)
+                        return side_failed(c, SIDE_BOTH);
                 ssize_t k = write(p->p[1], buf + sent, (size_t)(r - sent));
                 if (k != r - sent)
-                        return -1;
+                        return side_failed(c, SIDE_BOTH);
                 p->n += (size_t)k;
         }
-        return 1;
+        return 0;
 }
 
-/* Moves what it can of one direction; -1 on a socket error. */
+/* Bulk: socket to the (empty) pipe. A short splice does not mean the socket
+ * is drained (the pipe's slots may be what ran out), so only EAGAIN clears
+ * its readiness. */
+static int splice_in(struct uproxy_conn *c, struct pipe_dir *p, int s)
+{
+        int src = s == SIDE_BACKEND ? c->hb.fd : c->hc.fd;
+        if (p->p[0] < 0 && pipe_get(c->w, p) < 0)
+                return side_failed(c, SIDE_BOTH);
+        ssize_t r =
+                splice(src, NULL, p->p[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (r > 0)
+                p->n += (size_t)r;
+        else if (r == 0)
+                p->eof = true;
+        else if (errno == EAGAIN)
+                c->rd[s] = false;
+        else
+                return side_failed(c, s);
+        return 0;
+}
+
+/* Moves what it can of one direction (0: client -> backend); -1 when a
+ * socket failed. */
 static int pump(struct uproxy_conn *c, int dir)
 {
         struct pipe_dir *p = &c->d[dir];
-        int src = dir ? c->hb.fd : c->hc.fd, dst = dir ? c->hc.fd : c->hb.fd;
+        int s = dir, t = !dir; /* the source and destination sides */
+        int dst = t == SIDE_BACKEND ? c->hb.fd : c->hc.fd;
         for (int round = 0; round < SPLICE_ROUNDS; round++) {
-                if (p->n == 0 && !p->eof && !p->bulk) {
-                        int r = copy_small(c->w, p, src, dst);
-                        if (r <= 0)
-                                return r;
-                        continue;
-                }
-                if (p->n == 0 && !p->eof) {
-                        if (p->p[0] < 0 && pipe_get(c->w, p) < 0)
-                                return -1;
-                        ssize_t r = splice(src, NULL, p->p[1], NULL, SPLICE_CHUNK,
-                                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                        if (r > 0)
-                                p->n += (size_t)r;
-                        else if (r == 0)
-                                p->eof = true;
-                        else if (errno == EAGAIN)
-                                return 0;
-                        else
-                                return -1;
-                }
                 if (p->n > 0) {
+                        if (!c->wr[t])
+                                return 0;
                         ssize_t r = splice(p->p[0], NULL, dst, NULL, p->n,
                                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                        if (r > 0)
+                        if (r > 0) {
                                 p->n -= (size_t)r;
-                        else if (r < 0 && errno == EAGAIN)
-                                return 0;
-                        else
-                                return -1;
-                        continue;
-                }
-                if (p->eof && !p->shut) {
-                        /* the half-close goes through: the peer may still answer */
-                        shutdown(dst, SHUT_WR);
-                        p->shut = true;
-                        if (c->established && !c->counted_inactive) {
-                                /* IPVS: a connection past FIN is inactive */
-                                atomic_fetch_sub(&c->ep->active, 1);
-                                atomic_fetch_add(&c->ep->inactive, 1);
-                                c->counted_inactive = true;
+                                continue;
                         }
+                        if (r < 0 && errno == EAGAIN) {
+                                c->wr[t] = false;
+                                return 0;
+                        }
+                        return side_failed(c, t);
                 }
-                return 0;
+                if (p->eof) {
+                        if (!p->shut) {
+                                /* the half-close goes through: the peer may still answer */
+                                shutdown(dst, SHUT_WR);
+                                p->shut = true;
+                                if (c->established && !c->counted_inactive) {
+                                        /* IPVS: a connection past FIN is inactive */
+                                        atomic_fetch_sub(&c->ep->active, 1);
+                                        atomic_fetch_add(&c->ep->inactive, 1);
+                                        c->counted_inactive = true;
+                                }
+                        }
+                        return 0;
+                }
+                if (!c->rd[s])
+                        return 0;
+                int r = p->bulk ? splice_in(c, p, s) : copy_small(c, p, s, t);
+                if (r < 0)
+                        return r;
         }
+        c->more = true; /* edge-triggered: no event will say there is more */
         return 0;
+}
+
+/* Both directions as far as they go; the connection ends when both are
+ * shut, is reset when a socket failed, and waits on the busy list when a
+ * pump stopped at its round limit. */
+static void io(struct uproxy_conn *c)
+{
+        c->more = false;
+        if (pump(c, 0) < 0 || pump(c, 1) < 0) {
+                conn_abort(c);
+                return;
+        }
+        if (c->d[0].shut && c->d[1].shut) {
+                conn_close(c);
+                return;
+        }
+        if (c->more && !c->queued) {
+                c->queued = true;
+                c->busy_next = c->w->busy;
+                c->w->busy = c;
+        }
 }
 
 static void established(struct uproxy_conn *c)
@@ -264,10 +337,10 @@ static void established(struct uproxy_conn *c)
         c->counted_inactive = false;
         atomic_fetch_add(&c->ep->active, 1);
         c->established = true; /* pipes come when needed (copy_small) */
-        int one = 1;
+        c->wr[SIDE_BACKEND] = true; /* just connected: its send buffer is empty */
+        int one = 1; /* as haproxy: what the client sent goes out at once */
         setsockopt(c->hb.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (set_masks(c) < 0)
-                fail(c);
+        io(c); /* the client may have sent already: no new edge will say so */
 }
 
 /* Tries endpoints until one connects or is under way; 4 at most. */
@@ -290,14 +363,16 @@ static void attempt(struct uproxy_conn *c)
                 if (fd < 0)
                         break; /* out of fds: no other endpoint will do better */
                 c->hb.fd = fd;
+                c->rd[SIDE_BACKEND] = c->wr[SIDE_BACKEND] = false;
                 atomic_fetch_add(&ep->inactive, 1);
                 c->counted_inactive = true;
+                /* registered after connect: an unconnected socket polls as hung up */
                 int r = connect(fd, (struct sockaddr *)&ep->addr, ep->addr_len);
-                if (r == 0) {
+                if (r == 0 && uproxy_watch(w, &c->hb, CONN_EVENTS) == 0) {
                         established(c);
                         return;
                 }
-                if (errno == EINPROGRESS && uproxy_watch(w, &c->hb, EPOLLOUT) == 0) {
+                if (r < 0 && errno == EINPROGRESS && uproxy_watch(w, &c->hb, CONN_EVENTS) == 0) {
                         c->connecting = true;
                         c->prev = NULL;
                         c->next = w->connecting;
@@ -365,6 +440,7 @@ void uproxy_tcp_accept(struct uproxy_worker *w, struct uproxy_handle *h)
                 c->svc = uproxy_svc_ref(svc);
                 c->hc = (struct uproxy_handle){ UH_TCP_CLIENT, fd, UINT32_MAX, c };
                 c->hb = (struct uproxy_handle){ UH_TCP_BACKEND, -1, UINT32_MAX, c };
+                c->bad = SIDE_BOTH;
                 for (int d = 0; d < 2; d++)
                         c->d[d].p[0] = c->d[d].p[1] = -1;
                 w->n_conns++;
@@ -374,7 +450,10 @@ void uproxy_tcp_accept(struct uproxy_worker *w, struct uproxy_handle *h)
                 w->conns = c;
                 atomic_fetch_add(&svc->conns_total, 1);
                 atomic_fetch_add(&svc->conns_active, 1);
-                attempt(c);
+                if (uproxy_watch(w, &c->hc, CONN_EVENTS) < 0)
+                        fail(c);
+                else
+                        attempt(c);
         }
 }
 
@@ -384,35 +463,46 @@ void uproxy_tcp_event(struct uproxy_worker *w, struct uproxy_handle *h, uint32_t
         (void)w;
         if (c->closed)
                 return;
+        int side = h->type == UH_TCP_BACKEND ? SIDE_BACKEND : SIDE_CLIENT;
+        note_event(c, side, ev);
         if (c->connecting) {
-                if (h->type == UH_TCP_CLIENT) {
+                if (side == SIDE_CLIENT) {
                         /* the client went away before we reached an endpoint */
                         if (ev & (EPOLLERR | EPOLLHUP))
                                 conn_close(c);
                         return;
                 }
-                int err = 0;
-                socklen_t len = sizeof(err);
-                if (getsockopt(c->hb.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-                        err = errno;
-                if (err == 0 && !(ev & EPOLLERR))
-                        established(c);
-                else
+                /* the connect's outcome, without asking SO_ERROR: a failure
+                 * (refused, reset) always raises EPOLLERR */
+                if (ev & (EPOLLERR | EPOLLHUP))
                         attempt_failed(c);
+                else if (ev & EPOLLOUT)
+                        established(c);
                 return;
         }
         if (!c->established && !c->counted_inactive)
                 return;
-        if (pump(c, 0) < 0 || pump(c, 1) < 0) {
-                conn_close(c);
-                return;
+        io(c);
+        /* a socket in error whose error no call met (its direction was
+         * done): one event only, edge-triggered, so end it now */
+        if (!c->closed && (ev & EPOLLERR)) {
+                c->bad = side;
+                conn_abort(c);
         }
-        if (c->d[0].shut && c->d[1].shut) {
-                conn_close(c);
-                return;
+}
+
+void uproxy_tcp_more(struct uproxy_worker *w)
+{
+        struct uproxy_conn *c = w->busy;
+        w->busy = NULL;
+        while (c) {
+                struct uproxy_conn *next = c->busy_next;
+                c->queued = false;
+                c->busy_next = NULL;
+                if (!c->closed)
+                        io(c);
+                c = next;
         }
-        if (set_masks(c) < 0)
-                conn_close(c);
 }
 
 int uproxy_tcp_timers(struct uproxy_worker *w)
@@ -439,6 +529,7 @@ int uproxy_tcp_timers(struct uproxy_worker *w)
 
 void uproxy_tcp_close_all(struct uproxy_worker *w)
 {
+        w->busy = NULL;
         while (w->conns)
                 conn_close(w->conns);
 }

@@ -59,6 +59,7 @@ struct uproxy_worker {
         struct uproxy_conn *connecting; /* connects under way (timeouts) */
         struct uproxy_conn *conns; /* every open TCP connection */
         struct uproxy_conn *dead; /* closed in this batch, freed after it */
+        struct uproxy_conn *busy; /* stopped at their round limit: run again */
         unsigned n_conns;
         int pipes[UPROXY_PIPE_POOL][2]; /* empty pipes, reused: a pipe2 and two closes saved */
         unsigned n_pipes;
@@ -90,6 +91,9 @@ struct uproxy_svc *uproxy_find(struct uproxy_worker *w, const struct sockaddr *d
 /* TCP (uproxy_tcp.c). */
 void uproxy_tcp_accept(struct uproxy_worker *w, struct uproxy_handle *h);
 void uproxy_tcp_event(struct uproxy_worker *w, struct uproxy_handle *h, uint32_t ev);
+/* Runs the connections on the busy list (before the reap: some may be
+ * closed); the loop polls without waiting while the list is not empty. */
+void uproxy_tcp_more(struct uproxy_worker *w);
 /* Connect timeouts due; returns the ms until the next one (-1 none). */
 int uproxy_tcp_timers(struct uproxy_worker *w);
 void uproxy_tcp_reap(struct uproxy_worker *w);

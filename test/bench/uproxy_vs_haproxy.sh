@@ -1,22 +1,36 @@
 #!/usr/bin/env bash
 # svcenv-proxy --mode userspace vs HAProxy (Debian's, mode tcp, the same
 # thread count, option splice-auto) vs iptables DNAT (svcenv rules --apply:
-# the kernel's baseline), in network namespaces made here (a client, a node,
-# three backends; addresses only inside them). For each subject, closed-loop
-# new connections per second (test/bench/connload.c, BENCH_THREADS client
-# threads, BENCH_SECONDS each) to the node's port, and the subject's CPU
-# (utime+stime from /proc) per 100,000 connections; then the same with one
-# backend refusing (no listener), counting failed client connections.
-# Prints figures; asserts nothing about time. Root only (skips otherwise);
-# installs haproxy (apt) when missing.
+# the kernel's baseline), side by side in one run, in network namespaces made
+# here (a client, a node, three backends; addresses only inside them). The
+# load is test/bench/connload.c. For each subject:
+#   conns/s     closed loop: BENCH_THREADS client threads connect, read the
+#               backend's 3-byte answer to EOF, reset, again (BENCH_SECONDS)
+#   cpu_s/100k  the subject's CPU (utime+stime of its process, /proc) per
+#               100,000 of those connections (DNAT: in softirqs, not counted)
+#   p99@N%      open loop at N % of DNAT's closed-loop rate (BENCH_OPEN_SECONDS):
+#               connections started on schedule, p99 of scheduled start to
+#               first byte in microseconds, then /failed connections
+#               (BENCH_OPEN_BASE=RATE: that rate instead of DNAT's)
+#   cpu@25%     cpu_s/100k again, in the open loop at 25 %: the same offered
+#               load for every subject (a saturated closed loop batches more)
+#   gbit/s x1/x8  bulk bytes from the backends through 1 and 8 streams
+#               (BENCH_BULK_SECONDS)
+# then closed loop again with one backend refusing (no listener): failed
+# client connections. BENCH_RUNS rounds (the second in reverse order: the
+# machine drifts). Prints a table; asserts nothing about time. Root only
+# (skips otherwise); haproxy comes from `test/ensure-deps --bench`.
 #
-#   BENCH_SECONDS=10 BENCH_THREADS=16 test/bench/uproxy_vs_haproxy.sh
+#   BENCH_SECONDS=5 BENCH_THREADS=16 BENCH_RUNS=2 test/bench/uproxy_vs_haproxy.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 SVCENV=${SVCENV:-$PWD/$BUILD/bin}
 SECS=${BENCH_SECONDS:-5}
 THREADS=${BENCH_THREADS:-16}
+OPEN_SECS=${BENCH_OPEN_SECONDS:-4}
+BULK_SECS=${BENCH_BULK_SECONDS:-4}
+RUNS=${BENCH_RUNS:-2}
 NPROC=$(nproc)
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -24,17 +38,18 @@ if [ "$(id -u)" -ne 0 ]; then
         exit 0
 fi
 if ! command -v haproxy >/dev/null; then
-        apt-get install -y -qq haproxy >/dev/null 2>&1 || {
-                echo "uproxy_vs_haproxy: SKIP (haproxy missing and not installable)"
-                exit 0
-        }
+        echo "uproxy_vs_haproxy: SKIP (haproxy missing: run test/ensure-deps --bench as root)"
+        exit 0
 fi
 
 p=ub$$
 NODE=$p-node CL=$p-cl
 tmp=$(mktemp -d)
 pids=()
+PID=
 cleanup() {
+        # the subject too: interrupted mid-run, it would outlive its namespace
+        [ -n "$PID" ] && kill "$PID" 2>/dev/null
         for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
         wait 2>/dev/null
         for ns in "$CL" "$p-b1" "$p-b2" "$p-b3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
@@ -70,6 +85,8 @@ for k in 1 2 3; do
         must inns "$p-b$k" ip route add default via 10.244.$k.1
         ip netns exec "$p-b$k" "$tmp/connload" serve 8080 >"$tmp/b$k.log" 2>&1 &
         pids+=($!)
+        ip netns exec "$p-b$k" "$tmp/connload" source 8090 >"$tmp/s$k.log" 2>&1 &
+        pids+=($!)
 done
 sleep 0.5
 
@@ -101,6 +118,21 @@ addressType: IPv4
 ports: [{name: p, port: $1, protocol: TCP}]
 endpoints:
 - {addresses: [10.244.3.2], conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: bulk, namespace: b}
+spec: {type: NodePort, clusterIP: 10.96.0.11, ports: [{name: p, port: 80, targetPort: 8090, nodePort: 30081}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: bulk-1, namespace: b, labels: {kubernetes.io/service-name: bulk}}
+addressType: IPv4
+ports: [{name: p, port: 8090, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.2], conditions: {ready: true}}
+- {addresses: [10.244.2.2], conditions: {ready: true}}
+- {addresses: [10.244.3.2], conditions: {ready: true}}
 EOF
 }
 
@@ -116,48 +148,32 @@ cpu_ticks() { # utime+stime of PID (all its threads)
         awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
-# measure NAME PORT PID: one closed-loop run; PID's CPU (empty: kernel, not measured)
-measure() {
-        local name=$1 port=$2 pid=${3:-} c0=0 c1=0
-        [ -n "$pid" ] && c0=$(cpu_ticks "$pid")
-        local out
-        out=$(inns "$CL" "$tmp/connload" run 10.99.0.1 "$port" "$THREADS" "$SECS")
-        [ -n "$pid" ] && c1=$(cpu_ticks "$pid")
-        local conns failed rate cpu=n/a
-        read -r _ conns _ failed _ rate <<<"$out"
-        if [ -n "$pid" ] && [ "$conns" -gt 0 ]; then
-                cpu=$(awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="$conns" \
-                        'BEGIN { printf "%.2f", t / hz / n * 100000 }')
-        fi
-        printf "%-28s %10s %8s %8s %12s\n" "$name" "$rate" "$conns" "$failed" "$cpu"
-}
-
-subject() { # subject NAME B3PORT
-        local name=$1 b3=$2 pid
+# start NAME B3PORT: the subject serving; sets WEB and BULK (its ports) and
+# PID (its process; empty for the kernel). 1 when it did not come up.
+start() {
+        local name=$1 b3=$2
         cluster "$b3"
         flush
+        PID= WEB=30080 BULK=30081
         case $name in
         dnat)
                 inns "$NODE" "$SVCENV/svcenv" rules -f "$tmp/cluster.yaml" --node node-a \
                         --cluster-cidr 10.244.0.0/16 --backend iptables --apply >/dev/null ||
-                        { echo "dnat: rules not applied" >&2; return; }
-                measure "iptables DNAT (b3:$b3)" 30080
+                        { echo "dnat: rules not applied" >&2; return 1; }
                 ;;
         userspace)
                 ip netns exec "$NODE" "$SVCENV/svcenv-proxy" -f "$tmp/cluster.yaml" \
                         --mode userspace --hostname-override node-a --healthz-bind-address "" \
                         --metrics-bind-address "" >"$tmp/proxy.log" 2>&1 &
-                pid=$!
+                PID=$!
                 sleep 1.5
-                measure "svcenv userspace (b3:$b3)" 30080 "$pid"
-                kill "$pid"
-                wait "$pid" 2>/dev/null
                 ;;
         haproxy)
+                WEB=18080 BULK=18081
                 cat >"$tmp/haproxy.cfg" <<EOF
 global
         nbthread $NPROC
-        maxconn 3000
+        maxconn 6000
 defaults
         mode tcp
         timeout connect 1s
@@ -167,24 +183,114 @@ defaults
         option redispatch
         option splice-auto
 listen web
-        bind 10.99.0.1:18080
+        bind 10.99.0.1:$WEB
         balance roundrobin
         server b1 10.244.1.2:8080
         server b2 10.244.2.2:8080
         server b3 10.244.3.2:$b3
+listen bulk
+        bind 10.99.0.1:$BULK
+        balance roundrobin
+        server b1 10.244.1.2:8090
+        server b2 10.244.2.2:8090
+        server b3 10.244.3.2:8090
 EOF
                 ip netns exec "$NODE" haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1 &
-                pid=$!
+                PID=$!
                 sleep 1
-                measure "haproxy splice-auto (b3:$b3)" 18080 "$pid"
-                kill "$pid"
-                wait "$pid" 2>/dev/null
                 ;;
         esac
+        if [ -n "$PID" ] && ! kill -0 "$PID" 2>/dev/null; then
+                echo "$name did not start" >&2
+                return 1
+        fi
+}
+stop() {
+        [ -n "$PID" ] || return 0
+        kill "$PID"
+        wait "$PID" 2>/dev/null
+        PID=
 }
 
-echo "uproxy_vs_haproxy: $NPROC threads each, $THREADS client threads, ${SECS}s runs, 3 backends"
-printf "%-28s %10s %8s %8s %12s\n" subject conns/s conns failed cpu_s/100k
-for s in dnat userspace haproxy haproxy userspace dnat; do subject $s 8080; done
-echo "one backend refusing (b3:8081 has no listener):"
-for s in dnat userspace haproxy; do subject $s 8081; done
+# closed PORT: sets RATE CONNS FAILED CPU (CPU: n/a for the kernel)
+closed() {
+        local c0=0 c1=0 out
+        [ -n "$PID" ] && c0=$(cpu_ticks "$PID")
+        out=$(inns "$CL" "$tmp/connload" run 10.99.0.1 "$1" "$THREADS" "$SECS")
+        [ -n "$PID" ] && c1=$(cpu_ticks "$PID")
+        read -r _ CONNS _ FAILED _ RATE <<<"$out"
+        CPU=n/a
+        if [ -n "$PID" ] && [ "${CONNS:-0}" -gt 0 ]; then
+                CPU=$(awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="$CONNS" \
+                        'BEGIN { printf "%.2f", t / hz / n * 100000 }')
+        fi
+}
+
+# open_loop PORT RATE: sets P99 ("p99_us/failed") and CPU (as closed)
+open_loop() {
+        local c0=0 c1=0 out sent ok failed p50 p99
+        [ -n "$PID" ] && c0=$(cpu_ticks "$PID")
+        out=$(inns "$CL" "$tmp/connload" open 10.99.0.1 "$1" "$2" "$OPEN_SECS")
+        [ -n "$PID" ] && c1=$(cpu_ticks "$PID")
+        read -r _ sent _ ok _ failed _ p50 _ p99 <<<"$out"
+        P99="${p99:-?}/${failed:-?}"
+        CPU=n/a
+        if [ -n "$PID" ] && [ "${ok:-0}" -gt 0 ]; then
+                CPU=$(awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="$ok" \
+                        'BEGIN { printf "%.2f", t / hz / n * 100000 }')
+        fi
+}
+
+# bulk PORT STREAMS: Gbit/s
+bulk() {
+        local out
+        out=$(inns "$CL" "$tmp/connload" bulk 10.99.0.1 "$1" "$2" "$BULK_SECS")
+        echo "${out##* }"
+}
+
+row() { printf "%-10s %3s %8s %10s %8s %10s %10s %10s %8s %8s\n" "$@"; }
+
+# BENCH_OPEN_BASE: a fixed base for the open loop instead of DNAT's first
+# rate (which swings on a shared machine), to compare separate runs
+DNAT_RATE=${BENCH_OPEN_BASE:-}
+measure_all() { # measure_all NAME RUN
+        local name=$1 run=$2
+        start "$name" 8080 || return
+        closed "$WEB"
+        local rate=$RATE cpu=$CPU
+        [ "$name" = dnat ] && [ -z "$DNAT_RATE" ] && DNAT_RATE=$rate
+        local q=() pct cpu25
+        for pct in 25 50 75; do
+                open_loop "$WEB" $((DNAT_RATE * pct / 100))
+                q+=("$P99")
+                [ "$pct" = 25 ] && cpu25=$CPU
+        done
+        local g1 g8
+        g1=$(bulk "$BULK" 1)
+        g8=$(bulk "$BULK" 8)
+        stop
+        row "$name" "$run" "$rate" "$cpu" "$cpu25" "${q[@]}" "$g1" "$g8"
+}
+
+refusing() { # refusing NAME RUN: b3's port has no listener
+        start "$1" 8081 || return
+        closed "$WEB"
+        stop
+        printf "%-10s %3s %8s %8s %8s\n" "$1" "$2" "$RATE" "$CONNS" "$FAILED"
+}
+
+echo "uproxy_vs_haproxy: $NPROC threads each, $THREADS client threads, ${SECS}s closed," \
+        "${OPEN_SECS}s open, ${BULK_SECS}s bulk runs, 3 backends, $RUNS rounds"
+echo "p99@N%: open loop at N % of DNAT's first closed-loop rate (us to first byte/failed)"
+order=(dnat userspace haproxy)
+row subject run conns/s cpu_s/100k cpu@25% p99@25% p99@50% p99@75% gbit/s×1 gbit/s×8
+for run in $(seq "$RUNS"); do
+        for s in "${order[@]}"; do measure_all "$s" "$run"; done
+        order=("${order[2]}" "${order[1]}" "${order[0]}")
+done
+echo "the open loop's base (DNAT's first closed-loop rate or BENCH_OPEN_BASE): $DNAT_RATE conns/s"
+echo "one backend refusing (b3:8081 has no listener), closed loop:"
+printf "%-10s %3s %8s %8s %8s\n" subject run conns/s conns failed
+for run in $(seq "$RUNS"); do
+        for s in dnat userspace haproxy; do refusing "$s" "$run"; done
+done

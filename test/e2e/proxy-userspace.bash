@@ -2,7 +2,8 @@
 # Real traffic through `svcenv-proxy --mode userspace -f CLUSTER` in network
 # namespaces made here (a client, a node and three backends; addresses only
 # inside them): round robin, retry past a refusing and a black-holed endpoint,
-# UDP sessions and their idle timeout, 64 KiB datagrams, half-close, ClientIP
+# UDP sessions and their idle timeout, 64 KiB datagrams, half-close, a
+# client's reset reaching the backend as a reset, ClientIP
 # affinity, and, after a reload, removed endpoints ending their UDP sessions
 # and a terminating endpoint taking no new connections while its open one
 # runs to its end. Needs root; prints a visible SKIP without.
@@ -93,9 +94,11 @@ start_backends() {
                 pids+=($!)
                 ip netns exec "$p-b$k" python3 "$here/uproxy_peer.py" echo b$k 8090 >"$tmp/e$k.log" 2>&1 &
                 pids+=($!)
+                ip netns exec "$p-b$k" python3 "$here/uproxy_peer.py" watch b$k 8091 >"$tmp/w$k.log" 2>&1 &
+                pids+=($!)
         done
         for k in 1 2 3; do
-                for f in b e; do
+                for f in b e w; do
                         for _ in $(seq 50); do
                                 grep -q ready "$tmp/$f$k.log" 2>/dev/null && break
                                 sleep 0.1
@@ -158,6 +161,7 @@ EOF
                 svc hole 10.96.0.21 TCP 80
                 svc sticky 10.96.0.11 TCP 80 "sessionAffinity: ClientIP"
                 svc echo 10.96.0.30 TCP 80
+                svc watch 10.96.0.31 TCP 80
                 svc dns 10.96.0.13 UDP 53
                 svc_sched pinned 10.96.0.40 sh
                 svc_sched spread 10.96.0.41 "sh,port"
@@ -179,6 +183,8 @@ EOF
                 ep 10.244.1.2 "$echo_b1"
                 ep 10.244.2.2
                 ep 10.244.3.2
+                slice watch-1 watch TCP 8091
+                for k in 1 2 3; do ep 10.244.$k.2; done
                 slice pinned-1 pinned TCP 8080
                 for k in 1 2 3; do ep 10.244.$k.2; done
                 slice spread-1 spread TCP 8080
@@ -260,6 +266,16 @@ check "half-close: the client shuts its write side and still gets the answer" \
 
 check "8 MiB one way through splice, then the answer" \
         grep -qx 'b[123]:8388608' <(peer halfclose 10.96.0.30 80 8388608)
+
+# a reset goes through as a reset (as through DNAT), not as a clean FIN
+got=$(peer reset 10.96.0.31 80)
+for _ in $(seq 30); do
+        grep -q ':' "$tmp"/w[123].log 2>/dev/null && break
+        sleep 0.1
+done
+check "a client's reset reaches the backend as a reset" \
+        test "$got" = hi -a "$(cat "$tmp"/w[123].log | grep -c ':reset$')" -eq 1
+grep -q ':reset$' "$tmp"/w[123].log || cat "$tmp"/w[123].log | sed 's/^/# /'
 
 # sh: the kernel's bucket of the client's address (hash_32 of it, 256
 # buckets dealt to the endpoints in turn) decides, for every connection

@@ -3,6 +3,9 @@
 
   uproxy_peer.py echo NAME PORT        TCP: read to EOF, answer NAME:<bytes read>;
                                        UDP: answer each datagram with NAME:<size>
+  uproxy_peer.py watch NAME PORT       TCP: send "hi", then print NAME:eof or
+                                       NAME:reset for how the client's end came
+  uproxy_peer.py reset IP PORT         connect, read "hi", close with a reset
   uproxy_peer.py halfclose IP PORT [N] send "hello" (or N bytes), shut write, print
                                        the answer
   uproxy_peer.py hold IP PORT FLAG     connect, send "x", wait for file FLAG,
@@ -14,6 +17,7 @@
 """
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -51,6 +55,47 @@ def echo(name, port):
     while True:
         c, _ = s.accept()
         threading.Thread(target=one, args=(c,), daemon=True).start()
+
+
+def watch(name, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    s.listen(128)
+    print("ready", flush=True)
+
+    def one(c):
+        c.settimeout(5)
+        try:
+            c.sendall(b"hi\n")
+            while c.recv(65536):
+                pass
+            print("%s:eof" % name, flush=True)
+        except ConnectionResetError:
+            print("%s:reset" % name, flush=True)
+        except OSError as e:
+            print("%s:ERR:%s" % (name, e), flush=True)
+        c.close()
+
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=one, args=(c,), daemon=True).start()
+
+
+def reset(ip, port):
+    try:
+        c = connect(ip, port)
+        got = b""
+        while not got.endswith(b"\n"):
+            b = c.recv(16)
+            if not b:
+                break
+            got += b
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        print(got.decode().strip())
+    except OSError as e:
+        print("ERR:%s" % e)
 
 
 def connect(ip, port):
@@ -123,6 +168,10 @@ def main():
     a = sys.argv[1:]
     if a[0] == "echo":
         echo(a[1], int(a[2]))
+    elif a[0] == "watch":
+        watch(a[1], int(a[2]))
+    elif a[0] == "reset":
+        reset(a[1], int(a[2]))
     elif a[0] == "halfclose":
         halfclose(a[1], int(a[2]), int(a[3]) if len(a) > 3 else None)
     elif a[0] == "hold":
