@@ -344,6 +344,8 @@ static struct uproxy_ep *next_scheduled(struct uproxy_svc *s, const struct socka
                                 atomic_fetch_add_explicit(&ep->fallback, 1, memory_order_relaxed);
                         return ep;
                 }
+                if (pass == 0) /* the penalty box only orders: the hash's endpoint is tried */
+                        continue;
                 return NULL; /* sh/dh/mh without fallback: as IPVS, no destination */
         }
         return NULL;

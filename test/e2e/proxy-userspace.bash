@@ -336,6 +336,12 @@ write_cluster
                 slice $s-1 $s TCP 8091
                 for k in 1 2 3; do ep 10.244.$k.2; done
         done
+        # sh whose bucket for our client ($want, above) refuses
+        svc_sched refusesh 10.96.0.52 sh
+        slice refusesh-1 refusesh TCP 8080
+        for k in 1 2 3; do [ "b$k" = "$want" ] || ep 10.244.$k.2; done
+        slice refusesh-2 refusesh TCP 8081
+        ep "10.244.${want#b}.2"
 } >>"$tmp/cluster.yaml"
 start_proxy --metrics-bind-address 0.0.0.0:10249
 lc_eps=b1=10.244.1.2:8091,b2=10.244.2.2:8091,b3=10.244.3.2:8091
@@ -360,6 +366,16 @@ check "rr through the same drive breaks the lc formula (the test tells them apar
         test "$(awk '/^[0-9]/ && $2 != $3' "$tmp/lcrr" | wc -l)" -ge 1 -a \
         "$(grep -c '^[0-9]' "$tmp/lcrr")" -eq 18
 grep -q '^[0-9]' "$tmp/lc" && grep -q '^total' "$tmp/lc" || sed 's/^/# lc: /' "$tmp/lc"
+tcp 10.96.0.52 80 6 >"$tmp/refusesh"
+check "sh, its endpoint refusing: 6 of 6 connections placed by round robin on the others" \
+        test "$(grep -c '^b[123]$' "$tmp/refusesh")" -eq 6 -a "$(grep -c "^$want\$" "$tmp/refusesh")" -eq 0
+sh_sum() { # sh_sum METRIC ENDPOINT_REGEX: the sum over refusesh's matching endpoints
+        metrics | awk -v m="$1{service=\"e2e/refusesh:p\"" -v e="$2" \
+                'index($0, m) == 1 && $0 ~ ("endpoint=\"" e "\"") { s += $2 } END { print s + 0 }'
+}
+check "sh: picks_total 6 on the refusing endpoint, fallback_total 6 on the others" \
+        test "$(sh_sum svcenv_proxy_scheduler_picks_total "10.244.${want#b}.2:8081")" -eq 6 -a \
+        "$(sh_sum svcenv_proxy_scheduler_fallback_total "10.244.[0-9].2:8080")" -eq 6
 stop_proxy
 inns "$NODE" "$SVCENV/svcenv-proxy" --cleanup >/dev/null 2>&1
 check "--cleanup removes the userspace chains, table and mark rule" \

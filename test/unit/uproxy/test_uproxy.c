@@ -351,6 +351,26 @@ static void test_uproxy__decision_metrics(void **state)
         release(&g);
 }
 
+/* sh without fallback whose hashed endpoint is in the penalty box: the
+ * box only orders the choice, so the connection still goes there (and a
+ * failure is retried round robin) instead of failing unattempted. */
+static void test_uproxy__hash_penalized_still_tried(void **state)
+{
+        (void)state;
+        struct fixture f;
+        struct uproxy_svc *s = web_with(&f, "sh");
+        char first[64];
+        snprintf(first, sizeof(first), "%s", pick(s, "10.0.0.1", NULL, false, 0));
+        assert_string_not_equal(first, "none");
+        struct uproxy_tried t = { .n = 0 };
+        assert_string_equal(pick(s, "10.0.0.1", &t, false, 0), first);
+        uproxy_penalize(s, t.ep[0], 0, 5 * SEC);
+        free_tried(&t);
+        assert_string_equal(pick(s, "10.0.0.1", NULL, false, SEC), first);
+        uproxy_svc_unref(s);
+        release(&f);
+}
+
 static void test_uproxy__terminating_fallback(void **state)
 {
         (void)state;
@@ -494,6 +514,7 @@ int main(void)
                 cmocka_unit_test(test_uproxy__pick_rr_tried_penalty),
                 cmocka_unit_test(test_uproxy__scheduler_decides),
                 cmocka_unit_test(test_uproxy__decision_metrics),
+                cmocka_unit_test(test_uproxy__hash_penalized_still_tried),
                 cmocka_unit_test(test_uproxy__terminating_fallback),
                 cmocka_unit_test(test_uproxy__affinity),
                 cmocka_unit_test(test_uproxy__rules),
