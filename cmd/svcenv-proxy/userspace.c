@@ -1,7 +1,10 @@
 /* --mode userspace: every Service through svcenv's own proxy (pkg/uproxy).
  * The loop rebuilds the snapshot on every change, swaps it into the proxy's
  * workers and rewrites the redirect rules (iptables or nft by --backend);
- * TPROXY'd UDP is routed to the local stack by a mark rule of our own. */
+ * TPROXY'd UDP is routed to the local stack by a mark rule of our own.
+ * Its health is the proxier's (d->proxier, whose own loop does not run
+ * here): changes are queued there and successful syncs reported, so
+ * /healthz answers as kube-proxy's. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +77,19 @@ static void reload_files(struct proxyd *d)
         se_store_free(d->store);
         d->store = st;
         se_log_info(0, "reloaded %zu manifest path(s)", d->n_files);
+}
+
+/* -f: the files stand for the informers: their Node tells the health
+ * whether the node is eligible, and each (re)load is a change waiting for
+ * a sync. */
+static void files_changed(struct proxyd *d)
+{
+        se_store_rdlock(d->store);
+        const struct se_object *node = se_store_get(d->store, SE_KIND_NODE, NULL, d->hostname);
+        if (node)
+                se_proxy_proxier_on_change(d->proxier, SE_STORE_ADD, NULL, node);
+        se_store_unlock(d->store);
+        se_proxy_proxier_health_queued(d->proxier);
 }
 
 void proxyd_userspace_cleanup(void)
@@ -206,6 +222,8 @@ static bool sync_userspace(struct proxyd *d)
                 ok = false;
         for (unsigned i = 0; i < 2; i++)
                 se_proxy_table_free(t[i]);
+        if (ok)
+                se_proxy_proxier_health_synced(d->proxier);
         return ok;
 }
 
@@ -213,6 +231,8 @@ void proxyd_userspace_run(struct proxyd *d)
 {
         bool need = true;
         int64_t last = 0;
+        if (d->n_files)
+                files_changed(d);
         for (;;) {
                 pthread_mutex_lock(&d->us_mu);
                 bool stop = d->us_stop, reload = d->us_reload;
@@ -221,8 +241,10 @@ void proxyd_userspace_run(struct proxyd *d)
                 pthread_mutex_unlock(&d->us_mu);
                 if (stop)
                         break;
-                if (reload)
+                if (reload) {
                         reload_files(d);
+                        files_changed(d);
+                }
                 int64_t now = (int64_t)se_now_mono_ns();
                 if (need || now - last >= d->pcfg.sync_period_ns) {
                         if (last && now - last < d->pcfg.min_sync_period_ns) {
@@ -260,8 +282,14 @@ static void wake(struct proxyd *d, bool *flag)
 void proxyd_userspace_on_change(void *data, enum se_store_event ev, const struct se_object *old,
                                 const struct se_object *new_obj)
 {
-        (void)ev, (void)old, (void)new_obj;
         struct proxyd *d = data;
+        const struct se_object *o = new_obj ? new_obj : old;
+        /* the health's part of the proxier's callback: a Node sets the
+         * node's eligibility only; Services and slices queue a change */
+        if (o->kind == SE_KIND_NODE)
+                se_proxy_proxier_on_change(d->proxier, ev, old, new_obj);
+        else if (o->kind == SE_KIND_SERVICE || o->kind == SE_KIND_ENDPOINT_SLICE)
+                se_proxy_proxier_health_queued(d->proxier);
         wake(d, &d->us_dirty);
 }
 

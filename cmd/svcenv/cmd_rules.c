@@ -1,6 +1,7 @@
 /* svcenv rules: the ruleset the proxy would program on one node. */
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static const char usage[] =
         "         [--masquerade-all] [--nodeport-addresses CIDRS|primary]\n"
         "         [--localhost-nodeports true|false] [--random-fully auto|on|off]\n"
         "         [--nfacct auto|on|off] [--proxy-name NAME] [--ip-family ipv4|ipv6] [--apply]\n"
+        "       svcenv rules -f CLUSTER --node NAME --mode userspace [--backend ...]\n"
         "\n"
         "Prints the rules kube-proxy v1.36 would program on node NAME for the cluster's\n"
         "Services and endpoints: iptables-restore input for the filter and nat tables\n"
@@ -45,11 +47,15 @@ static const char usage[] =
         "svcenv.io/scheduler with a scheduler these rules cannot express, or\n"
         "svcenv.io/retry: \"true\") have no rules above; the redirect rules that\n"
         "svcenv-proxy adds for them (to port 10262) follow, after a line\n"
-        "`# svcenv userspace proxy`. --apply leaves them to svcenv-proxy.\n";
+        "`# svcenv userspace proxy`. --apply leaves them to svcenv-proxy.\n"
+        "--mode userspace prints what `svcenv-proxy --mode userspace` would use:\n"
+        "each service port with its scheduler (svcenv.io/scheduler, else rr) and\n"
+        "its endpoints, as comments, then the redirect rules to the proxy's port\n"
+        "(iptables-restore input, or with --backend nftables an nft script).\n";
 
 struct rules_args {
         const char *node, *ip_family;
-        bool apply;
+        bool apply, userspace;
 };
 
 static int parse_option(int c, const char *arg, struct se_proxy_flags *f, struct rules_args *a)
@@ -65,6 +71,17 @@ static int parse_option(int c, const char *arg, struct se_proxy_flags *f, struct
         case 'X':
                 a->apply = true;
                 return 0;
+        case 'M': /* as svcenv-proxy's: iptables and nftables are --backend's */
+                if (strcmp(arg, "userspace") == 0) {
+                        a->userspace = true;
+                        return 0;
+                }
+                if (strcmp(arg, "iptables") != 0 && strcmp(arg, "nftables") != 0)
+                        return cli_usage_error(
+                                "rules", "--mode wants iptables, nftables or userspace, not \"%s\"",
+                                arg);
+                c = SE_PROXY_FLAG_BACKEND;
+                break;
         default:
                 break;
         }
@@ -159,6 +176,76 @@ static int routed_rules(const struct se_store *store, const struct se_proxy_opti
         return r < 0 ? cli_fail(EXIT_SYSTEM, "cannot write the rules: %s", strerror(-r)) : EXIT_OK;
 }
 
+/* The service ports the userspace proxy serves, one comment line each:
+ * what it balances with, over which endpoints. */
+static void userspace_summary(const struct se_uproxy_snapshot *snap, bool nft, struct se_strbuf *sb)
+{
+        se_strbuf_printf(sb, "# svcenv-proxy --mode userspace: %u service port(s) to port %u\n",
+                         snap->n_svcs, SE_UPROXY_DEFAULT_PORT);
+        for (uint32_t i = 0; i < snap->n_svcs; i++) {
+                const struct se_uproxy_svc *sv = &snap->svcs[i];
+                size_t n = strlen(sv->key);
+                bool v6 = n > 3 && strcmp(sv->key + n - 3, "/v6") == 0;
+                se_strbuf_printf(sb, "# %s %s%s scheduler=%s%s endpoints:", sv->spn,
+                                 sv->proto == IPPROTO_UDP ? "UDP" : "TCP", v6 ? " IPv6" : "",
+                                 sv->scheduler, sv->affinity ? " affinity=ClientIP" : "");
+                for (uint32_t k = 0; k < sv->n_eps; k++)
+                        se_strbuf_printf(sb, " %s%s", sv->eps[k].str,
+                                         sv->eps[k].ready       ? "" :
+                                         sv->eps[k].terminating ? "(terminating)" :
+                                                                  "(not ready)");
+                se_strbuf_puts(sb, sv->n_eps ? "\n" : " none\n");
+        }
+        if (nft)
+                return; /* the nft tables hook themselves in */
+        const char *const *jumps[3];
+        unsigned nj = se_uproxy_jumps(jumps);
+        for (unsigned i = 0; i < nj; i++) {
+                se_strbuf_printf(sb, "# jump: iptables -t %s -I", jumps[i][0]);
+                for (size_t j = 1; jumps[i][j]; j++) /* quoted as a shell would want */
+                        se_strbuf_printf(sb, strchr(jumps[i][j], ' ') ? " \"%s\"" : " %s",
+                                         jumps[i][j]);
+                se_strbuf_puts(sb, "\n");
+        }
+}
+
+/* --mode userspace: the summary, then the redirect rules of each family. */
+static int emit_userspace(const struct se_store *store, const struct se_proxy_options *o, bool nft,
+                          const enum se_ip_family *fams, unsigned nf)
+{
+        struct se_proxy_table *t[2] = { NULL, NULL };
+        struct se_uproxy_snapshot *snap = NULL;
+        struct se_strbuf sb;
+        struct se_uproxy_rules_opts ro = { .port = SE_UPROXY_DEFAULT_PORT,
+                                           .mark = SE_UPROXY_DEFAULT_MARK };
+        int r = 0;
+        se_strbuf_init(&sb, 0);
+        for (unsigned i = 0; r == 0 && i < nf; i++)
+                r = se_proxy_table_build(store, o, fams[i], &t[i]);
+        if (r == 0)
+                r = se_uproxy_snapshot_build((const struct se_proxy_table *const *)t, nf, store,
+                                             NULL, &snap);
+        if (r == 0)
+                userspace_summary(snap, nft, &sb);
+        for (unsigned i = 0; r == 0 && i < nf; i++) {
+                if (i > 0 && !nft)
+                        se_strbuf_puts(&sb, "# ip6tables-restore\n");
+                r = nft ? se_uproxy_rules_nft(t[i], &ro, &sb) :
+                          se_uproxy_rules_iptables(t[i], &ro, &sb);
+        }
+        se_uproxy_snapshot_free(snap);
+        for (unsigned i = 0; i < 2; i++)
+                se_proxy_table_free(t[i]);
+        if (r == 0 && se_strbuf_failed(&sb))
+                r = -ENOMEM;
+        if (r == 0)
+                fwrite(sb.buf, 1, sb.len, stdout);
+        se_strbuf_release(&sb);
+        if (r < 0)
+                return cli_fail(EXIT_SYSTEM, "cannot write the rules: %s", strerror(-r));
+        return fflush(stdout) == 0 ? EXIT_OK : cli_fail(EXIT_SYSTEM, "cannot write output");
+}
+
 static int emit(const struct se_store *store, const struct se_proxy_options *o, bool nft,
                 const struct rules_args *a)
 {
@@ -170,6 +257,8 @@ static int emit(const struct se_store *store, const struct se_proxy_options *o, 
                 fams[0] = strcmp(a->ip_family, "ipv6") == 0 ? SE_IPV6 : SE_IPV4;
                 nf = 1;
         }
+        if (a->userspace)
+                return emit_userspace(store, o, nft, fams, nf);
         for (unsigned i = 0; i < nf; i++) {
                 struct se_proxy_table *t = NULL;
                 struct se_strbuf sb;
@@ -221,12 +310,13 @@ int cmd_rules(int argc, char **argv)
                 SE_PROXY_LONG_OPTIONS,
                 { "ip-family", required_argument, NULL, 'F' },
                 { "apply", no_argument, NULL, 'X' },
+                { "mode", required_argument, NULL, 'M' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
         struct cli_source src = { .files = SE_STRV_INIT };
         struct se_proxy_flags f;
-        struct rules_args a = { NULL, NULL, false };
+        struct rules_args a = { NULL, NULL, false, false };
         struct se_store *store = NULL;
         int c, r, rc = EXIT_OK;
         se_proxy_flags_init(&f);
@@ -260,6 +350,11 @@ int cmd_rules(int argc, char **argv)
         }
         if (a.ip_family && strcmp(a.ip_family, "ipv4") != 0 && strcmp(a.ip_family, "ipv6") != 0) {
                 rc = cli_usage_error("rules", "--ip-family wants ipv4 or ipv6");
+                goto out;
+        }
+        if (a.userspace && a.apply) {
+                rc = cli_usage_error("rules", "--apply is for the iptables and nftables modes "
+                                              "(svcenv-proxy --mode userspace applies its own)");
                 goto out;
         }
         if ((rc = cli_proxy_load(&src, &f, a.node, &store)) != EXIT_OK)

@@ -186,6 +186,14 @@ int64_t se_proxy_proxier_step(struct se_proxy_proxier *p, struct se_store *store
 void se_proxy_proxier_run(struct se_proxy_proxier *p, struct se_store *store);
 void se_proxy_proxier_stop(struct se_proxy_proxier *p);
 
+/* For a sync loop of the caller's own that reports its health through
+ * this proxier (svcenv-proxy --mode userspace), after begin: a change is
+ * waiting (what on_change counts for a Service or EndpointSlice), and a
+ * sync of every family succeeded now. /healthz then answers as for the
+ * proxier's own loop. Any thread. */
+void se_proxy_proxier_health_queued(struct se_proxy_proxier *p);
+void se_proxy_proxier_health_synced(struct se_proxy_proxier *p);
+
 /* Readers (any thread). */
 struct se_proxy_proxier_stats {
         uint64_t syncs_full, syncs_partial, syncs_failed, partial_failed;

@@ -149,7 +149,9 @@ int se_uproxy_start(const struct se_uproxy_config *cfg, struct se_uproxy **ret);
  * old snapshot is freed once every worker has moved on. 0 or -ENOMEM. */
 int se_uproxy_update(struct se_uproxy *up, struct se_uproxy_snapshot *s);
 /* Prometheus text: svcenv_proxy_* per service port (active and total
- * connections, retries, failures) and the fd budget. Thread-safe. */
+ * connections, retries, failures), per endpoint (IPVS's counts, the
+ * scheduler's picks and round robin's fallback retries) and the fd budget.
+ * Thread-safe. */
 int se_uproxy_metrics(struct se_uproxy *up, struct se_strbuf *out);
 /* The fd limit in force and the TCP connections it allows (6 fds each: two
  * sockets and two pipes for splice). */

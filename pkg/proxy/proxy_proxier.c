@@ -972,6 +972,26 @@ void se_proxy_proxier_metrics(struct se_proxy_proxier *p, struct se_strbuf *sb)
                          (unsigned long long)s.conntrack_missing);
 }
 
+void se_proxy_proxier_health_queued(struct se_proxy_proxier *p)
+{
+        struct se_proxy_instant now;
+        now_of(p, &now);
+        pthread_mutex_lock(&p->mu);
+        se_proxy_health_queued(&p->health, &now);
+        p->stats.last_queued_ts = (double)now.real_ns / 1e9;
+        pthread_mutex_unlock(&p->mu);
+}
+
+void se_proxy_proxier_health_synced(struct se_proxy_proxier *p)
+{
+        struct se_proxy_instant now;
+        now_of(p, &now);
+        pthread_mutex_lock(&p->mu);
+        se_proxy_health_updated(&p->health, &now);
+        p->stats.last_sync_ts = (double)now.real_ns / 1e9;
+        pthread_mutex_unlock(&p->mu);
+}
+
 bool se_proxy_proxier_health_body(struct se_proxy_proxier *p, bool livez, struct se_strbuf *body)
 {
         struct se_proxy_instant now;

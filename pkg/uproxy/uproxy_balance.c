@@ -137,6 +137,11 @@ static int scheduler_update(struct uproxy_svc *s)
                 if (!s->lb)
                         return -ENOMEM;
                 snprintf(s->lb_spec, sizeof(s->lb_spec), "%s", spec);
+                /* the counts are the scheduler's (its label): a new one starts at 0 */
+                for (uint32_t i = 0; i < s->n_eps; i++) {
+                        atomic_store(&s->eps[i]->picked, 0);
+                        atomic_store(&s->eps[i]->fallback, 0);
+                }
         }
         struct se_lb_dest *d = se_reallocarray(s->lbd, s->n_eps ? s->n_eps : 1, sizeof(*d));
         if (!d)
@@ -329,10 +334,18 @@ static struct uproxy_ep *next_scheduled(struct uproxy_svc *s, const struct socka
                 if (!any)
                         continue;
                 int at = se_lb_pick(s->lb, s->lbd, s->n_eps, &key);
-                if (at >= 0)
+                if (at >= 0) {
+                        atomic_fetch_add_explicit(&s->eps[at]->picked, 1, memory_order_relaxed);
                         return s->eps[at];
-                if (tried && tried->n) /* a retry the hash cannot place */
-                        return next_rr(s, tried, now_ns);
+                }
+                if (tried && tried->n) { /* a retry the hash cannot place */
+                        struct uproxy_ep *ep = next_rr(s, tried, now_ns);
+                        if (ep)
+                                atomic_fetch_add_explicit(&ep->fallback, 1, memory_order_relaxed);
+                        return ep;
+                }
+                if (pass == 0) /* the penalty box only orders: the hash's endpoint is tried */
+                        continue;
                 return NULL; /* sh/dh/mh without fallback: as IPVS, no destination */
         }
         return NULL;

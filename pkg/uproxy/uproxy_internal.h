@@ -12,6 +12,7 @@
 
 #include <svcenv/hashmap.h>
 #include <svcenv/lb.h>
+#include <svcenv/strbuf.h>
 #include <svcenv/uproxy.h>
 
 #define UPROXY_MAX_ATTEMPTS       4 /* kube-proxy v1.25's EndpointDialTimeouts */
@@ -30,6 +31,10 @@ struct uproxy_ep {
         atomic_bool removed; /* gone from the service: UDP sessions end */
         /* IPVS's counts: active = established, inactive = the others */
         atomic_long active, inactive;
+        /* decisions (relaxed adds under the service's mutex): connections
+         * the scheduler chose it for since the scheduler was made, and
+         * retries round robin placed on it when the hash could not */
+        atomic_ulong picked, fallback;
 };
 
 struct uproxy_aff {
@@ -92,6 +97,11 @@ struct uproxy_ep *uproxy_pick(struct uproxy_svc *s, const struct sockaddr *clien
 /* Puts ep in the penalty box until now + penalty (s->mu taken). */
 void uproxy_penalize(struct uproxy_svc *s, struct uproxy_ep *ep, int64_t now_ns,
                      int64_t penalty_ns);
+
+/* Appends svcenv_proxy_scheduler_picks_total and
+ * svcenv_proxy_scheduler_fallback_total for every service port of svcs
+ * (key -> struct uproxy_svc; the caller keeps it from changing). */
+void uproxy_decision_metrics(const struct se_hashmap *svcs, struct se_strbuf *out);
 
 /* Upstream's balancer: an entry is alive while int(age in seconds) < ttl. */
 bool uproxy_affinity_alive(int64_t last_used_ns, int64_t now_ns, int32_t ttl_s);

@@ -465,6 +465,7 @@ int se_uproxy_metrics(struct se_uproxy *up, struct se_strbuf *out)
                                                          &s->eps[i]->active));
                 pthread_mutex_unlock(&s->mu);
         }
+        uproxy_decision_metrics(&up->svcs, out);
         pthread_mutex_unlock(&up->mu);
         uint64_t limit, conns;
         se_uproxy_fd_budget(up, &limit, &conns);

@@ -6,7 +6,9 @@
 # client's reset reaching the backend as a reset, ClientIP
 # affinity, and, after a reload, removed endpoints ending their UDP sessions
 # and a terminating endpoint taking no new connections while its open one
-# runs to its end. Needs root; prints a visible SKIP without.
+# runs to its end; least connection with a slow backend, every pick checked
+# against the formula and the proxy's counts and decision metrics (and the
+# same check failing for rr). Needs root; prints a visible SKIP without.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${SVCENV:=$PWD/build/bin}"
@@ -324,6 +326,72 @@ check "terminating endpoint: no new connections (6 to b2/b3)" \
         test "$(grep -c '^b[23]:5$' "$tmp/term")" -eq 6
 check "terminating endpoint: its open connection runs to its end" \
         grep -qx 'b1:1' "$tmp/hold"
+stop_proxy
+
+# phase 3: least connection with a slow backend, pick by pick. The client
+# drives one connection a tick and holds each 6 ticks when b2 (the slow
+# one) answered, 2 otherwise, so up to 4 are open at once; before each one
+# the proxy's per-endpoint counts must equal what the client holds, and the
+# pick must be the formula's (uproxy_lc.py). The same drive through an rr
+# Service of the same endpoints must disagree: the check tells them apart.
+for k in 1 2 3; do
+        ip netns exec "$p-b$k" python3 "$here/uproxy_lc.py" serve b$k 8091 >"$tmp/h$k.log" 2>&1 &
+        pids+=($!)
+done
+for k in 1 2 3; do
+        for _ in $(seq 50); do
+                grep -q ready "$tmp/h$k.log" 2>/dev/null && break
+                sleep 0.1
+        done
+done
+write_cluster
+{
+        svc_sched least 10.96.0.50 lc
+        svc_sched leastrr 10.96.0.51 rr
+        for s in least leastrr; do
+                slice $s-1 $s TCP 8091
+                for k in 1 2 3; do ep 10.244.$k.2; done
+        done
+        # sh whose bucket for our client ($want, above) refuses
+        svc_sched refusesh 10.96.0.52 sh
+        slice refusesh-1 refusesh TCP 8080
+        for k in 1 2 3; do [ "b$k" = "$want" ] || ep 10.244.$k.2; done
+        slice refusesh-2 refusesh TCP 8081
+        ep "10.244.${want#b}.2"
+} >>"$tmp/cluster.yaml"
+start_proxy --metrics-bind-address 0.0.0.0:10249
+lc_eps=b1=10.244.1.2:8091,b2=10.244.2.2:8091,b3=10.244.3.2:8091
+lc_drive() { # lc_drive VIP SERVICE
+        inns "$CL" python3 "$here/uproxy_lc.py" drive "$1" 80 http://10.99.0.1:10249/metrics \
+                "$2" "$lc_eps" b2 18 6 2
+}
+lc_drive 10.96.0.50 e2e/least:p >"$tmp/lc" 2>&1
+lc_drive 10.96.0.51 e2e/leastrr:p >"$tmp/lcrr" 2>&1
+check "lc: 18 connections, each to the least active*256+inactive (ties to the first)" \
+        test "$(awk '/^[0-9]/ && $2 == $3' "$tmp/lc" | wc -l)" -eq 18
+read -r _ lc_b1 lc_b2 lc_b3 < <(grep '^total ' "$tmp/lc")
+check "lc: the slow backend gets fewer connections (${lc_b1:-} ${lc_b2:-} ${lc_b3:-})" \
+        test "${lc_b2#b2=}" -lt "${lc_b1#b1=}" -a "${lc_b2#b2=}" -lt "${lc_b3#b3=}"
+lc_metric=$(metrics | awk -F'[{}]' '/^svcenv_proxy_scheduler_picks_total\{service="e2e\/least:p",/ {
+        split($2, l, "\""); split($3, v, " ")
+        sub(/^10\.244\./, "b", l[6]); sub(/\.2:8091$/, "", l[6])
+        printf "%s=%d@%s ", l[6], v[1], l[8] }')
+check "lc: svcenv_proxy_scheduler_picks_total counts the picks ($lc_metric)" \
+        test "$lc_metric" = "$lc_b1@lc $lc_b2@lc $lc_b3@lc "
+check "rr through the same drive breaks the lc formula (the test tells them apart)" \
+        test "$(awk '/^[0-9]/ && $2 != $3' "$tmp/lcrr" | wc -l)" -ge 1 -a \
+        "$(grep -c '^[0-9]' "$tmp/lcrr")" -eq 18
+grep -q '^[0-9]' "$tmp/lc" && grep -q '^total' "$tmp/lc" || sed 's/^/# lc: /' "$tmp/lc"
+tcp 10.96.0.52 80 6 >"$tmp/refusesh"
+check "sh, its endpoint refusing: 6 of 6 connections placed by round robin on the others" \
+        test "$(grep -c '^b[123]$' "$tmp/refusesh")" -eq 6 -a "$(grep -c "^$want\$" "$tmp/refusesh")" -eq 0
+sh_sum() { # sh_sum METRIC ENDPOINT_REGEX: the sum over refusesh's matching endpoints
+        metrics | awk -v m="$1{service=\"e2e/refusesh:p\"" -v e="$2" \
+                'index($0, m) == 1 && $0 ~ ("endpoint=\"" e "\"") { s += $2 } END { print s + 0 }'
+}
+check "sh: picks_total 6 on the refusing endpoint, fallback_total 6 on the others" \
+        test "$(sh_sum svcenv_proxy_scheduler_picks_total "10.244.${want#b}.2:8081")" -eq 6 -a \
+        "$(sh_sum svcenv_proxy_scheduler_fallback_total "10.244.[0-9].2:8080")" -eq 6
 stop_proxy
 inns "$NODE" "$SVCENV/svcenv-proxy" --cleanup >/dev/null 2>&1
 check "--cleanup removes the userspace chains, table and mark rule" \

@@ -513,3 +513,13 @@ check "... as a canary full resync" [ "$(metric svcenv_proxy_canary_resyncs_tota
 kill "$pxn" && wait "$pxn" 2>/dev/null
 inns "$A" "$SVCENV/svcenv-proxy" --cleanup
 check "--cleanup removes the nftables table" eval '! inns "$A" nft list table ip svcenv >/dev/null 2>&1'
+# ---- the userspace mode against the API: the Node and the syncs reach /healthz ----
+start_proxy "$A" "$tmp/pxu.log" --mode userspace
+pxu=$last_pid
+us_healthy() { healthy "$A" && grep -q '"nodeEligible":true,"healthy":true' "$tmp/healthz.$A"; }
+check "userspace: /healthz 200, the Node seen (nodeEligible true)" until_ok 90 us_healthy
+check "userspace: TCP to the ClusterIP through the proxy" until_ok 10 spread "$A" tcp 10.96.100.10 80 10 b2
+us_picks() { metrics | grep -q '^svcenv_proxy_scheduler_picks_total{service="px/web:p",protocol="TCP",endpoint="10.244.2.2:8080",scheduler="rr"} [1-9]'; }
+check "userspace: /metrics counts the scheduler's picks per endpoint" us_picks
+kill "$pxu" && wait "$pxu" 2>/dev/null
+inns "$A" "$SVCENV/svcenv-proxy" --cleanup

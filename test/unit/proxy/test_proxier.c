@@ -550,6 +550,37 @@ static void test_proxier__carried_failure_full(void **state)
         world_free(w);
 }
 
+/* A loop of the caller's own (svcenv-proxy --mode userspace) reports
+ * through the proxier: a queued change unsynced past 2 x the sync period
+ * makes /healthz 503, a sync makes it 200 again. */
+static void test_proxier__health_from_outside_loop(void **state)
+{
+        (void)state;
+        struct world *w = world_new(false);
+        begin(w);
+        load(w, "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n");
+        struct se_strbuf b;
+        se_strbuf_init(&b, 0);
+        assert_true(se_proxy_proxier_health_body(w->p, false, &b));
+        se_proxy_proxier_health_queued(w->p);
+        w->f.mono += 59 * S;
+        assert_true(se_proxy_proxier_health_body(w->p, false, &b));
+        w->f.mono += 2 * S;
+        assert_false(se_proxy_proxier_health_body(w->p, false, &b));
+        se_strbuf_release(&b);
+        se_strbuf_init(&b, 0);
+        se_proxy_proxier_health_synced(w->p);
+        assert_true(se_proxy_proxier_health_body(w->p, false, &b));
+        assert_non_null(strstr(b.buf, "\"healthy\":true"));
+        /* a later change is timed from its own queueing, not the first */
+        w->f.mono += 100 * S;
+        se_proxy_proxier_health_queued(w->p);
+        w->f.mono += 30 * S;
+        assert_true(se_proxy_proxier_health_body(w->p, false, &b));
+        se_strbuf_release(&b);
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -562,6 +593,7 @@ int main(void)
                 cmocka_unit_test(test_proxier__large_cluster_no_periodic_full),
                 cmocka_unit_test(test_proxier__carried_endpoint_change),
                 cmocka_unit_test(test_proxier__carried_failure_full),
+                cmocka_unit_test(test_proxier__health_from_outside_loop),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

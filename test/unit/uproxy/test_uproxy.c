@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include <svcenv/hashmap.h>
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
@@ -279,6 +280,97 @@ static void test_uproxy__scheduler_decides(void **state)
         release(&f);
 }
 
+/* The decision counters: the scheduler's picks per endpoint, labelled by
+ * it and restarted with a new one; a retry sh cannot place counts as round
+ * robin's. */
+static void test_uproxy__decision_metrics(void **state)
+{
+        (void)state;
+        struct fixture f, g;
+        struct uproxy_svc *lc = web_with(&f, "lc");
+        struct uproxy_svc *sh = web_with(&g, "sh");
+        snprintf(sh->spn, sizeof(sh->spn), "ns/pinned:http");
+        assert_string_equal(pick(lc, "10.0.0.1", NULL, false, 0), "10.244.1.2:8080");
+        atomic_store(&lc->eps[0]->active, 1);
+        assert_string_equal(pick(lc, "10.0.0.1", NULL, false, 0), "10.244.2.2:8080");
+        assert_string_equal(pick(lc, "10.0.0.2", NULL, false, 0), "10.244.2.2:8080");
+        struct uproxy_tried t = { .n = 0 };
+        char first[64];
+        snprintf(first, sizeof(first), "%s", pick(sh, "10.0.0.1", &t, false, 0));
+        const char *other =
+                strcmp(first, "10.244.1.2:8080") == 0 ? "10.244.2.2:8080" : "10.244.1.2:8080";
+        assert_string_equal(pick(sh, "10.0.0.1", &t, true, 0), other);
+        free_tried(&t);
+
+        struct se_hashmap m = SE_HASHMAP_INIT;
+        assert_int_equal(se_hashmap_put(&m, "lc", lc, NULL), 0);
+        assert_int_equal(se_hashmap_put(&m, "sh", sh, NULL), 0);
+        struct se_strbuf b;
+        se_strbuf_init(&b, 0);
+        uproxy_decision_metrics(&m, &b);
+        char want[512];
+        const char *picks = "svcenv_proxy_scheduler_picks_total{service=";
+        const char *lines[] = {
+                "\"ns/web:http\",protocol=\"TCP\",endpoint=\"10.244.1.2:8080\","
+                "scheduler=\"lc\"} 1\n",
+                "\"ns/web:http\",protocol=\"TCP\",endpoint=\"10.244.2.2:8080\","
+                "scheduler=\"lc\"} 2\n",
+                "\"ns/web:http\",protocol=\"TCP\",endpoint=\"10.244.3.2:8080\","
+                "scheduler=\"lc\"} 0\n",
+        };
+        for (size_t i = 0; i < 3; i++) {
+                snprintf(want, sizeof(want), "%s%s", picks, lines[i]);
+                assert_non_null(strstr(b.buf, want));
+        }
+        snprintf(want, sizeof(want),
+                 "svcenv_proxy_scheduler_picks_total{service=\"ns/pinned:http\",protocol=\"TCP\","
+                 "endpoint=\"%s\",scheduler=\"sh\"} 1\n",
+                 first);
+        assert_non_null(strstr(b.buf, want));
+        snprintf(want, sizeof(want),
+                 "svcenv_proxy_scheduler_fallback_total{service=\"ns/pinned:http\","
+                 "protocol=\"TCP\",endpoint=\"%s\",scheduler=\"sh\"} 1\n",
+                 other);
+        assert_non_null(strstr(b.buf, want));
+        assert_non_null(strstr(b.buf, "# TYPE svcenv_proxy_scheduler_fallback_total counter\n"));
+        se_strbuf_release(&b);
+
+        /* another scheduler: its counts start at 0 */
+        struct se_uproxy_svc web = *find(f.s, "10.96.0.10", 80, IPPROTO_TCP);
+        snprintf(web.scheduler, sizeof(web.scheduler), "rr");
+        assert_int_equal(uproxy_svc_set(lc, &web), 0);
+        se_strbuf_init(&b, 0);
+        uproxy_decision_metrics(&m, &b);
+        assert_null(strstr(b.buf, "scheduler=\"lc\""));
+        assert_non_null(strstr(b.buf, "endpoint=\"10.244.2.2:8080\",scheduler=\"rr\"} 0\n"));
+        se_strbuf_release(&b);
+        se_hashmap_release(&m);
+        uproxy_svc_unref(lc);
+        uproxy_svc_unref(sh);
+        release(&f);
+        release(&g);
+}
+
+/* sh without fallback whose hashed endpoint is in the penalty box: the
+ * box only orders the choice, so the connection still goes there (and a
+ * failure is retried round robin) instead of failing unattempted. */
+static void test_uproxy__hash_penalized_still_tried(void **state)
+{
+        (void)state;
+        struct fixture f;
+        struct uproxy_svc *s = web_with(&f, "sh");
+        char first[64];
+        snprintf(first, sizeof(first), "%s", pick(s, "10.0.0.1", NULL, false, 0));
+        assert_string_not_equal(first, "none");
+        struct uproxy_tried t = { .n = 0 };
+        assert_string_equal(pick(s, "10.0.0.1", &t, false, 0), first);
+        uproxy_penalize(s, t.ep[0], 0, 5 * SEC);
+        free_tried(&t);
+        assert_string_equal(pick(s, "10.0.0.1", NULL, false, SEC), first);
+        uproxy_svc_unref(s);
+        release(&f);
+}
+
 static void test_uproxy__terminating_fallback(void **state)
 {
         (void)state;
@@ -421,6 +513,8 @@ int main(void)
                 cmocka_unit_test(test_uproxy__affinity_whole_seconds),
                 cmocka_unit_test(test_uproxy__pick_rr_tried_penalty),
                 cmocka_unit_test(test_uproxy__scheduler_decides),
+                cmocka_unit_test(test_uproxy__decision_metrics),
+                cmocka_unit_test(test_uproxy__hash_penalized_still_tried),
                 cmocka_unit_test(test_uproxy__terminating_fallback),
                 cmocka_unit_test(test_uproxy__affinity),
                 cmocka_unit_test(test_uproxy__rules),
