@@ -140,6 +140,9 @@ struct dnsd {
         pthread_mutex_t build_lock;
         pthread_cond_t build_cond;
         bool dirty, build_stop;
+        /* the Services changed since the last build (under build_lock),
+         * and the set the running build reads (the builder's own) */
+        struct se_dns_changes *changes, *building;
         pthread_t build_thread;
         bool build_started;
         struct se_dns_zone *latest; /* builder's own reference */
@@ -164,6 +167,9 @@ struct dnsd {
 /* zone.c */
 int dnsd_builder_start(struct dnsd *d);
 void dnsd_builder_stop(struct dnsd *d);
+/* Frees what dnsd_builder_start made (after dnsd_builder_stop, or when it
+ * failed). */
+void dnsd_builder_release(struct dnsd *d);
 void dnsd_mark_dirty(struct dnsd *d);
 /* Builds now and hands the zone to every worker (offline start, tests). */
 int dnsd_build_now(struct dnsd *d);

@@ -659,6 +659,7 @@ out:
         for (unsigned i = 0; i < src.n_inf; i++)
                 src.inf[i] = se_kube_informer_free(src.inf[i]);
         dnsd_builder_stop(&d);
+        dnsd_builder_release(&d);
         dnsd_forwarders_stop(&d, se_now_mono_ns() + 2000000000ull);
         dnsd_workers_stop(&d);
         for (int i = 0; i < 3; i++)

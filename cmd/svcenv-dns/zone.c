@@ -1,8 +1,9 @@
 /* Store changes -> a new zone snapshot -> every worker's mailbox.
  *
  * The builder waits for a change, lets a burst of changes settle (a relist
- * or a rollout touches many objects at once), builds a new zone (reusing
- * the previous one's records of every Service that did not change), and
+ * or a rollout touches many objects at once), builds a new zone (from the
+ * previous one and the Services the store's callbacks said changed: no
+ * pass over 10,000 Services for one of them), and
  * swaps it into each worker's mailbox with one atomic exchange. A worker
  * takes its mailbox at the top of its loop: readers never wait on the
  * builder, and a snapshot a worker never picked up is released by the
@@ -16,14 +17,19 @@
 
 #include "dnsd.h"
 
-/* changes that arrive within this window go into the same build */
-#define SETTLE_NS 10000000ull /* 10 ms */
+/* changes that arrive within this window go into the same build (a
+ * build after a few changes costs a few ms even at 10,000 Services, so
+ * the window is short: it is part of every change's time to answer) */
+#define SETTLE_NS 3000000ull /* 3 ms */
 /* but a steady stream of changes still sees a build this often */
 #define MAX_WAIT_NS 100000000ull /* 100 ms */
 
+/* Something changed, what is not known: the next build passes over the
+ * whole store. */
 void dnsd_mark_dirty(struct dnsd *d)
 {
         pthread_mutex_lock(&d->build_lock);
+        se_dns_changes_note_all(d->changes);
         d->dirty = true;
         pthread_cond_signal(&d->build_cond);
         pthread_mutex_unlock(&d->build_lock);
@@ -33,13 +39,16 @@ void dnsd_on_store_change(void *data, enum se_store_event ev, const struct se_ob
                           const struct se_object *new_obj)
 {
         (void)ev;
-        (void)old;
-        (void)new_obj;
         struct dnsd *d = data;
         /* before the first list is complete a build would serve a partial
          * zone; the sync itself marks the store dirty */
-        if (atomic_load(&d->synced))
-                dnsd_mark_dirty(d);
+        if (!atomic_load(&d->synced))
+                return;
+        pthread_mutex_lock(&d->build_lock);
+        se_dns_changes_note(d->changes, old, new_obj);
+        d->dirty = true;
+        pthread_cond_signal(&d->build_cond);
+        pthread_mutex_unlock(&d->build_lock);
 }
 
 static void publish(struct dnsd *d, struct se_dns_zone *z)
@@ -77,21 +86,37 @@ int dnsd_build_now(struct dnsd *d)
         }
         struct se_dns_zone *z = NULL;
         struct se_diag diag = { 0 };
+        /* what changed since the last build, taken whole: changes from
+         * here on go to the next one */
+        pthread_mutex_lock(&d->build_lock);
+        struct se_dns_changes *ch = d->changes;
+        d->changes = d->building;
+        d->building = ch;
+        pthread_mutex_unlock(&d->build_lock);
+        bool full = !d->latest || se_dns_changes_everything(ch);
         uint64_t t0 = se_now_mono_ns();
         /* d->latest is only replaced here: the records of every Service
          * the change did not touch carry over from it */
-        int r = se_dns_zone_update(d->store, &d->zopts, d->latest, &z, &diag);
+        int r = se_dns_zone_update_changed(d->store, &d->zopts, d->latest, ch, &z, &diag);
         atomic_store(&d->m.zone_build_ns, se_now_mono_ns() - t0);
+        se_dns_changes_clear(ch);
         if (r < 0) {
+                /* the next build cannot know what this one missed */
+                pthread_mutex_lock(&d->build_lock);
+                se_dns_changes_note_all(d->changes);
+                pthread_mutex_unlock(&d->build_lock);
                 atomic_fetch_add(&d->m.zone_build_errors, 1);
                 se_log_error("building the zone: %s", diag.text[0] ? diag.text : "out of memory");
                 return r;
         }
         atomic_fetch_add(&d->m.zone_builds, 1);
         publish(d, z);
-        /* the build's scratch (and, the first time, the manifest loader's
-         * JSON) back to the system: glibc keeps freed heap otherwise */
-        malloc_trim(0);
+        /* a full build's scratch (and, the first time, the manifest
+         * loader's JSON) back to the system: glibc keeps freed heap
+         * otherwise; a build of a few Services frees little, and a trim
+         * walks the whole heap */
+        if (full)
+                malloc_trim(0);
         se_log_info(4, "zone rebuilt (serial %u) in %.3f ms", se_dns_zone_serial(z),
                     (double)atomic_load(&d->m.zone_build_ns) / 1e6);
         return 0;
@@ -133,6 +158,8 @@ static void *builder(void *data)
 
 int dnsd_builder_start(struct dnsd *d)
 {
+        if (!(d->changes = se_dns_changes_new()) || !(d->building = se_dns_changes_new()))
+                return -ENOMEM;
         int r = pthread_create(&d->build_thread, NULL, builder, d);
         if (r)
                 return -r;
@@ -150,4 +177,11 @@ void dnsd_builder_stop(struct dnsd *d)
         pthread_mutex_unlock(&d->build_lock);
         pthread_join(d->build_thread, NULL);
         d->build_started = false;
+}
+
+void dnsd_builder_release(struct dnsd *d)
+{
+        se_dns_changes_free(d->changes);
+        se_dns_changes_free(d->building);
+        d->changes = d->building = NULL;
 }

@@ -66,6 +66,36 @@ int se_dns_zone_build(const struct se_store *st, const struct se_dns_options *o,
 int se_dns_zone_update(const struct se_store *st, const struct se_dns_options *o,
                        const struct se_dns_zone *prev, struct se_dns_zone **out,
                        struct se_diag *diag);
+/* The Services a run of store changes touched, as the store's change
+ * callbacks tell them (se_dns_changes_note): a Service by its key, an
+ * EndpointSlice by the Service its label names (before and after), a
+ * Namespace or any other kind as "everything". Past SE_DNS_MAX_CHANGED
+ * Services (a relist) it also says "everything", as it does when a note
+ * finds no memory. Not thread-safe: the caller locks. new returns NULL
+ * when out of memory; free is NULL-safe. */
+#define SE_DNS_MAX_CHANGED 4096
+struct se_dns_changes;
+struct se_dns_changes *se_dns_changes_new(void);
+void se_dns_changes_free(struct se_dns_changes *c);
+void se_dns_changes_note(struct se_dns_changes *c, const struct se_object *old,
+                         const struct se_object *new_obj);
+/* Everything changed (a failed build to retry, an unknown history). */
+void se_dns_changes_note_all(struct se_dns_changes *c);
+/* True when nothing was noted since the last clear. */
+bool se_dns_changes_empty(const struct se_dns_changes *c);
+/* True when "everything" was noted: the next update is a full pass. */
+bool se_dns_changes_everything(const struct se_dns_changes *c);
+void se_dns_changes_clear(struct se_dns_changes *c);
+/* se_dns_zone_update told which Services changed since prev was built
+ * (every change to the store since then noted in ch): the other Services'
+ * records are taken from prev without a pass over the store's Services
+ * and EndpointSlices, so a change costs about what it touched. ch NULL or
+ * "everything", a changed set of namespaces, or options other than prev's
+ * do what se_dns_zone_update does. Answers are those of
+ * se_dns_zone_build as long as ch holds every change. Same errors. */
+int se_dns_zone_update_changed(const struct se_store *st, const struct se_dns_options *o,
+                               const struct se_dns_zone *prev, const struct se_dns_changes *ch,
+                               struct se_dns_zone **out, struct se_diag *diag);
 struct se_dns_zone *se_dns_zone_ref(struct se_dns_zone *z);
 struct se_dns_zone *se_dns_zone_unref(struct se_dns_zone *z);
 /* Serial of the SOA: Unix time of the newest change the snapshot saw. */

@@ -261,6 +261,13 @@ void dns_block_unref(struct dns_block *blk);
 /* Frees what a list's nodes own (record arrays, build scratch) and the list. */
 void dns_node_list_release(struct dns_node_list *l);
 
+/* What se_dns_changes_note saw (zone_changes.c). */
+struct se_dns_changes {
+        bool all; /* everything: a full pass */
+        bool any; /* something was noted */
+        struct se_hashmap keys; /* "<ns>/<name>" of changed Services -> the key */
+};
+
 struct se_dns_zone {
         int refs;
         bool endpoint_pod_names; /* with ttl and zone: when blocks carry over */
@@ -274,6 +281,7 @@ struct se_dns_zone {
         /* key -> struct dns_node: the zone's own names (a block's names are
          * in the block, found through block_of; no key is in both) */
         struct se_hashmap own_names;
+        size_t n_namespaces; /* the <ns>.svc.<zone> names among them */
         /* the reverse names (each node its own allocation, refcounted by
          * the shards that hold it): the previous zone's shards, those with
          * a name the changed blocks want made afresh; NULL: none there */

@@ -48,6 +48,7 @@ struct build {
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
+        struct se_hashmap sliced_ns; /* an update_changed: namespaces indexed */
         struct se_arena scratch; /* the slice lists and their keys */
 };
 
@@ -686,13 +687,14 @@ static int cmp_slice_name(const void *x, const void *y)
                       (*(const struct se_endpoint_slice *const *)y)->obj.meta.name);
 }
 
-/* Every Service's slices, in slice name order (as a sorted listing of the
- * store gives them) without sorting the store: a Service has one or a few.
- * Everything in the build's scratch arena: one release at the end. */
-static int index_slices(struct build *b)
+/* Every Service's slices (in namespace ns, NULL: all), in slice name
+ * order (as a sorted listing of the store gives them) without sorting the
+ * store: a Service has one or a few. Everything in the build's scratch
+ * arena: one release at the end. */
+static int index_slices(struct build *b, const char *ns)
 {
         const struct se_object **v = NULL;
-        long n = se_store_list_unordered(b->st, SE_KIND_ENDPOINT_SLICE, NULL, &v);
+        long n = se_store_list_unordered(b->st, SE_KIND_ENDPOINT_SLICE, ns, &v);
         if (n < 0)
                 return (int)n;
         int r = 0;
@@ -749,6 +751,7 @@ static int add_namespace(struct build *b, const char *ns)
         struct dns_node *n = get_node(b, key, DNS_NODE_NAMESPACE);
         if (!n)
                 return -ENOMEM;
+        b->z->n_namespaces++;
         /* <ns>.pod.<zone> is NODATA too, unless pod names are off */
         keyf(key, sizeof(key), "%s.pod.%s", ns, b->z->zone);
         if (b->z->pods != SE_DNS_PODS_DISABLED && !get_node(b, key, DNS_NODE_NAMESPACE))
@@ -923,6 +926,7 @@ static void build_release(struct build *b)
         se_hashmap_release(&b->dirty);
         se_hashmap_release(&b->blk_names);
         se_hashmap_release(&b->slices);
+        se_hashmap_release(&b->sliced_ns);
         se_arena_release(&b->scratch);
         se_hashmap_release(&b->ns);
 }
@@ -1060,12 +1064,12 @@ static int mark_dirty(struct build *b, const struct dns_block *blk)
         return 0;
 }
 
-/* The Service's block: the previous zone's when nothing it was made from
- * changed (its names are in the copied table already), else a new one. */
-static int add_service(struct build *b, const struct se_service *s)
+/* The Service's block, referenced for the caller: the previous zone's
+ * when nothing it was made from changed, else a new one; NULL when the
+ * Service has no names. */
+static int service_block(struct build *b, const struct se_service *s, struct dns_block **out)
 {
-        if (!s)
-                return 0; /* (a Service list holds only Services) */
+        *out = NULL;
         const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
         if (!label_ok(ns) || !label_ok(name))
                 return 0; /* no names and no PTRs */
@@ -1086,6 +1090,16 @@ static int add_service(struct build *b, const struct se_service *s)
                         return r;
                 }
         }
+        *out = blk;
+        return 0;
+}
+
+static int add_service(struct build *b, const struct se_service *s)
+{
+        struct dns_block *blk = NULL;
+        int r = s ? service_block(b, s, &blk) : 0; /* (a Service list holds only Services) */
+        if (r < 0 || !blk)
+                return r;
         struct se_dns_zone *z = b->z;
         z->blocks[z->n_blocks++] = blk; /* the zone owns it from here */
         return se_hashmap_put(&z->block_of, blk->key, blk, NULL);
@@ -1141,13 +1155,180 @@ static int place_ptrs(struct build *b)
         return r;
 }
 
-static int build_all(struct build *b, enum se_dns_pods pods)
+/* ---- a build from the Services a change touched ---- */
+
+/* The namespaces that exist are those prev was built with, so each of its
+ * blocks' ns_exists still holds. */
+static bool same_namespaces(const struct build *b)
 {
-        int r = build_frame(b);
-        if (r == 0)
-                r = index_namespaces(b);
-        if (r == 0)
-                r = index_slices(b);
+        const struct se_dns_zone *prev = b->prev;
+        if (b->ns.n != prev->n_namespaces)
+                return false;
+        const char *ns;
+        char key[KEY_MAX];
+        for (size_t it = 0; se_hashmap_next(&b->ns, &it, &ns, NULL);) {
+                keyf(key, sizeof(key), "%s.svc.%s", ns, prev->zone);
+                const struct dns_node *n = se_hashmap_get(&prev->own_names, key);
+                if (!n || n->kind != DNS_NODE_NAMESPACE)
+                        return false;
+        }
+        return true;
+}
+
+/* The Service of a changed key as the store has it now (NULL: gone), with
+ * the slices of its namespace indexed. */
+static int changed_service(struct build *b, const char *key, const struct se_service **out)
+{
+        char buf[KEY_MAX];
+        *out = NULL;
+        size_t n = strlen(key);
+        const char *slash = strchr(key, '/');
+        if (n >= sizeof(buf) || !slash)
+                return 0;
+        memcpy(buf, key, n + 1);
+        buf[slash - key] = '\0';
+        const char *ns = buf, *name = buf + (slash - key) + 1;
+        const struct se_object *o = se_store_get(b->st, SE_KIND_SERVICE, ns, name);
+        if (!o)
+                return 0;
+        if (!se_hashmap_get(&b->sliced_ns, o->meta.namespace)) {
+                int r = index_slices(b, o->meta.namespace);
+                if (r == 0)
+                        r = se_hashmap_put(&b->sliced_ns, o->meta.namespace, (void *)1, NULL);
+                if (r < 0)
+                        return r;
+        }
+        *out = se_service_of(o);
+        return 0;
+}
+
+/* Store order: namespace, then name. */
+static int cmp_block(const struct dns_block *x, const struct dns_block *y)
+{
+        int c = strcmp(x->svc->meta.namespace, y->svc->meta.namespace);
+        return c ? c : strcmp(x->svc->meta.name, y->svc->meta.name);
+}
+
+static int cmp_block_ptr(const void *x, const void *y)
+{
+        return cmp_block(*(const struct dns_block *const *)x, *(const struct dns_block *const *)y);
+}
+
+/* The first of prev's blocks not before blk in store order. */
+static size_t block_pos(const struct se_dns_zone *prev, const struct dns_block *blk)
+{
+        size_t lo = 0, hi = prev->n_blocks;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (cmp_block(prev->blocks[mid], blk) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+static int cmp_size(const void *x, const void *y)
+{
+        size_t a = *(const size_t *)x, c = *(const size_t *)y;
+        return a < c ? -1 : a > c;
+}
+
+/* z->blocks: prev's in order, without those of the changed keys, with
+ * fresh (sorted) at their places: found by binary search, so the blocks
+ * in between are copied without a comparison. The zone owns them all
+ * from here (its release drops them). */
+static void merge_blocks(struct build *b, const struct se_dns_changes *ch, struct dns_block **fresh,
+                         size_t n_fresh)
+{
+        struct se_dns_zone *z = b->z;
+        const struct se_dns_zone *prev = b->prev;
+        /* the indexes of the blocks the changed keys had (fresh's array
+         * is free to reuse: its blocks are put in place first) */
+        size_t n_rm = 0, *rm = se_calloc(ch->keys.n ? ch->keys.n : 1, sizeof(*rm));
+        const char *key;
+        for (size_t it = 0; rm && se_hashmap_next(&ch->keys, &it, &key, NULL);) {
+                const struct dns_block *old = se_hashmap_get(&prev->block_of, key);
+                if (old)
+                        rm[n_rm++] = block_pos(prev, old);
+        }
+        if (rm && n_rm > 1)
+                qsort(rm, n_rm, sizeof(*rm), cmp_size);
+        size_t i = 0, f = 0, k = 0;
+        while (i < prev->n_blocks || f < n_fresh) {
+                size_t cut = prev->n_blocks;
+                size_t pos_f = f < n_fresh ? block_pos(prev, fresh[f]) : cut;
+                if (pos_f < cut)
+                        cut = pos_f;
+                if (rm && k < n_rm && rm[k] < cut)
+                        cut = rm[k];
+                for (; i < cut; i++) {
+                        struct dns_block *old = prev->blocks[i];
+                        if (!rm && se_hashmap_get(&ch->keys, old->key))
+                                continue; /* (no memory for rm: the slow way) */
+                        __atomic_add_fetch(&old->refs, 1, __ATOMIC_RELAXED);
+                        z->blocks[z->n_blocks++] = old;
+                }
+                if (f < n_fresh && pos_f == i)
+                        z->blocks[z->n_blocks++] = fresh[f++];
+                else if (rm && k < n_rm && rm[k] == i)
+                        i++, k++; /* changed: in fresh, or gone */
+        }
+        free(rm);
+}
+
+/* prev's blocks but those of the changed Services, whose blocks are made
+ * (or found unchanged) and merged in at their place in store order; the
+ * reverse names of the blocks that went are marked to be made afresh. */
+static int build_changed(struct build *b, const struct se_dns_changes *ch)
+{
+        struct se_dns_zone *z = b->z;
+        const struct se_dns_zone *prev = b->prev;
+        size_t n_keys = ch->keys.n, n_fresh = 0;
+        struct dns_block **fresh = se_calloc(n_keys ? n_keys : 1, sizeof(*fresh));
+        if (!fresh || !(z->blocks = se_calloc(prev->n_blocks + n_keys + 1, sizeof(*z->blocks)))) {
+                free(fresh);
+                return -ENOMEM;
+        }
+        int r = 0;
+        const char *key;
+        for (size_t it = 0; r == 0 && se_hashmap_next(&ch->keys, &it, &key, NULL);) {
+                const struct se_service *s = NULL;
+                struct dns_block *blk = NULL;
+                r = changed_service(b, key, &s);
+                if (r == 0 && s)
+                        r = service_block(b, s, &blk);
+                if (r == 0 && blk)
+                        fresh[n_fresh++] = blk;
+        }
+        if (r < 0) {
+                for (size_t i = 0; i < n_fresh; i++)
+                        dns_block_unref(fresh[i]);
+                free(fresh);
+                return r;
+        }
+        if (n_fresh > 1)
+                qsort(fresh, n_fresh, sizeof(*fresh), cmp_block_ptr);
+        merge_blocks(b, ch, fresh, n_fresh);
+        r = se_hashmap_copy(&z->block_of, &prev->block_of);
+        for (size_t it = 0; r == 0 && se_hashmap_next(&ch->keys, &it, &key, NULL);)
+                (void)se_hashmap_remove(&z->block_of, key);
+        for (size_t i = 0; r == 0 && i < n_fresh; i++)
+                r = se_hashmap_put(&z->block_of, fresh[i]->key, fresh[i], NULL);
+        free(fresh);
+        /* what drop_gone does, for the changed Services alone */
+        for (size_t it = 0; r == 0 && se_hashmap_next(&ch->keys, &it, &key, NULL);) {
+                const struct dns_block *old = se_hashmap_get(&prev->block_of, key);
+                if (old && se_hashmap_get(&z->block_of, key) != old)
+                        r = mark_dirty(b, old);
+        }
+        return r;
+}
+
+/* Every Service of the store, each block carried over from prev or made. */
+static int build_services(struct build *b)
+{
+        int r = index_slices(b, NULL);
         const struct se_object **v = NULL;
         long n = r == 0 ? se_store_list(b->st, SE_KIND_SERVICE, NULL, &v) : 0;
         if (n < 0)
@@ -1157,8 +1338,17 @@ static int build_all(struct build *b, enum se_dns_pods pods)
         for (long i = 0; i < n && r == 0; i++)
                 r = add_service(b, se_service_of(v[i]));
         free(v);
+        return r == 0 ? drop_gone(b) : r;
+}
+
+static int build_all(struct build *b, enum se_dns_pods pods, const struct se_dns_changes *ch)
+{
+        int r = build_frame(b);
         if (r == 0)
-                r = drop_gone(b);
+                r = index_namespaces(b);
+        if (r == 0)
+                r = ch && !ch->all && b->prev && same_namespaces(b) ? build_changed(b, ch) :
+                                                                      build_services(b);
         if (r == 0)
                 r = place_ptrs(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
@@ -1177,6 +1367,13 @@ int se_dns_zone_build(const struct se_store *st, const struct se_dns_options *o,
 int se_dns_zone_update(const struct se_store *st, const struct se_dns_options *o,
                        const struct se_dns_zone *prev, struct se_dns_zone **out,
                        struct se_diag *diag)
+{
+        return se_dns_zone_update_changed(st, o, prev, NULL, out, diag);
+}
+
+int se_dns_zone_update_changed(const struct se_store *st, const struct se_dns_options *o,
+                               const struct se_dns_zone *prev, const struct se_dns_changes *ch,
+                               struct se_dns_zone **out, struct se_diag *diag)
 {
         static const struct se_dns_options defaults = { .ttl = 5 };
         if (!o)
@@ -1209,7 +1406,7 @@ int se_dns_zone_update(const struct se_store *st, const struct se_dns_options *o
                            .list = &z->own,
                            .endpoint_pod_names = o->endpoint_pod_names };
         se_store_rdlock(st);
-        r = build_all(&b, o->pods);
+        r = build_all(&b, o->pods, ch);
         se_store_unlock(st);
         build_release(&b);
         if (r < 0) {

@@ -1,7 +1,8 @@
 /* Fuzz target: a manifest (Services, EndpointSlices, Namespaces, Pods) into
  * the DNS zone builder under every pods mode, the zone's master file, a
  * query of every owner it lists, and the same zone made by an update from
- * the previous one (it must list the same). */
+ * the previous one, with a pass over the store or told that every Service
+ * changed (it must list the same). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,22 @@
 #include <svcenv/store.h>
 
 #include "fuzz.h"
+
+/* Every Service and EndpointSlice noted as changed: each block is made
+ * again (or found unchanged) and merged into the previous zone's list. */
+static struct se_dns_changes *all_noted(struct se_store *s)
+{
+        struct se_dns_changes *ch = se_dns_changes_new();
+        static const enum se_kind kinds[] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE };
+        for (size_t k = 0; ch && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+                const struct se_object **v = NULL;
+                long n = se_store_list(s, kinds[k], NULL, &v);
+                for (long i = 0; i < n; i++)
+                        se_dns_changes_note(ch, NULL, v[i]);
+                free(v);
+        }
+        return ch;
+}
 
 /* A query for the dotted name (no escapes; long labels are cut). */
 static size_t query(const char *name, size_t n, uint16_t type, uint8_t *q)
@@ -76,11 +93,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         /* made from z (every block carries over) and from
                          * nothing (after a change of options), it must
                          * list the same */
-                        struct se_dns_zone *u = NULL, *u2 = NULL;
-                        char *mu = NULL, *mu2 = NULL;
+                        struct se_dns_zone *u = NULL, *u2 = NULL, *un = NULL;
+                        char *mu = NULL, *mu2 = NULL, *mun = NULL;
                         if (m && se_dns_zone_update(s, &o, z, &u, &d) == 0 &&
                             se_dns_zone_explain(u, &mu) == 0 && strcmp(m, mu) != 0)
                                 abort();
+                        struct se_dns_changes *ch = m ? all_noted(s) : NULL;
+                        if (ch && se_dns_zone_update_changed(s, &o, z, ch, &un, &d) == 0 &&
+                            se_dns_zone_explain(un, &mun) == 0 && strcmp(m, mun) != 0)
+                                abort();
+                        se_dns_changes_free(ch);
+                        free(mun);
+                        se_dns_zone_unref(un);
                         struct se_dns_options o2 = o;
                         o2.ttl = 6; /* (other options: nothing carries over) */
                         if (m && se_dns_zone_update(s, &o2, u, &u2, &d) == 0 &&

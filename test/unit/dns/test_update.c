@@ -203,12 +203,24 @@ static void assert_same(const struct fp *a, const struct fp *b, unsigned step, c
                 fail_msg("step %u: %s differs", step, what);
 }
 
-static void random_changes(void **state)
+static void note_change(void *data, enum se_store_event ev, const struct se_object *old,
+                        const struct se_object *new_obj)
 {
-        (void)state;
+        (void)ev;
+        se_dns_changes_note(data, old, new_obj);
+}
+
+/* With noted (non-NULL): every store change is noted as the daemon's
+ * callbacks do, and each zone is made from the changed Services alone. */
+static void random_changes_with(struct se_dns_changes *noted)
+{
         rnd_state = 12;
         struct se_store *st = se_store_new();
         assert_non_null(st);
+        static const enum se_kind kinds[] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE,
+                                              SE_KIND_NAMESPACE };
+        for (size_t k = 0; noted && k < SE_ARRAY_SIZE(kinds); k++)
+                assert_int_equal(se_store_subscribe(st, kinds[k], note_change, noted), 0);
         struct se_dns_options o = { .ttl = 5, .serial = T_SERIAL };
         struct se_dns_zone *prev = NULL;
         struct se_diag d = { 0 };
@@ -219,7 +231,9 @@ static void random_changes(void **state)
                 for (unsigned c = 0; c < n; c++)
                         change(st);
                 struct se_dns_zone *next = NULL, *fresh = NULL;
-                assert_int_equal(se_dns_zone_update(st, &o, prev, &next, &d), 0);
+                assert_int_equal(se_dns_zone_update_changed(st, &o, prev, noted, &next, &d), 0);
+                if (noted)
+                        se_dns_changes_clear(noted);
                 assert_int_equal(se_dns_zone_build(st, &o, &fresh, &d), 0);
                 struct fp next_fp = fingerprint(next), fresh_fp = fingerprint(fresh);
                 assert_same(&next_fp, &fresh_fp, step, "the updated zone and a fresh build");
@@ -235,6 +249,86 @@ static void random_changes(void **state)
         }
         free(prev_fp.v);
         se_dns_zone_unref(prev);
+        se_store_free(st);
+}
+
+static void random_changes(void **state)
+{
+        (void)state;
+        random_changes_with(NULL);
+}
+
+static void random_changes_noted(void **state)
+{
+        (void)state;
+        struct se_dns_changes *noted = se_dns_changes_new();
+        assert_non_null(noted);
+        random_changes_with(noted);
+        se_dns_changes_free(noted);
+}
+
+static void put_plain(struct se_store *st, const char *name, const char *ip)
+{
+        char y[512];
+        snprintf(y, sizeof(y),
+                 "apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: a}\n"
+                 "spec: {clusterIP: %s, ports: [{name: http, port: 80}]}\n",
+                 name, ip);
+        load(st, SE_KIND_SERVICE, "a", name, y);
+}
+
+/* What the changes name is all an update reads of the store's Services:
+ * a change not noted is not seen (the daemon notes every one), a noted
+ * one is, and a new namespace makes it a full pass. */
+static void only_noted_changes(void **state)
+{
+        (void)state;
+        struct se_store *st = se_store_new();
+        struct se_dns_changes *ch = se_dns_changes_new();
+        assert_non_null(st);
+        assert_non_null(ch);
+        put_plain(st, "sx", "10.96.0.1");
+        put_plain(st, "sy", "10.96.0.2");
+        struct se_dns_options o = { .ttl = 5, .serial = T_SERIAL };
+        struct se_dns_zone *z0 = NULL, *z1 = NULL, *z2 = NULL, *z3 = NULL;
+        struct se_diag d = { 0 };
+        assert_int_equal(se_dns_zone_update(st, &o, NULL, &z0, &d), 0);
+        put_plain(st, "sx", "10.96.0.3");
+        put_plain(st, "sy", "10.96.0.4");
+        assert_true(se_dns_changes_empty(ch));
+        assert_int_equal(se_dns_zone_update_changed(st, &o, z0, ch, &z1, &d), 0);
+        char *a = NULL, *b = NULL;
+        assert_int_equal(se_dns_zone_master(z0, &a), 0);
+        assert_int_equal(se_dns_zone_master(z1, &b), 0);
+        assert_string_equal(a, b);
+        free(b);
+        se_dns_changes_note(ch, NULL, se_store_get(st, SE_KIND_SERVICE, "a", "sx"));
+        assert_false(se_dns_changes_empty(ch));
+        assert_int_equal(se_dns_zone_update_changed(st, &o, z1, ch, &z2, &d), 0);
+        assert_int_equal(se_dns_zone_master(z2, &b), 0);
+        assert_non_null(strstr(b, "sx.a.svc.cluster.local.\t5\tIN\tA\t10.96.0.3"));
+        assert_non_null(strstr(b, "sy.a.svc.cluster.local.\t5\tIN\tA\t10.96.0.2"));
+        assert_non_null(strstr(b, "3.0.96.10.in-addr.arpa.\t5\tIN\tPTR\tsx.a.svc.cluster.local."));
+        assert_null(strstr(b, "1.0.96.10.in-addr.arpa."));
+        free(b);
+        /* a namespace that did not exist: the changes cannot say which
+         * blocks it touches */
+        se_dns_changes_clear(ch);
+        char y[256];
+        snprintf(y, sizeof(y), "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n");
+        load(st, SE_KIND_NAMESPACE, "", "a", y);
+        put_plain(st, "sz", "10.96.0.5");
+        se_dns_changes_note(ch, NULL, se_store_get(st, SE_KIND_SERVICE, "a", "sz"));
+        assert_int_equal(se_dns_zone_update_changed(st, &o, z2, ch, &z3, &d), 0);
+        assert_int_equal(se_dns_zone_master(z3, &b), 0);
+        assert_non_null(strstr(b, "sy.a.svc.cluster.local.\t5\tIN\tA\t10.96.0.4"));
+        free(a);
+        free(b);
+        se_dns_zone_unref(z0);
+        se_dns_zone_unref(z1);
+        se_dns_zone_unref(z2);
+        se_dns_zone_unref(z3);
+        se_dns_changes_free(ch);
         se_store_free(st);
 }
 
@@ -361,10 +455,9 @@ static void small_changes_stay_small(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(random_changes),
-                cmocka_unit_test(outlives_store),
-                cmocka_unit_test(options_change),
-                cmocka_unit_test(small_changes_stay_small),
+                cmocka_unit_test(random_changes),     cmocka_unit_test(random_changes_noted),
+                cmocka_unit_test(only_noted_changes), cmocka_unit_test(outlives_store),
+                cmocka_unit_test(options_change),     cmocka_unit_test(small_changes_stay_small),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
