@@ -163,10 +163,11 @@ int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
 int proxy_restore_split(const char *in, size_t n, struct se_strbuf *out);
 
 /* In-kernel schedulers of the nftables rules (proxy_ksched.c): which one a
- * port's dispatch uses (kube-proxy's numgen random unless the Service asks
- * for rr, sh, dh or mh). */
+ * port's dispatch over n_eps endpoints uses (kube-proxy's numgen random
+ * unless the Service asks for rr, sh, dh or mh that fits). */
 enum proxy_ksched { PROXY_KS_RANDOM, PROXY_KS_RR, PROXY_KS_HASH };
-enum proxy_ksched proxy_ksched_of(const struct se_proxy_svcport *sp);
+enum proxy_ksched proxy_ksched_of(const struct se_proxy_svcport *sp, uint32_t n_eps);
+#define PROXY_MH_SLOTS 4093 /* pkg/lb's (IPVS's) Maglev table */
 /* jhash's fixed seed: nft_jhash draws a random one when a rule has none */
 #define PROXY_JHASH_SEED 0x5c4ed001u
 /* jhash's input for sp: "ip saddr", "ip6 saddr . tcp sport", "ip daddr" */

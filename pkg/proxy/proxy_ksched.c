@@ -19,16 +19,19 @@
 
 #include "proxy_internal.h"
 
-enum proxy_ksched proxy_ksched_of(const struct se_proxy_svcport *sp)
+enum proxy_ksched proxy_ksched_of(const struct se_proxy_svcport *sp, uint32_t n_eps)
 {
         if (!sp->sched_set)
                 return PROXY_KS_RANDOM;
         switch (sp->sched) {
         case SE_LB_RR:
                 return PROXY_KS_RR;
+        case SE_LB_MH:
+                /* more endpoints than Maglev's slots: IPVS refuses the
+                 * service; the rules balance it as kube-proxy does */
+                return n_eps > PROXY_MH_SLOTS ? PROXY_KS_RANDOM : PROXY_KS_HASH;
         case SE_LB_SH:
         case SE_LB_DH:
-        case SE_LB_MH:
                 return PROXY_KS_HASH;
         default:
                 return PROXY_KS_RANDOM;

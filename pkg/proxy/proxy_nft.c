@@ -326,7 +326,7 @@ struct pick {
 static int pick_init(struct nft *w, const struct se_proxy_svcport *sp,
                      const struct se_proxy_endpoint *const *eps, uint32_t n, struct pick *pk)
 {
-        pk->ks = proxy_ksched_of(sp);
+        pk->ks = proxy_ksched_of(sp, n);
         pk->buckets = NULL;
         pk->m = n;
         if (pk->ks == PROXY_KS_RANDOM) {

@@ -388,7 +388,7 @@ static void dispatch(struct walk *w, const struct se_proxy_svcport *sp, const ch
         tr->affinity = sp->affinity;
         tr->affinity_timeout = sp->affinity_timeout;
         double rest = 1.0;
-        enum proxy_ksched ks = w->nft ? proxy_ksched_of(sp) : PROXY_KS_RANDOM;
+        enum proxy_ksched ks = w->nft ? proxy_ksched_of(sp, n) : PROXY_KS_RANDOM;
         struct kpick kp = { .chosen = -1 };
         if (ks == PROXY_KS_HASH && kernel_hash(w, sp, eps, n, &kp) < 0)
                 return;

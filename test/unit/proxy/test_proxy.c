@@ -1335,6 +1335,40 @@ static void test_proxy__nftables_ksched_mh(void **state)
         free(got);
 }
 
+/* mh with more endpoints than Maglev's 4093 slots: IPVS would refuse the
+ * service; the rules balance it as kube-proxy does instead of failing the
+ * whole sync. */
+static void test_proxy__nftables_ksched_mh_too_many(void **state)
+{
+        (void)state;
+        struct se_strbuf y;
+        se_strbuf_init(&y, 0);
+        se_strbuf_puts(&y, "apiVersion: v1\nkind: Service\nmetadata: {name: big, namespace: ks, "
+                           "annotations: {svcenv.io/scheduler: mh}}\n"
+                           "spec: {clusterIP: 172.30.1.9, ports: [{name: p80, port: 80}]}\n");
+        for (int sl = 0; sl < 5; sl++) {
+                se_strbuf_printf(&y,
+                                 "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+                                 "metadata: {name: big-%d, namespace: ks, labels: "
+                                 "{kubernetes.io/service-name: big}}\naddressType: IPv4\n"
+                                 "ports: [{name: p80, port: 8080, protocol: TCP}]\nendpoints:\n",
+                                 sl);
+                for (int e = 0; e < 819; e++)
+                        se_strbuf_printf(&y, "- {addresses: [10.%d.%d.%d]}\n", 100 + sl, e / 250,
+                                         e % 250 + 1);
+        }
+        assert_int_equal(se_strbuf_failed(&y), 0);
+        struct se_proxy_options o;
+        base_options(&o);
+        char *got = nft_rules(y.buf, &o, SE_IPV4);
+        assert_int_equal(occurrences(got, "dnat ip addr . port to numgen random mod 4095 map "
+                                          "@dnat-service-"),
+                         1);
+        assert_null(strstr(got, "jhash"));
+        free(got);
+        se_strbuf_release(&y);
+}
+
 /* nftables: the same semantics as the iptables backend, in kube-proxy's
  * nftables shape (chain names HASH8-ns/name/proto/port) */
 static void test_proxy__nftables_overall(void **state)
@@ -2141,6 +2175,7 @@ int main(void)
                 cmocka_unit_test(test_proxy__routed_ports_left_out),
                 cmocka_unit_test(test_proxy__nftables_ksched),
                 cmocka_unit_test(test_proxy__nftables_ksched_mh),
+                cmocka_unit_test(test_proxy__nftables_ksched_mh_too_many),
                 cmocka_unit_test(test_proxy__headless_label),
                 cmocka_unit_test(test_proxy__nodeport_addresses_per_family),
                 cmocka_unit_test(test_proxy__cluster_ips_check),
