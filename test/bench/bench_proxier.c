@@ -2,12 +2,13 @@
  * carried from the store (only that service rebuilt and written), against
  * the rediscovering path of before (the whole table built and written,
  * unchanged services found by comparing text), in the same run, at
- * 1,000 / 10,000 / 30,000 services x 10 endpoints (iptables, minimal
- * partial syncs). CPU is the process's (CLOCK_PROCESS_CPUTIME_ID), the
+ * 1,000 / 10,000 / 30,000 services x 10 endpoints (iptables and
+ * nftables, minimal partial syncs). CPU is the process's (CLOCK_PROCESS_CPUTIME_ID), the
  * median of BENCH_PROXIER_ROUNDS (default 21) changes; bytes are the
  * restore input. The system is a fake runner (nothing is applied: the
  * tool's time is not the proxier's CPU). BENCH_PROXIER_SIZES=N,N,...
  * changes the sizes. Prints figures; asserts nothing. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,12 +84,13 @@ static void options(struct se_proxy_options *o)
         o->random_fully = true;
 }
 
-static void one_size(unsigned n, unsigned rounds)
+static void one_size(unsigned n, unsigned rounds, bool nft)
 {
         static const struct se_proxy_runner fake = { apply_nothing, run_nothing, jumps_nothing,
                                                      names_nothing, rules_one,   now_fixed,
                                                      NULL };
-        struct se_proxy_proxier_config cfg = { .minimal = true,
+        struct se_proxy_proxier_config cfg = { .nft = nft,
+                                               .minimal = true,
                                                .sync_period_ns = 30000000000LL,
                                                .min_sync_period_ns = 0 };
         struct se_proxy_options o;
@@ -118,7 +120,8 @@ static void one_size(unsigned n, unsigned rounds)
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         se_strbuf_init(&sb, (size_t)1 << 31);
-        if (se_proxy_table_build(s, &o, fam, &t) < 0 || se_proxy_iptables_sync(t, &o, tr, &sb) < 0)
+        if (se_proxy_table_build(s, &o, fam, &t) < 0 ||
+            (nft ? se_proxy_nft_sync(t, &o, tr, &sb) : se_proxy_iptables_sync(t, &o, tr, &sb)) < 0)
                 exit(1);
         se_proxy_tracker_done(tr, true, &sb);
         se_strbuf_release(&sb);
@@ -143,7 +146,8 @@ static void one_size(unsigned n, unsigned rounds)
                 t = NULL;
                 se_strbuf_init(&sb, (size_t)1 << 31);
                 if (se_proxy_table_build(s, &o, fam, &t) < 0 ||
-                    se_proxy_iptables_sync(t, &o, tr, &sb) < 0)
+                    (nft ? se_proxy_nft_sync(t, &o, tr, &sb) :
+                           se_proxy_iptables_sync(t, &o, tr, &sb)) < 0)
                         exit(1);
                 redisc_bytes = sb.len;
                 se_proxy_tracker_done(tr, true, &sb);
@@ -153,11 +157,12 @@ static void one_size(unsigned n, unsigned rounds)
         }
         qsort(carried, rounds, sizeof(double), cmp_double);
         qsort(redisc, rounds, sizeof(double), cmp_double);
-        printf("  %6u services: full sync %8.1f ms CPU, %9zu bytes | one endpoint: carried "
+        printf("  %-8s %6u services: full sync %8.1f ms CPU, %9zu bytes | one endpoint: carried "
                "%7.3f ms CPU (max %.3f), %5zu bytes, %llu rebuilt | rediscovering %8.2f ms CPU, "
                "%6zu bytes\n",
-               n, full * 1e3, full_bytes, carried[rounds / 2] * 1e3, carried[rounds - 1] * 1e3,
-               carried_bytes, (unsigned long long)rebuilt, redisc[rounds / 2] * 1e3, redisc_bytes);
+               nft ? "nftables" : "iptables", n, full * 1e3, full_bytes, carried[rounds / 2] * 1e3,
+               carried[rounds - 1] * 1e3, carried_bytes, (unsigned long long)rebuilt,
+               redisc[rounds / 2] * 1e3, redisc_bytes);
         free(carried);
         free(redisc);
         se_proxy_tracker_free(tr);
@@ -174,15 +179,16 @@ int main(void)
         if (rounds == 0)
                 rounds = 1;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        printf("proxier partial sync, one endpoint changed (iptables, 10 endpoints per service, "
+        printf("proxier partial sync, one endpoint changed (10 endpoints per service, "
                "median of %u):\n",
                rounds);
-        for (const char *q = sizes; *q;) {
-                unsigned n = (unsigned)strtoul(q, NULL, 10);
-                if (n)
-                        one_size(n, rounds);
-                q += strcspn(q, ",");
-                q += *q == ',';
-        }
+        for (int nft = 0; nft < 2; nft++)
+                for (const char *q = sizes; *q;) {
+                        unsigned n = (unsigned)strtoul(q, NULL, 10);
+                        if (n)
+                                one_size(n, rounds, nft);
+                        q += strcspn(q, ",");
+                        q += *q == ',';
+                }
         return 0;
 }
