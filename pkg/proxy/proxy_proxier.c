@@ -1019,6 +1019,11 @@ void se_proxy_proxier_metrics(struct se_proxy_proxier *p, struct se_strbuf *sb)
                          "# TYPE svcenv_proxy_tool_missing_total counter\n"
                          "svcenv_proxy_tool_missing_total{tool=\"conntrack\"} %llu\n",
                          (unsigned long long)s.conntrack_missing);
+        if (p->cfg.nft)
+                gauge(sb, "counter", "svcenv_proxy_nft_netlink_fallbacks_total",
+                      "nft scripts that netlink could not apply and nft -f was run for (the "
+                      "log says why)",
+                      (double)se_proxy_nft_netlink_fallbacks());
 }
 
 bool se_proxy_proxier_health_body(struct se_proxy_proxier *p, bool livez, struct se_strbuf *body)
