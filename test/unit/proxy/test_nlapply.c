@@ -274,10 +274,11 @@ static int files_child(void *arg)
 static void test_nlapply__constructs_equal_nft(void **state)
 {
         (void)state;
-        static const char *files[] = { "test/unit/proxy/nft/constructs.nft",
-                                       "test/unit/proxy/nft/constructs6.nft",
-                                       "test/golden/proxy/demo-node-a.nft",
-                                       "test/golden/proxy/overall.nft", NULL };
+        static const char *files[] = {
+                "test/unit/proxy/nft/constructs.nft",  "test/unit/proxy/nft/constructs6.nft",
+                "test/unit/proxy/nft/one-element.nft", "test/golden/proxy/demo-node-a.nft",
+                "test/golden/proxy/overall.nft",       NULL
+        };
         run_child(files_child, files);
 }
 
