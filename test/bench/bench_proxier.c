@@ -6,8 +6,12 @@
  * nftables, minimal partial syncs). CPU is the process's (CLOCK_PROCESS_CPUTIME_ID), the
  * median of BENCH_PROXIER_ROUNDS (default 21) changes; bytes are the
  * restore input. The system is a fake runner (nothing is applied: the
- * tool's time is not the proxier's CPU). BENCH_PROXIER_SIZES=N,N,...
+ * tool's time is not the proxier's CPU). BENCH_PROXIER_APPLY=1 (root)
+ * applies nftables for real instead, over netlink in a fresh network
+ * namespace per size, and adds the wall time of the carried sync from
+ * the store event to the kernel (the full load takes its time first). BENCH_PROXIER_SIZES=N,N,...
  * changes the sizes. Prints figures; asserts nothing. */
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +71,13 @@ static void now_fixed(void *ctx, struct se_proxy_instant *now)
         now->real_ns = 1764500000000000000LL;
 }
 
+static double wall_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
         double a = *(const double *)x, b = *(const double *)y;
@@ -97,7 +108,16 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
         enum se_ip_family fam = SE_IPV4;
         options(&o);
         struct se_store *s = se_store_new();
-        struct se_proxy_proxier *p = se_proxy_proxier_new(&cfg, &fake);
+        /* the real system, but a clock that stands still all the same */
+        struct se_proxy_runner real = *se_proxy_runner_system();
+        real.now = now_fixed;
+        bool apply = nft && getenv("BENCH_PROXIER_APPLY") &&
+                     strcmp(getenv("BENCH_PROXIER_APPLY"), "1") == 0;
+        if (apply && unshare(CLONE_NEWNET) < 0) {
+                perror("unshare");
+                exit(1);
+        }
+        struct se_proxy_proxier *p = se_proxy_proxier_new(&cfg, apply ? &real : &fake);
         if (!s || !p)
                 exit(1);
         for (unsigned i = 0; i < n; i++)
@@ -128,6 +148,7 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
         se_proxy_table_free(t);
 
         double *carried = calloc(rounds, sizeof(double)), *redisc = calloc(rounds, sizeof(double));
+        double *wall = calloc(rounds, sizeof(double));
         size_t carried_bytes = 0, redisc_bytes = 0;
         uint64_t rebuilt = 0;
         for (unsigned k = 0; k < rounds; k++) {
@@ -135,9 +156,11 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
                 unsigned svc = (n / 2 + k * 7919u) % n;
                 if (bench_put_service(s, svc, 10, n * 10 + 100 * k) < 0)
                         exit(1);
+                double w0 = wall_now();
                 c0 = cpu_now();
                 se_proxy_proxier_step(p, s);
                 carried[k] = cpu_now() - c0;
+                wall[k] = wall_now() - w0;
                 se_proxy_proxier_stats(p, &st);
                 carried_bytes = st.bytes_last;
                 rebuilt = st.services_rebuilt_last;
@@ -156,6 +179,7 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
                 redisc[k] = cpu_now() - c0;
         }
         qsort(carried, rounds, sizeof(double), cmp_double);
+        qsort(wall, rounds, sizeof(double), cmp_double);
         qsort(redisc, rounds, sizeof(double), cmp_double);
         printf("  %-8s %6u services: full sync %8.1f ms CPU, %9zu bytes | one endpoint: carried "
                "%7.3f ms CPU (max %.3f), %5zu bytes, %llu rebuilt | rediscovering %8.2f ms CPU, "
@@ -163,8 +187,14 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
                nft ? "nftables" : "iptables", n, full * 1e3, full_bytes, carried[rounds / 2] * 1e3,
                carried[rounds - 1] * 1e3, carried_bytes, (unsigned long long)rebuilt,
                redisc[rounds / 2] * 1e3, redisc_bytes);
+        if (apply)
+                printf("  %-8s %6u services: one endpoint carried to the kernel over netlink: "
+                       "%.2f ms wall (min %.2f, max %.2f), %llu syncs failed\n",
+                       "nftables", n, wall[rounds / 2] * 1e3, wall[0] * 1e3, wall[rounds - 1] * 1e3,
+                       (unsigned long long)st.syncs_failed);
         free(carried);
         free(redisc);
+        free(wall);
         se_proxy_tracker_free(tr);
         se_proxy_proxier_free(p);
         se_store_free(s);
