@@ -200,6 +200,7 @@ struct se_proxy_proxier_stats {
         uint64_t canary_resyncs, ct_deletes, conntrack_missing;
         uint64_t bytes_last, bytes_total, rules_written_total;
         uint64_t services_rebuilt_last; /* services (carried) or ports rebuilt by the last sync */
+        uint64_t syncs_carried; /* partial syncs of only the services the store said changed */
         double last_sync_ts, last_queued_ts; /* unix seconds */
 };
 void se_proxy_proxier_stats(struct se_proxy_proxier *p, struct se_proxy_proxier_stats *ret);

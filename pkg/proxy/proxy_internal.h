@@ -140,7 +140,8 @@ void proxy_tracker_carry_abort(struct se_proxy_tracker *tr);
  * when they equal the last applied ones (write nothing); otherwise
  * recorded, and the chains it no longer has appended to gone_chains
  * (":NAME - [0:0]") and gone_rules ("-X NAME"). -EAGAIN when the port is
- * unknown or its top-level rules (digest top) changed: sync another way. */
+ * unknown or its top-level rules (digest top) changed: sync another way.
+ * top NULL: not compared (nft edits its top-level elements itself). */
 int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                         const uint8_t top[16], const char *chains, size_t nc, const char *rules,
                         size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
@@ -155,6 +156,28 @@ struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 #define PROXY_NFT_NAME_SIZE 340
 int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
                          const struct se_proxy_endpoint *ep, char *out, size_t size);
+/* A carried nft sync (the store said which services changed), as
+ * se_proxy_iptables_sync_changed: writes only ports[] (every port of each
+ * changed service as it is now; was[i] the same port as the last applied
+ * table has it): their chains and maps when they changed, what they
+ * dropped deleted, and single element edits of the top-level verdict maps
+ * and sets for what they changed there. hairpin_refs counts the hairpin
+ * elements of the whole last table (proxy_nft_hairpin_count): one that
+ * another service still has stays. -EAGAIN when the tracker cannot (a
+ * full sync due, a port it does not know): the caller syncs from the
+ * whole table. Then se_proxy_tracker_done as after any sync. Nothing to
+ * change: out gets nothing. */
+int proxy_nft_sync_changed(const struct se_proxy_svcport *const *ports,
+                           const struct se_proxy_svcport *const *was, size_t n,
+                           enum se_ip_family family, const struct se_proxy_options *opt,
+                           const struct se_hashmap *hairpin_refs, struct se_proxy_tracker *tracker,
+                           struct se_strbuf *out);
+/* Adds delta (1 or -1) to the count of each hairpin-connections element
+ * sp writes (its local reachable endpoints) in refs (keys and values
+ * owned: release with proxy_nft_hairpin_release). 0 or -ENOMEM. */
+int proxy_nft_hairpin_count(struct se_hashmap *refs, const struct se_proxy_svcport *sp,
+                            const struct se_proxy_options *opt, int delta);
+void proxy_nft_hairpin_release(struct se_hashmap *refs);
 /* proxy_split.c: iptables-restore --noflush input rewritten for the
  * nf_tables backend as several COMMIT blocks per large table (see the file
  * for why), each chain still rewritten whole in one block; small tables,

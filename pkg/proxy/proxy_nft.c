@@ -1318,3 +1318,324 @@ int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
                 return -ENOBUFS;
         return 0;
 }
+
+/* ---- carried partial syncs: only the services the store said changed ---- */
+
+static void carry_buffers(struct nft *w, bool release);
+
+/* The writer's set-up for one family (what se_proxy_nft_sync does first). */
+static void carry_writer(struct nft *w, const struct se_proxy_options *opt,
+                         enum se_ip_family family)
+{
+        w->opt = opt;
+        w->v6 = family == SE_IPV6;
+        w->ip = w->v6 ? "ip6" : "ip";
+        w->addr_type = w->v6 ? "ipv6_addr" : "ipv4_addr";
+        w->mark = 1u << (opt->masquerade_bit & 31);
+        snprintf(w->mark_set, sizeof(w->mark_set), "meta mark set meta mark | 0x%x", w->mark);
+        const struct se_cidr *cc = proxy_cluster_cidr(opt, family);
+        if (cc) {
+                proxy_cidr_text(cc, w->detect_buf, sizeof(w->detect_buf));
+                w->detect = w->detect_buf;
+        }
+        carry_buffers(w, false);
+        w->chains = &w->chains_buf;
+}
+
+/* The writer's own buffers, for init (release false) or release. */
+static void carry_buffers(struct nft *w, bool release)
+{
+        struct se_strbuf *bufs[] = { &w->service_ips,    &w->service_nodeports,
+                                     &w->no_ep_services, &w->no_ep_nodeports,
+                                     &w->firewall_ips,   &w->chains_buf,
+                                     &w->sets,           &w->flushes,
+                                     &w->cluster_ips,    &w->hairpin };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
+                if (release)
+                        se_strbuf_release(bufs[i]);
+                else
+                        se_strbuf_init(bufs[i], 0);
+}
+
+static void carry_writer_release(struct nft *w)
+{
+        carry_buffers(w, true);
+        free(w->ep_names);
+        free(w->ep_done);
+}
+
+/* The top-level elements of a writer, in proxy_top_elems' order: the five
+ * verdict maps, cluster-ips, hairpin-connections. */
+enum { CARRY_ELEMS = 7, CARRY_HAIRPIN = 6 };
+static void carry_elems(struct nft *w, const struct se_strbuf *e[CARRY_ELEMS])
+{
+        e[0] = &w->service_ips;
+        e[1] = &w->service_nodeports;
+        e[2] = &w->no_ep_services;
+        e[3] = &w->no_ep_nodeports;
+        e[4] = &w->firewall_ips;
+        e[5] = &w->cluster_ips;
+        e[6] = &w->hairpin;
+}
+
+/* A hairpin count: the map's key points at key. */
+struct hairpin_ref {
+        uintptr_t n;
+        char key[];
+};
+
+int proxy_nft_hairpin_count(struct se_hashmap *refs, const struct se_proxy_svcport *sp,
+                            const struct se_proxy_options *opt, int delta)
+{
+        struct proxy_categories cat;
+        int r = proxy_categorize(sp, opt, &cat);
+        if (r < 0)
+                return r;
+        /* the element as hairpin_elem writes it: "EP . EP . proto . port" */
+        for (uint32_t i = 0; i < cat.n_reachable && r == 0; i++) {
+                const struct se_proxy_endpoint *ep = cat.reachable[i];
+                char key[160];
+                if (!ep->local)
+                        continue;
+                int kl = snprintf(key, sizeof(key), "%s . %s . %s . %d", ep->ip, ep->ip, sp->proto,
+                                  (int)ep->port);
+                if (kl < 0 || (size_t)kl >= sizeof(key))
+                        continue; /* no IP is that long */
+                struct hairpin_ref *h = se_hashmap_get(refs, key);
+                if (delta < 0) {
+                        if (h && h->n > 1)
+                                h->n--;
+                        else if (h)
+                                free(se_hashmap_remove(refs, key));
+                        continue;
+                }
+                if (h) {
+                        h->n++;
+                        continue;
+                }
+                h = se_malloc(sizeof(*h) + (size_t)kl + 1);
+                if (!h) {
+                        r = -ENOMEM;
+                        break;
+                }
+                h->n = 1;
+                memcpy(h->key, key, (size_t)kl + 1);
+                if ((r = se_hashmap_put(refs, h->key, h, NULL)) < 0)
+                        free(h);
+        }
+        proxy_categories_release(&cat);
+        return r;
+}
+
+void proxy_nft_hairpin_release(struct se_hashmap *refs)
+{
+        const char *k;
+        void *v;
+        for (size_t it = 0; se_hashmap_next(refs, &it, &k, &v);)
+                free(v);
+        se_hashmap_release(refs);
+}
+
+/* The `delete element` lines of del (proxy_top_elems') for hairpin
+ * elements that services other than the carried ones still have (refs
+ * counts them over the whole last table, mine over the carried ports as
+ * they were), dropped. */
+static int hairpin_deletes(const struct se_hashmap *refs, const struct se_hashmap *mine,
+                           struct se_strbuf *del)
+{
+        struct se_strbuf kept;
+        int r = 0;
+        se_strbuf_init(&kept, 0);
+        for (const char *p = del->len ? del->buf : NULL; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+                const char *open = memchr(p, '{', len);
+                char elem[256];
+                /* "... { ELEM }\n" */
+                if (!open || len < (size_t)(open - p) + 5 ||
+                    len - (size_t)(open - p) - 5 >= sizeof(elem)) {
+                        r = -EINVAL;
+                        break;
+                }
+                size_t el = len - (size_t)(open - p) - 5;
+                memcpy(elem, open + 2, el);
+                elem[el] = 0;
+                const struct hairpin_ref *all = se_hashmap_get(refs, elem),
+                                         *own = se_hashmap_get(mine, elem);
+                if (!all || all->n <= (own ? own->n : 0))
+                        se_strbuf_append(&kept, p, len);
+                p += len;
+        }
+        if (r == 0 && (r = se_strbuf_failed(&kept)) == 0) {
+                se_strbuf_reset(del);
+                se_strbuf_append(del, kept.buf, kept.len);
+                r = se_strbuf_failed(del);
+        }
+        se_strbuf_release(&kept);
+        return r;
+}
+
+/* The top-level element edits going from old's elements to now's: delete
+ * lines into del, add lines into add (proxy_top_elems on a scratch state
+ * that knows old). */
+static int carry_edits(struct nft *now, struct nft *old, const struct se_hashmap *refs,
+                       const struct se_proxy_svcport *const *was, size_t n, struct se_strbuf *del,
+                       struct se_strbuf *add)
+{
+        static const char *const names[CARRY_ELEMS] = {
+                "service-ips",           "service-nodeports", "no-endpoint-services",
+                "no-endpoint-nodeports", "firewall-ips",      "cluster-ips",
+                "hairpin-connections"
+        };
+        const struct se_strbuf *e_now[CARRY_ELEMS], *e_old[CARRY_ELEMS];
+        struct proxy_top top;
+        struct se_strbuf hdel;
+        int r = elems_unique(&now->hairpin) ?: elems_unique(&old->hairpin);
+        memset(&top, 0, sizeof(top));
+        se_strbuf_init(&hdel, 0);
+        carry_elems(now, e_now);
+        carry_elems(old, e_old);
+        for (int i = 0; i < CARRY_ELEMS && r >= 0; i++)
+                r = proxy_top_elems(&top, false, i, now->ip, TABLE, names[i], e_old[i]->buf,
+                                    e_old[i]->len, NULL, NULL);
+        memcpy(top.cur, top.pend, sizeof(top.cur));
+        memset(top.pend, 0, sizeof(top.pend));
+        top.known = true;
+        for (int i = 0; i < CARRY_ELEMS && r >= 0; i++)
+                r = proxy_top_elems(&top, true, i, now->ip, TABLE, names[i], e_now[i]->buf,
+                                    e_now[i]->len, i == CARRY_HAIRPIN ? &hdel : del, add);
+        struct se_hashmap mine = SE_HASHMAP_INIT;
+        for (size_t i = 0; i < n && r >= 0 && hdel.len; i++)
+                r = proxy_nft_hairpin_count(&mine, was[i], now->opt, 1);
+        if (r >= 0)
+                r = hairpin_deletes(refs, &mine, &hdel);
+        proxy_nft_hairpin_release(&mine);
+        if (r >= 0)
+                se_strbuf_append(del, hdel.buf, hdel.len);
+        proxy_top_release(top.cur);
+        proxy_top_release(top.pend);
+        se_strbuf_release(&hdel);
+        return r < 0 ? r : se_strbuf_failed(del) ?: se_strbuf_failed(add);
+}
+
+/* gone_rules' "-X KIND NAME" lines (proxy_tracker_carry) as nft commands:
+ * chains and maps emptied, then chains deleted, then maps and sets. */
+static void carry_gone(const char *ip, const struct se_strbuf *gone, struct se_strbuf *out)
+{
+        for (int pass = 0; pass < 3; pass++)
+                for (const char *p = gone->len ? gone->buf : NULL; p && *p;) {
+                        const char *nl = strchr(p, '\n');
+                        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+                        const char *g = p + 3; /* "-X " */
+                        const char *sp = len > 3 ? memchr(g, ' ', len - 3) : NULL;
+                        p += len + (nl != NULL);
+                        if (!sp)
+                                continue;
+                        int kl = (int)(sp - g), nn = (int)(len - 3 - (size_t)kl - 1);
+                        bool is_chain = kl == 5 && strncmp(g, "chain", 5) == 0;
+                        bool is_map = kl == 3 && strncmp(g, "map", 3) == 0;
+                        if (pass == 0 && (is_chain || is_map))
+                                se_strbuf_printf(out, "flush %.*s %s " TABLE " %.*s\n", kl, g, ip,
+                                                 nn, sp + 1);
+                        else if ((pass == 1 && is_chain) || (pass == 2 && !is_chain))
+                                se_strbuf_printf(out, "delete %.*s %s " TABLE " %.*s\n", kl, g, ip,
+                                                 nn, sp + 1);
+                }
+}
+
+int proxy_nft_sync_changed(const struct se_proxy_svcport *const *ports,
+                           const struct se_proxy_svcport *const *was, size_t n,
+                           enum se_ip_family family, const struct se_proxy_options *opt,
+                           const struct se_hashmap *hairpin_refs, struct se_proxy_tracker *tracker,
+                           struct se_strbuf *out)
+{
+        struct nft w, old;
+        struct se_strbuf gone_decl, gone, del, add;
+        memset(&w, 0, sizeof(w));
+        memset(&old, 0, sizeof(old));
+        int r = proxy_tracker_carry_begin(tracker);
+        if (r < 0)
+                return r;
+        carry_writer(&w, opt, family);
+        carry_writer(&old, opt, family);
+        struct se_strbuf *bufs[] = { &gone_decl, &gone, &del, &add };
+        for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
+                se_strbuf_init(bufs[i], 0);
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                size_t chains_at = w.chains_buf.len, sets_at = w.sets.len;
+                bool same = false;
+                if ((r = write_service(&w, ports[i])) < 0 ||
+                    (r = se_strbuf_failed(&w.sets) ?: se_strbuf_failed(&w.chains_buf)) < 0)
+                        break;
+                /* the segment as a sync from the whole table records it:
+                 * sets first, then chains */
+                r = proxy_tracker_carry(tracker, ports[i], NULL, w.sets.buf + sets_at,
+                                        w.sets.len - sets_at, w.chains_buf.buf + chains_at,
+                                        w.chains_buf.len - chains_at, &gone_decl, &gone, &same);
+                if (r == 0 && same) {
+                        se_strbuf_truncate(&w.sets, sets_at);
+                        se_strbuf_truncate(&w.chains_buf, chains_at);
+                } else if (r == 0 && w.sets.len > sets_at) {
+                        /* its maps the kernel has are emptied, then filled */
+                        struct se_strv had = SE_STRV_INIT;
+                        r = proxy_tracker_prev(tracker, ports[i], &had);
+                        if (r == 0)
+                                flush_known(&w, w.sets.buf + sets_at, w.sets.len - sets_at, NULL,
+                                            &had, &w.flushes);
+                        se_strv_release(&had);
+                }
+                /* what it had in the top-level maps, to compare */
+                if (r == 0) {
+                        r = write_service(&old, was[i]);
+                        se_strbuf_reset(&old.chains_buf);
+                        se_strbuf_reset(&old.sets);
+                }
+        }
+        if (r == 0)
+                r = carry_edits(&w, &old, hairpin_refs, was, n, &del, &add);
+        if (r == 0) {
+                size_t base = out->len;
+                /* the rewritten chains exist and are empty, their maps too;
+                 * then declared and filled; the verdict maps edited (after
+                 * the chains they name exist, before gone ones go) */
+                const char *p = w.chains_buf.buf, *end = p + w.chains_buf.len;
+                while (p && p < end) {
+                        const char *nl = memchr(p, '\n', (size_t)(end - p));
+                        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+                        if (len > 9 && strncmp(p, "\tchain ", 7) == 0) {
+                                int cl = (int)(len - 9);
+                                se_strbuf_printf(out, "add chain %s " TABLE " %.*s\n", w.ip, cl,
+                                                 p + 7);
+                                se_strbuf_printf(out, "flush chain %s " TABLE " %.*s\n", w.ip, cl,
+                                                 p + 7);
+                        }
+                        p += len + 1;
+                }
+                se_strbuf_add(out, w.flushes.buf, w.flushes.len);
+                if (w.sets.len || w.chains_buf.len) {
+                        se_strbuf_printf(out, "table %s " TABLE " {\n", w.ip);
+                        se_strbuf_add(out, w.sets.buf, w.sets.len);
+                        se_strbuf_add(out, w.chains_buf.buf, w.chains_buf.len);
+                        se_strbuf_puts(out, "}\n");
+                }
+                se_strbuf_add(out, del.buf, del.len);
+                se_strbuf_add(out, add.buf, add.len);
+                carry_gone(w.ip, &gone, out);
+                if ((r = se_strbuf_failed(&w.flushes)    ?:
+                                 se_strbuf_failed(&gone) ?:
+                                                           se_strbuf_failed(out)) < 0)
+                        se_strbuf_truncate(out, base);
+        }
+        /* the verdict maps as the tracker knew them are no more: the next
+         * sync from the whole table writes them whole */
+        struct proxy_top *top = proxy_tracker_top(tracker);
+        if (r == 0 && top && (del.len || add.len))
+                top->known = false;
+        if (r < 0)
+                proxy_tracker_carry_abort(tracker);
+        for (size_t i = 0; i < SE_ARRAY_SIZE(bufs); i++)
+                se_strbuf_release(bufs[i]);
+        carry_writer_release(&w);
+        carry_writer_release(&old);
+        return r;
+}

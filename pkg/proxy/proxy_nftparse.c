@@ -1301,6 +1301,7 @@ struct rule {
         unsigned line;
         int depth; /* braces open */
         bool started; /* a statement was read: a new line ends the rule */
+        bool one_elem; /* a match read "{ V }" as V: its "}" is still to read */
 };
 
 static struct nftnl_expr *ex(struct rule *ru, const char *kind)
@@ -1724,6 +1725,35 @@ static int set_ref(struct rule *ru, const struct ktype *key, bool map, bool verd
         return fail(ru->ps, t->line, "expected a set, found '%.*s'", (int)t->n, t->s ? t->s : "");
 }
 
+static int match(struct rule *ru, const struct lhs *l);
+
+/* Whether the "{" just peeked opens a set of one element ("{ V }": no ','
+ * or '{' before its '}'). nft -f loads `X OP { V }` as `X OP V` (a
+ * compare, a prefix, a flag test, no anonymous set); so do we. */
+static bool one_element(const struct ps *ps)
+{
+        const char *close = memchr(ps->p, '}', (size_t)(ps->end - ps->p));
+        bool any = false;
+        for (const char *q = ps->p; close && q < close; q++) {
+                if (*q == ',' || *q == '{' || *q == '\n' || *q == '#')
+                        return false;
+                any |= *q != ' ' && *q != '\t';
+        }
+        return close && any;
+}
+
+/* match() with a one-element set read as its element: then its "}" */
+static int match_one(struct rule *ru, const struct lhs *l)
+{
+        int r = match(ru, l);
+        if (r == 0 && ru->one_elem) {
+                ru->one_elem = false;
+                ru->depth--;
+                r = expect(ru->ps, "}");
+        }
+        return r;
+}
+
 /* a match: LHS [&mask] [op] RHS, or LHS vmap ... */
 static int match(struct rule *ru, const struct lhs *l)
 {
@@ -1759,6 +1789,12 @@ static int match(struct rule *ru, const struct lhs *l)
                 op = is(&t, "!=") ? NFT_CMP_NEQ : NFT_CMP_EQ;
                 explicit_op = true;
                 next(ps);
+                t = *peek(ps);
+        }
+        if (is(&t, "{") && l->n == 1 && !masked && !ru->one_elem && one_element(ps)) {
+                next(ps); /* the element is read as the value below */
+                ru->depth++;
+                ru->one_elem = true;
                 t = *peek(ps);
         }
         if (is(&t, "{") || (t.s && t.s[0] == '@')) {
@@ -2090,7 +2126,7 @@ static int statement(struct rule *ru, char comment[NAME_MAX_LEN])
                         return fail(ps, t.line, "setting a concatenation");
                 return set_stmt(ru, &l.f[0]);
         }
-        return match(ru, &l);
+        return match_one(ru, &l);
 }
 
 /* one rule up to the end of its line (or ';' / '}') into b */

@@ -16,6 +16,8 @@
 #include <svcenv/strv.h>
 #include <svcenv/timeutil.h>
 
+#include "proxy_internal.h"
+
 #define CANARY            "KUBE-PROXY-CANARY"
 #define CANARY_CHECK_NS   (1000000000LL) /* how often the canary is looked at */
 #define RETRY_AFTER_ERROR (1000000000LL)
@@ -59,6 +61,11 @@ struct se_proxy_proxier {
         int64_t last_full_mono, last_sync_mono, last_canary_mono;
         bool need_full;
         unsigned patches; /* carried syncs patched into last[] */
+        /* nft: the hairpin elements of last[] and how many ports write
+         * each (a carried sync must not delete one another port has);
+         * made by the first carried sync after last[] was built */
+        struct se_hashmap hairpin;
+        bool hairpin_valid;
 };
 
 static void now_of(const struct se_proxy_proxier *p, struct se_proxy_instant *now)
@@ -160,6 +167,7 @@ struct se_proxy_proxier *se_proxy_proxier_free(struct se_proxy_proxier *p)
         }
         free(SE_UNCONST(char, p->opt.zone));
         changes_release(&p->changed);
+        proxy_nft_hairpin_release(&p->hairpin);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->mu);
         free(p);
@@ -471,7 +479,7 @@ static int sync_family(struct se_proxy_proxier *p, unsigned i, const struct se_p
 /* Whether the last table can be patched by a carried sync. */
 static bool can_carry(const struct se_proxy_proxier *p, size_t n_keys)
 {
-        if (p->cfg.nft || !p->cfg.minimal || n_keys == 0 || p->patches >= MAX_PATCHES)
+        if (!p->cfg.minimal || n_keys == 0 || p->patches >= MAX_PATCHES)
                 return false;
         for (unsigned i = 0; i < p->n_fams; i++)
                 if (!p->last[i])
@@ -561,8 +569,30 @@ static void patch(struct se_proxy_table *last, struct se_proxy_table *small, con
         last->patches = small;
 }
 
+static void hairpin_drop(struct se_proxy_proxier *p)
+{
+        proxy_nft_hairpin_release(&p->hairpin);
+        p->hairpin_valid = false;
+}
+
+/* The hairpin counts of the last tables, made once. 0 or -ENOMEM. */
+static int hairpin_refs(struct se_proxy_proxier *p)
+{
+        int r = 0;
+        if (p->hairpin_valid)
+                return 0;
+        for (unsigned i = 0; i < p->n_fams && r == 0; i++)
+                for (uint32_t k = 0; k < p->last[i]->n_ports && r == 0; k++)
+                        r = proxy_nft_hairpin_count(&p->hairpin, &p->last[i]->ports[k], &p->opt, 1);
+        if (r < 0)
+                hairpin_drop(p);
+        p->hairpin_valid = r == 0;
+        return r;
+}
+
 /* A partial sync of just keys' services: their entries rebuilt from the
- * store, their nat chains written (se_proxy_iptables_sync_changed),
+ * store, their nat chains (nft: chains, maps and top-level elements)
+ * written (se_proxy_iptables_sync_changed, se_proxy_nft_sync_changed),
  * applied, patched into the last tables. Returns 0 when it cannot (the
  * caller syncs from the whole table; nothing was applied), 1 when it ran
  * (*ok: whether every family applied). */
@@ -572,7 +602,7 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
 {
         struct se_proxy_table *small[2] = { NULL, NULL };
         uint32_t *idx[2] = { NULL, NULL };
-        const struct se_proxy_svcport **ports[2] = { NULL, NULL };
+        const struct se_proxy_svcport **ports[2] = { NULL, NULL }, **had[2] = { NULL, NULL };
         struct se_strbuf text[2];
         unsigned begun = 0;
         int r = 0;
@@ -583,6 +613,8 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                 r = se_proxy_table_build_services(store, &p->opt, p->fams[i],
                                                   (const char *const *)keys->v, keys->n, &small[i]);
         se_store_unlock(store);
+        if (r == 0 && p->cfg.nft)
+                r = hairpin_refs(p);
         for (unsigned i = 0; r == 0 && i < p->n_fams; i++) {
                 uint32_t old_eps;
                 struct se_proxy_table *last = p->last[i];
@@ -595,14 +627,27 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                         break;
                 }
                 ports[i] = se_calloc((size_t)small[i]->n_ports + 1, sizeof(*ports[i]));
-                if (!ports[i]) {
+                had[i] = se_calloc((size_t)small[i]->n_ports + 1, sizeof(*had[i]));
+                if (!ports[i] || !had[i]) {
                         r = -ENOMEM;
                         break;
                 }
-                for (uint32_t j = 0; j < small[i]->n_ports; j++)
+                for (uint32_t j = 0; r == 0 && j < small[i]->n_ports; j++) {
                         ports[i][j] = &small[i]->ports[j];
-                r = se_proxy_iptables_sync_changed(ports[i], small[i]->n_ports, p->fams[i], large,
-                                                   &p->opt, p->tr[i], &text[i]);
+                        had[i][j] = &last->ports[idx[i][j]];
+                        /* a port moving between the kernel and the userspace
+                         * proxy adds or drops top-level entries: a table sync */
+                        if (!se_proxy_in_kernel(ports[i][j], p->cfg.nft) ||
+                            !se_proxy_in_kernel(had[i][j], p->cfg.nft))
+                                r = -EAGAIN;
+                }
+                if (r < 0)
+                        break;
+                r = p->cfg.nft ?
+                            proxy_nft_sync_changed(ports[i], had[i], small[i]->n_ports, p->fams[i],
+                                                   &p->opt, &p->hairpin, p->tr[i], &text[i]) :
+                            se_proxy_iptables_sync_changed(ports[i], small[i]->n_ports, p->fams[i],
+                                                           large, &p->opt, p->tr[i], &text[i]);
                 if (r == 0)
                         begun = i + 1;
         }
@@ -617,7 +662,8 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
         *ok = true;
         for (unsigned i = 0; i < p->n_fams; i++) {
                 char err[1024] = "";
-                enum se_proxy_tool tool = p->fams[i] == SE_IPV6 ? SE_PROXY_IP6TABLES_RESTORE :
+                enum se_proxy_tool tool = p->cfg.nft            ? SE_PROXY_NFT :
+                                          p->fams[i] == SE_IPV6 ? SE_PROXY_IP6TABLES_RESTORE :
                                                                   SE_PROXY_IPTABLES_RESTORE;
                 r = !*ok        ? -ECANCELED :
                     text[i].len ? p->run.apply(p->run.ctx, tool, text[i].buf, text[i].len, err,
@@ -650,6 +696,7 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                                 se_calloc((size_t)small[i]->n_ports + 1, sizeof(*old));
                         if (!old) { /* cannot patch: the next sync rebuilds */
                                 p->patches = MAX_PATCHES;
+                                hairpin_drop(p);
                                 continue;
                         }
                         struct se_proxy_table *now = small[i];
@@ -660,6 +707,12 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                         for (uint32_t j = 0; j < now->n_ports; j++)
                                 *hc_touched |= old[j].health_check_node_port ||
                                                now->ports[j].health_check_node_port;
+                        for (uint32_t j = 0; p->hairpin_valid && j < now->n_ports; j++)
+                                if (proxy_nft_hairpin_count(&p->hairpin, &old[j], &p->opt, -1) <
+                                            0 ||
+                                    proxy_nft_hairpin_count(&p->hairpin, &now->ports[j], &p->opt,
+                                                            1) < 0)
+                                        hairpin_drop(p);
                         small[i] = NULL; /* the last table's now */
                         struct se_proxy_table was = { .family = p->fams[i],
                                                       .ports = old,
@@ -674,6 +727,7 @@ out:
                 se_proxy_table_free(small[i]);
                 free(idx[i]);
                 free(ports[i]);
+                free(had[i]);
                 se_strbuf_release(&text[i]);
         }
         return ran;
@@ -746,6 +800,7 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
                         t[i] = NULL;
                 }
                 p->patches = 0;
+                hairpin_drop(p); /* counted again from the new tables when needed */
         }
         hc_touched = true;
 synced:;
@@ -774,6 +829,7 @@ synced:;
                 p->stats.services_rebuilt_last = rebuilt;
                 p->stats.bytes_total += bytes;
                 p->stats.rules_written_total += rules;
+                p->stats.syncs_carried += carried != 0;
                 if (partial)
                         p->stats.syncs_partial++;
                 else
@@ -970,6 +1026,11 @@ void se_proxy_proxier_metrics(struct se_proxy_proxier *p, struct se_strbuf *sb)
                          "# TYPE svcenv_proxy_tool_missing_total counter\n"
                          "svcenv_proxy_tool_missing_total{tool=\"conntrack\"} %llu\n",
                          (unsigned long long)s.conntrack_missing);
+        if (p->cfg.nft)
+                gauge(sb, "counter", "svcenv_proxy_nft_netlink_fallbacks_total",
+                      "nft scripts that netlink could not apply and nft -f was run for (the "
+                      "log says why)",
+                      (double)se_proxy_nft_netlink_fallbacks());
 }
 
 void se_proxy_proxier_health_queued(struct se_proxy_proxier *p)

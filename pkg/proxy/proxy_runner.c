@@ -1,13 +1,23 @@
 /* The proxier's runner on the real system: the tools by argv (never a
  * shell), nf_tables over netlink, the clocks. */
+#include <svcenv/log.h>
 #include <svcenv/proxy_proxier.h>
 #include <svcenv/timeutil.h>
 
 static int sys_apply(void *ctx, enum se_proxy_tool tool, const char *data, size_t n, char *err,
                      size_t errsize)
 {
+        char why[512];
         (void)ctx;
-        return se_proxy_apply(tool, data, n, err, errsize);
+        if (tool != SE_PROXY_NFT)
+                return se_proxy_apply(tool, data, n, err, errsize);
+        int r = se_proxy_nft_apply(se_proxy_nft_get_how(), data, n, why, sizeof(why), err, errsize);
+        /* every fallback, with why: netlink is the fast path, `nft -f`
+         * costs seconds at 10,000 services */
+        if (why[0])
+                se_log_warn("nftables over netlink failed (%s): applied with nft -f instead (%s)",
+                            why, r == 0 ? "done" : "failed too");
+        return r;
 }
 
 static int sys_run(void *ctx, const char *const *argv, struct se_strbuf *out, char *err,

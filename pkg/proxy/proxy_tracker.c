@@ -745,7 +745,7 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
                 return -EAGAIN;
         struct entry *e = se_hashmap_get(&cur->map, key);
         /* an unknown port or changed top-level rules: not for a carried sync */
-        if (!e || e->names || !e->has_top || memcmp(e->top, top, 16) != 0)
+        if (!e || e->names || (top && (!e->has_top || memcmp(e->top, top, 16) != 0)))
                 return -EAGAIN;
         for (size_t i = 0; i < tr->n_carries; i++)
                 if (tr->carries[i].e == e)

@@ -2,12 +2,17 @@
  * carried from the store (only that service rebuilt and written), against
  * the rediscovering path of before (the whole table built and written,
  * unchanged services found by comparing text), in the same run, at
- * 1,000 / 10,000 / 30,000 services x 10 endpoints (iptables, minimal
- * partial syncs). CPU is the process's (CLOCK_PROCESS_CPUTIME_ID), the
+ * 1,000 / 10,000 / 30,000 services x 10 endpoints (iptables and
+ * nftables, minimal partial syncs). CPU is the process's (CLOCK_PROCESS_CPUTIME_ID), the
  * median of BENCH_PROXIER_ROUNDS (default 21) changes; bytes are the
  * restore input. The system is a fake runner (nothing is applied: the
- * tool's time is not the proxier's CPU). BENCH_PROXIER_SIZES=N,N,...
+ * tool's time is not the proxier's CPU). BENCH_PROXIER_APPLY=1 (root)
+ * applies nftables for real instead, over netlink in a fresh network
+ * namespace per size, and adds the wall time of the carried sync from
+ * the store event to the kernel (the full load takes its time first). BENCH_PROXIER_SIZES=N,N,...
  * changes the sizes. Prints figures; asserts nothing. */
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +71,13 @@ static void now_fixed(void *ctx, struct se_proxy_instant *now)
         now->real_ns = 1764500000000000000LL;
 }
 
+static double wall_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
         double a = *(const double *)x, b = *(const double *)y;
@@ -83,19 +95,29 @@ static void options(struct se_proxy_options *o)
         o->random_fully = true;
 }
 
-static void one_size(unsigned n, unsigned rounds)
+static void one_size(unsigned n, unsigned rounds, bool nft)
 {
         static const struct se_proxy_runner fake = { apply_nothing, run_nothing, jumps_nothing,
                                                      names_nothing, rules_one,   now_fixed,
                                                      NULL };
-        struct se_proxy_proxier_config cfg = { .minimal = true,
+        struct se_proxy_proxier_config cfg = { .nft = nft,
+                                               .minimal = true,
                                                .sync_period_ns = 30000000000LL,
                                                .min_sync_period_ns = 0 };
         struct se_proxy_options o;
         enum se_ip_family fam = SE_IPV4;
         options(&o);
         struct se_store *s = se_store_new();
-        struct se_proxy_proxier *p = se_proxy_proxier_new(&cfg, &fake);
+        /* the real system, but a clock that stands still all the same */
+        struct se_proxy_runner real = *se_proxy_runner_system();
+        real.now = now_fixed;
+        bool apply = nft && getenv("BENCH_PROXIER_APPLY") &&
+                     strcmp(getenv("BENCH_PROXIER_APPLY"), "1") == 0;
+        if (apply && unshare(CLONE_NEWNET) < 0) {
+                perror("unshare");
+                exit(1);
+        }
+        struct se_proxy_proxier *p = se_proxy_proxier_new(&cfg, apply ? &real : &fake);
         if (!s || !p)
                 exit(1);
         for (unsigned i = 0; i < n; i++)
@@ -118,13 +140,15 @@ static void one_size(unsigned n, unsigned rounds)
         struct se_proxy_table *t = NULL;
         struct se_strbuf sb;
         se_strbuf_init(&sb, (size_t)1 << 31);
-        if (se_proxy_table_build(s, &o, fam, &t) < 0 || se_proxy_iptables_sync(t, &o, tr, &sb) < 0)
+        if (se_proxy_table_build(s, &o, fam, &t) < 0 ||
+            (nft ? se_proxy_nft_sync(t, &o, tr, &sb) : se_proxy_iptables_sync(t, &o, tr, &sb)) < 0)
                 exit(1);
         se_proxy_tracker_done(tr, true, &sb);
         se_strbuf_release(&sb);
         se_proxy_table_free(t);
 
         double *carried = calloc(rounds, sizeof(double)), *redisc = calloc(rounds, sizeof(double));
+        double *wall = calloc(rounds, sizeof(double));
         size_t carried_bytes = 0, redisc_bytes = 0;
         uint64_t rebuilt = 0;
         for (unsigned k = 0; k < rounds; k++) {
@@ -132,9 +156,11 @@ static void one_size(unsigned n, unsigned rounds)
                 unsigned svc = (n / 2 + k * 7919u) % n;
                 if (bench_put_service(s, svc, 10, n * 10 + 100 * k) < 0)
                         exit(1);
+                double w0 = wall_now();
                 c0 = cpu_now();
                 se_proxy_proxier_step(p, s);
                 carried[k] = cpu_now() - c0;
+                wall[k] = wall_now() - w0;
                 se_proxy_proxier_stats(p, &st);
                 carried_bytes = st.bytes_last;
                 rebuilt = st.services_rebuilt_last;
@@ -143,7 +169,8 @@ static void one_size(unsigned n, unsigned rounds)
                 t = NULL;
                 se_strbuf_init(&sb, (size_t)1 << 31);
                 if (se_proxy_table_build(s, &o, fam, &t) < 0 ||
-                    se_proxy_iptables_sync(t, &o, tr, &sb) < 0)
+                    (nft ? se_proxy_nft_sync(t, &o, tr, &sb) :
+                           se_proxy_iptables_sync(t, &o, tr, &sb)) < 0)
                         exit(1);
                 redisc_bytes = sb.len;
                 se_proxy_tracker_done(tr, true, &sb);
@@ -152,14 +179,22 @@ static void one_size(unsigned n, unsigned rounds)
                 redisc[k] = cpu_now() - c0;
         }
         qsort(carried, rounds, sizeof(double), cmp_double);
+        qsort(wall, rounds, sizeof(double), cmp_double);
         qsort(redisc, rounds, sizeof(double), cmp_double);
-        printf("  %6u services: full sync %8.1f ms CPU, %9zu bytes | one endpoint: carried "
+        printf("  %-8s %6u services: full sync %8.1f ms CPU, %9zu bytes | one endpoint: carried "
                "%7.3f ms CPU (max %.3f), %5zu bytes, %llu rebuilt | rediscovering %8.2f ms CPU, "
                "%6zu bytes\n",
-               n, full * 1e3, full_bytes, carried[rounds / 2] * 1e3, carried[rounds - 1] * 1e3,
-               carried_bytes, (unsigned long long)rebuilt, redisc[rounds / 2] * 1e3, redisc_bytes);
+               nft ? "nftables" : "iptables", n, full * 1e3, full_bytes, carried[rounds / 2] * 1e3,
+               carried[rounds - 1] * 1e3, carried_bytes, (unsigned long long)rebuilt,
+               redisc[rounds / 2] * 1e3, redisc_bytes);
+        if (apply)
+                printf("  %-8s %6u services: one endpoint carried to the kernel over netlink: "
+                       "%.2f ms wall (min %.2f, max %.2f), %llu syncs failed\n",
+                       "nftables", n, wall[rounds / 2] * 1e3, wall[0] * 1e3, wall[rounds - 1] * 1e3,
+                       (unsigned long long)st.syncs_failed);
         free(carried);
         free(redisc);
+        free(wall);
         se_proxy_tracker_free(tr);
         se_proxy_proxier_free(p);
         se_store_free(s);
@@ -174,15 +209,16 @@ int main(void)
         if (rounds == 0)
                 rounds = 1;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        printf("proxier partial sync, one endpoint changed (iptables, 10 endpoints per service, "
+        printf("proxier partial sync, one endpoint changed (10 endpoints per service, "
                "median of %u):\n",
                rounds);
-        for (const char *q = sizes; *q;) {
-                unsigned n = (unsigned)strtoul(q, NULL, 10);
-                if (n)
-                        one_size(n, rounds);
-                q += strcspn(q, ",");
-                q += *q == ',';
-        }
+        for (int nft = 0; nft < 2; nft++)
+                for (const char *q = sizes; *q;) {
+                        unsigned n = (unsigned)strtoul(q, NULL, 10);
+                        if (n)
+                                one_size(n, rounds, nft);
+                        q += strcspn(q, ",");
+                        q += *q == ',';
+                }
         return 0;
 }

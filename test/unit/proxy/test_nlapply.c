@@ -20,8 +20,10 @@
 
 #include <cmocka.h>
 
+#include <svcenv/log.h>
 #include <svcenv/manifest.h>
 #include <svcenv/proxy.h>
+#include <svcenv/proxy_proxier.h>
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 #include <svcenv/strv.h>
@@ -272,13 +274,12 @@ static int files_child(void *arg)
 static void test_nlapply__constructs_equal_nft(void **state)
 {
         (void)state;
-        static const char *files[] = { "test/unit/proxy/nft/constructs.nft",
-                                       "test/unit/proxy/nft/constructs6.nft",
-                                       "test/golden/proxy/demo-node-a.nft",
-                                       "test/golden/proxy/overall.nft",
-                                       "test/golden/proxy/ksched.nft",
-                                       "test/golden/proxy/ksched6.nft",
-                                       NULL };
+        static const char *files[] = {
+                "test/unit/proxy/nft/constructs.nft",  "test/unit/proxy/nft/constructs6.nft",
+                "test/golden/proxy/demo-node-a.nft",   "test/golden/proxy/overall.nft",
+                "test/golden/proxy/ksched.nft",        "test/golden/proxy/ksched6.nft",
+                "test/unit/proxy/nft/one-element.nft", NULL
+        };
         run_child(files_child, files);
 }
 
@@ -444,6 +445,48 @@ static void test_nlapply__random_clusters_equal_nft(void **state)
 
 /* what the kernel refuses comes back as -EPROTO with the script's line,
  * and nothing of the batch is applied */
+/* The daemon's side of a fallback (text applied through the system
+ * runner): one warning line saying why, and the proxier's metric counting
+ * it. 0 or a code. */
+static int fallback_told(const char *text, size_t n)
+{
+        int fds[2];
+        char err[256], logged[4096] = "", line[160];
+        if (pipe(fds) < 0)
+                return 30;
+        fcntl(fds[0], F_SETFL, O_NONBLOCK);
+        unsigned long before = se_proxy_nft_netlink_fallbacks();
+        se_log_set_fd(fds[1]);
+        int r = se_proxy_runner_system()->apply(NULL, SE_PROXY_NFT, text, n, err, sizeof(err));
+        se_log_set_fd(2);
+        ssize_t got = read(fds[0], logged, sizeof(logged) - 1);
+        logged[got > 0 ? got : 0] = 0;
+        close(fds[0]);
+        close(fds[1]);
+        int code = 0;
+        /* one klog warning naming the line netlink could not do */
+        if (r != 0 || se_proxy_nft_netlink_fallbacks() != before + 1 || logged[0] != 'W' ||
+            !strstr(logged, "over netlink failed (line 3: ") || !strstr(logged, "nft -f") ||
+            strchr(logged, '\n') != logged + strlen(logged) - 1) {
+                fprintf(stderr, "# r %d, logged: %s\n", r, logged);
+                code = 31;
+        }
+        struct se_proxy_proxier_config cfg = { .nft = true, .sync_period_ns = 1000000000LL };
+        struct se_proxy_proxier *px = se_proxy_proxier_new(&cfg, se_proxy_runner_system());
+        struct se_strbuf m;
+        se_strbuf_init(&m, 0);
+        if (px)
+                se_proxy_proxier_metrics(px, &m);
+        snprintf(line, sizeof(line), "\nsvcenv_proxy_nft_netlink_fallbacks_total %lu\n",
+                 before + 1);
+        if (!code && (!m.buf || !strstr(m.buf, line) ||
+                      !strstr(m.buf, "# TYPE svcenv_proxy_nft_netlink_fallbacks_total counter\n")))
+                code = 32;
+        se_strbuf_release(&m);
+        se_proxy_proxier_free(px);
+        return code;
+}
+
 static int refused_child(void *arg)
 {
         (void)arg;
@@ -490,6 +533,8 @@ static int refused_child(void *arg)
                       se_proxy_nft_netlink_fallbacks() != before + 1))
                 code = 16;
         se_proxy_nft_set_how(SE_PROXY_NFT_NETLINK);
+        if (!code)
+                code = fallback_told(odd, sizeof(odd) - 1);
         pair_close(&p);
         return code;
 }

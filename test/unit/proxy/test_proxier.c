@@ -581,6 +581,62 @@ static void test_proxier__health_from_outside_loop(void **state)
         world_free(w);
 }
 
+/* nftables, changes carried: an endpoint change writes that service's
+ * chain and endpoint map only; losing its endpoints edits just its
+ * elements of the top-level maps (its verdict out, its reject in); a
+ * local endpoint another service shares keeps its hairpin element. */
+static void test_proxier__nft_carried_change(void **state)
+{
+        (void)state;
+        struct world *w = world_new(true);
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.1,10.1.0.2", true);
+        service(w, "b", "api", "172.30.0.20", "TCP", "10.1.1.1", false);
+        service(w, "c", "share", "172.30.0.30", "TCP", "10.1.0.1", true);
+        begin(w);
+        step_after(w, 0);
+        assert_int_equal(stats(w).syncs_full, 1);
+
+        service(w, "a", "web", "172.30.0.10", "TCP", "10.1.0.2,10.1.0.3", true);
+        step_after(w, S);
+        struct se_proxy_proxier_stats s = stats(w);
+        assert_int_equal(s.syncs_carried, 1);
+        assert_int_equal(s.services_rebuilt_last, 1);
+        const char *in = w->f.applied.buf;
+        assert_non_null(strstr(in, "flush map ip svcenv dnat-service-"));
+        assert_non_null(strstr(in, "10.1.0.3 . 8080"));
+        assert_null(strstr(in, "b/api"));
+        assert_null(strstr(in, "c/share"));
+        assert_null(strstr(in, "chain services"));
+        assert_null(strstr(in, "flush map ip svcenv service-ips"));
+        /* 10.1.0.3 hairpins now; 10.1.0.1 still does, through share */
+        assert_non_null(strstr(in, "add element ip svcenv hairpin-connections { 10.1.0.3 . "
+                                   "10.1.0.3 . tcp . 8080 }"));
+        assert_null(strstr(in, "delete element ip svcenv hairpin-connections"));
+        assert_int_equal(s.bytes_last, strlen(in));
+
+        /* api loses its endpoints: its ClusterIP goes from its chain to
+         * reject-chain, element by element */
+        service(w, "b", "api", "172.30.0.20", "TCP", "", false);
+        step_after(w, S);
+        s = stats(w);
+        assert_int_equal(s.syncs_carried, 2);
+        in = w->f.applied.buf;
+        assert_non_null(
+                strstr(in, "delete element ip svcenv service-ips { 172.30.0.20 . tcp . 80 }"));
+        assert_non_null(strstr(in, "add element ip svcenv no-endpoint-services { 172.30.0.20 . tcp "
+                                   ". 80 : goto reject-chain }"));
+        assert_non_null(strstr(in, "delete chain ip svcenv service-"));
+        assert_null(strstr(in, "a/web"));
+
+        /* share moves away: now nobody has 10.1.0.1 */
+        service(w, "c", "share", "172.30.0.30", "TCP", "10.1.0.9", true);
+        step_after(w, S);
+        assert_int_equal(stats(w).syncs_carried, 3);
+        assert_non_null(strstr(w->f.applied.buf, "delete element ip svcenv hairpin-connections { "
+                                                 "10.1.0.1 . 10.1.0.1 . tcp . 8080 }"));
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -594,6 +650,7 @@ int main(void)
                 cmocka_unit_test(test_proxier__carried_endpoint_change),
                 cmocka_unit_test(test_proxier__carried_failure_full),
                 cmocka_unit_test(test_proxier__health_from_outside_loop),
+                cmocka_unit_test(test_proxier__nft_carried_change),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
