@@ -134,6 +134,20 @@ static void cleanup_nftables(void)
         }
 }
 
+/* As kube-proxy's platformCleanup: the other backend's rules (left by a
+ * run in the other mode) go, or they would keep catching Service traffic
+ * with stale endpoints; a failure is only logged. In the userspace mode
+ * both go. */
+void proxyd_platform_cleanup(const struct proxyd *d)
+{
+        if (d->flags.nft || d->userspace) {
+                if (cleanup_iptables())
+                        se_log_warn("could not remove the iptables backend's rules");
+        }
+        if (!d->flags.nft || d->userspace)
+                cleanup_nftables();
+}
+
 /* --cleanup: everything we made, in every family and all modes. */
 static int cleanup(void)
 {
@@ -409,16 +423,12 @@ int main(int argc, char **argv)
                         return r;
                 }
         }
-        /* As kube-proxy's platformCleanup at start: the other backend's rules
-         * (left by a run in the other mode) go, or they would keep catching
-         * Service traffic with stale endpoints; a failure is only logged.
-         * The userspace mode redirects before either would, so both go. */
-        if (d.flags.nft || d.userspace) {
-                if (cleanup_iptables())
-                        se_log_warn("could not remove the iptables backend's rules");
-        }
-        if (!d.flags.nft || d.userspace)
-                cleanup_nftables();
+        /* The userspace mode redirects before either backend would: theirs
+         * go at once. The rule modes remove the other backend's after their
+         * own first sync (proxyd_synced), so a switch of mode leaves no
+         * moment with neither in place. */
+        if (d.userspace)
+                proxyd_platform_cleanup(&d);
         /* the rule modes: a last run's redirects for routed Services point at
          * a proxy that is gone; the first sync puts back those still routed */
         if (!d.userspace)

@@ -40,6 +40,7 @@ struct proxyd {
         /* iptables/nftables modes: ports routed to the userspace proxy
          * (route.c; sync thread only) */
         bool route_on; /* redirects installed */
+        bool other_cleaned; /* the other backend's rules removed (first sync) */
         unsigned route_bad; /* ports with an invalid annotation, last said */
         struct se_strbuf route_last[2]; /* the redirect rules applied, per family */
         pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
@@ -90,6 +91,8 @@ void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam);
  * (health-check ports, then routing). */
 void proxyd_route_sync(struct proxyd *d);
 void proxyd_synced(void *data);
+/* kube-proxy's platformCleanup: the other backend's rules go (main.c). */
+void proxyd_platform_cleanup(const struct proxyd *d);
 /* -f: loads the files into d->store (0, or exit code 3/4, logged); on
  * SIGHUP in the rule modes makes the store mirror them again (a bad file
  * keeps the last good state). */

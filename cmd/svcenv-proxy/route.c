@@ -135,6 +135,11 @@ out:
 void proxyd_synced(void *data)
 {
         struct proxyd *d = data;
+        /* unlike kube-proxy, which removes them before its first sync */
+        if (!d->other_cleaned) {
+                proxyd_platform_cleanup(d);
+                d->other_cleaned = true;
+        }
         proxyd_hc_update(d);
         proxyd_route_sync(d);
 }
