@@ -335,7 +335,7 @@ stop_proxy
 # pick must be the formula's (uproxy_lc.py). The same drive through an rr
 # Service of the same endpoints must disagree: the check tells them apart.
 for k in 1 2 3; do
-        ip netns exec "$p-b$k" python3 "$here/uproxy_lc.py" serve b$k 8091 >"$tmp/h$k.log" 2>&1 &
+        ip netns exec "$p-b$k" python3 "$here/uproxy_lc.py" serve b$k 8092 >"$tmp/h$k.log" 2>&1 &
         pids+=($!)
 done
 for k in 1 2 3; do
@@ -349,7 +349,7 @@ write_cluster
         svc_sched least 10.96.0.50 lc
         svc_sched leastrr 10.96.0.51 rr
         for s in least leastrr; do
-                slice $s-1 $s TCP 8091
+                slice $s-1 $s TCP 8092
                 for k in 1 2 3; do ep 10.244.$k.2; done
         done
         # sh whose bucket for our client ($want, above) refuses
@@ -360,7 +360,7 @@ write_cluster
         ep "10.244.${want#b}.2"
 } >>"$tmp/cluster.yaml"
 start_proxy --metrics-bind-address 0.0.0.0:10249
-lc_eps=b1=10.244.1.2:8091,b2=10.244.2.2:8091,b3=10.244.3.2:8091
+lc_eps=b1=10.244.1.2:8092,b2=10.244.2.2:8092,b3=10.244.3.2:8092
 lc_drive() { # lc_drive VIP SERVICE
         inns "$CL" python3 "$here/uproxy_lc.py" drive "$1" 80 http://10.99.0.1:10249/metrics \
                 "$2" "$lc_eps" b2 18 6 2
@@ -374,7 +374,7 @@ check "lc: the slow backend gets fewer connections (${lc_b1:-} ${lc_b2:-} ${lc_b
         test "${lc_b2#b2=}" -lt "${lc_b1#b1=}" -a "${lc_b2#b2=}" -lt "${lc_b3#b3=}"
 lc_metric=$(metrics | awk -F'[{}]' '/^svcenv_proxy_scheduler_picks_total\{service="e2e\/least:p",/ {
         split($2, l, "\""); split($3, v, " ")
-        sub(/^10\.244\./, "b", l[6]); sub(/\.2:8091$/, "", l[6])
+        sub(/^10\.244\./, "b", l[6]); sub(/\.2:8092$/, "", l[6])
         printf "%s=%d@%s ", l[6], v[1], l[8] }')
 check "lc: svcenv_proxy_scheduler_picks_total counts the picks ($lc_metric)" \
         test "$lc_metric" = "$lc_b1@lc $lc_b2@lc $lc_b3@lc "
