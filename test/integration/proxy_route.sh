@@ -288,6 +288,11 @@ for mode in iptables nftables; do
                 '{"endpoints":[{"addresses":["10.244.2.2"],"nodeName":"node-a","conditions":{"ready":true}}]}' >/dev/null
         until_ok 10 eval 'answered $vip 5 && ! grep -q b1 "$tmp/traffic"'
         check "$mode: ... logged once, after further syncs ($(logged))" [ "$(logged)" -eq 1 ]
+        names() { grep 'invalid svcenv.io/scheduler' "$log" | grep -F 'rt/plain' | grep -c -F "\"$1\""; }
+        check "$mode: ... the line names the Service and the value" [ "$(names no-such-scheduler)" -eq 1 ]
+        annotate plain lc,bogus-flag
+        check "$mode: another invalid value: logged again, naming it" until_ok 10 eval '[ "$(names lc,bogus-flag)" -eq 1 ]'
+        check "$mode: ... still on kernel rules" in_kernel 10.96.101.21
         check "$mode: svcenv trace --kubeconfig agrees (invalid annotation)" trace_agrees 10.96.101.21
         annotate plain null
 
