@@ -189,7 +189,12 @@ in_kernel() { [ -z "$(redirects | grep -F "$1")" ] && [ -n "$(kernel_rules_for "
 answered() {
         inns "$CL" python3 "$here/netpeer.py" tcp "$1" 80 "$2" 2 >"$tmp/traffic" 2>&1
         [ "$(grep -c -E '^b[12]$' "$tmp/traffic")" -eq "$2" ] ||
-                { echo "# $1: $(sort "$tmp/traffic" | uniq -c | tr -s ' \n' ' ')"; return 1; }
+                {
+                        echo "# $1: $(sort "$tmp/traffic" | uniq -c | tr -s ' \n' ' ')"
+                        metrics | grep -E '^svcenv_proxy_[a-z_]*(fail|retr|error|connections_total|picks)' |
+                                grep -v ' 0$' | sed 's/^/#   /' | head -20
+                        return 1
+                }
 }
 now_ms() { date +%s%3N; }
 # svcenv rules / trace online, as the daemon is configured
@@ -240,8 +245,10 @@ for mode in iptables nftables; do
         # (1) created with svcenv.io/scheduler: lc
         vip=10.96.101.3$([ $mode = iptables ] && echo 0 || echo 1)
         svc lc-$mode $vip lc
+        # the Service and its slice come by two watches, in either order: a
+        # first connection answered says the proxy has the endpoints too
         check "$mode: Service created with scheduler lc: redirects, no kernel rules" \
-                until_ok 10 routed $vip
+                until_ok 10 eval 'routed $vip && answered $vip 1 >/dev/null'
         check "$mode: ... and no service chain" [ "$(svc_chains rt/lc-$mode)" -eq 0 ]
         before=$(conns rt/lc-$mode:p)
         check "$mode: ... the client's 20 connections answered" answered $vip 20
