@@ -52,7 +52,7 @@ cleanup() {
         for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
         for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
         test/k8s/controlplane stop "$KD" >/dev/null 2>&1
-        for ns in "$NODE" "$CL" "$p-b1" "$p-b2"; do ip netns del "$ns" 2>/dev/null; done
+        for ns in "$NODE" "$CL" "$p-b1" "$p-b2" "$p-s"; do ip netns del "$ns" 2>/dev/null; done
         ip link del "$p-v" 2>/dev/null
         [ -n "${PR_KEEP:-}" ] && echo "# kept $tmp" || rm -rf "$tmp"
 }
@@ -220,6 +220,23 @@ rules_agree() {
                 [ "$ours" -eq 0 ] && [ "$kern" -gt 0 ]
         fi || { echo "# rules for $1: $ours redirect, $kern kernel line(s)"; return 1; }
 }
+# same_nat: with iptables, the nat rules svcenv rules prints (kube-proxy's
+# and the redirects), restored into a scratch namespace, are the node's
+# (iptables-save, sorted; the jumps from the built-in chains, which the
+# daemon inserts, aside)
+own_nat() { inns "$1" iptables-save -t nat | grep '^-A' | grep -vE '^-A (PREROUTING|INPUT|OUTPUT|POSTROUTING) ' | sort; }
+same_nat() {
+        rules >"$tmp/rules.out" || return 1
+        ip netns del "$p-s" 2>/dev/null
+        ip netns add "$p-s" &&
+                sed '/^# ip6tables-restore/,$d' "$tmp/rules.out" | inns "$p-s" iptables-restore --noflush ||
+                { echo "# svcenv rules output not restorable"; return 1; }
+        own_nat "$p-s" >"$tmp/nat.rules"
+        own_nat "$NODE" >"$tmp/nat.node"
+        ip netns del "$p-s"
+        diff -u "$tmp/nat.rules" "$tmp/nat.node" >"$tmp/nat.diff" ||
+                { sed 's/^/# /' "$tmp/nat.diff" | head -20; return 1; }
+}
 # trace_agrees VIP: the verdict is the redirect when the node redirects VIP
 trace_agrees() {
         local v
@@ -271,6 +288,8 @@ for mode in iptables nftables; do
                 [ "$(conns rt/plain:p)" -ge $((before + 20)) ]
         check "$mode: svcenv rules --kubeconfig agrees (annotated)" rules_agree 10.96.101.21
         check "$mode: svcenv trace --kubeconfig agrees (annotated)" trace_agrees 10.96.101.21
+        [ $mode = iptables ] &&
+                check "iptables: svcenv rules --kubeconfig == iptables-save -t nat (-A lines)" same_nat
         t0=$(now_ms)
         annotate plain null
         check "$mode: annotation removed by PATCH: back on kernel rules" \
@@ -283,6 +302,35 @@ for mode in iptables nftables; do
         check "$mode: ... not through the proxy" [ "$(conns rt/plain:p)" -eq "$before" ]
         check "$mode: svcenv rules --kubeconfig agrees (annotation removed)" rules_agree 10.96.101.21
         check "$mode: svcenv trace --kubeconfig agrees (annotation removed)" trace_agrees 10.96.101.21
+        [ $mode = iptables ] &&
+                check "iptables: ... and == iptables-save -t nat again" same_nat
+        # more PATCHes, for the figures
+        ms_on=() ms_off=()
+        for _ in 1 2 3 4 5; do
+                t0=$(now_ms)
+                annotate plain lc
+                until_ok 10 routed 10.96.101.21 || break
+                t1=$(now_ms)
+                annotate plain null
+                until_ok 10 in_kernel 10.96.101.21 || break
+                ms_on+=($((t1 - t0))) ms_off+=($(($(now_ms) - t1)))
+        done
+        check "$mode: 5 more PATCH round trips, each within 10 s" [ ${#ms_off[@]} -eq 5 ]
+        echo "# $mode: PATCH to redirect in place, ms: $(printf '%s\n' "${ms_on[@]}" | sort -n | tr '\n' ' ')"
+        echo "# $mode: PATCH to redirect removed, ms: $(printf '%s\n' "${ms_off[@]}" | sort -n | tr '\n' ' ')"
+        # svcenv.io/retry: "true" routes too (rr in the proxy)
+        kapi patch /api/v1/namespaces/rt/services/plain \
+                '{"metadata":{"annotations":{"svcenv.io/retry":"true"}}}' >/dev/null
+        before=$(conns rt/plain:p)
+        check "$mode: PATCH svcenv.io/retry=true: routed, answered through the proxy" \
+                until_ok 10 eval 'routed 10.96.101.21 && answered 10.96.101.21 10 && [ "$(conns rt/plain:p)" -ge $((before + 10)) ]'
+        check "$mode: svcenv trace --kubeconfig agrees (retry)" trace_agrees 10.96.101.21
+        kapi patch /api/v1/namespaces/rt/services/plain \
+                '{"metadata":{"annotations":{"svcenv.io/retry":"maybe"}}}' >/dev/null
+        check "$mode: svcenv.io/retry=maybe: back on kernel rules, the value logged by name" \
+                until_ok 10 eval 'in_kernel 10.96.101.21 && grep "rt/plain: invalid svcenv.io/retry value \"maybe\"" "$log" >/dev/null'
+        kapi patch /api/v1/namespaces/rt/services/plain \
+                '{"metadata":{"annotations":{"svcenv.io/retry":null}}}' >/dev/null
 
         # (3) an invalid value: kube-proxy's rules stay, logged once
         annotate plain no-such-scheduler
