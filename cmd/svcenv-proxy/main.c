@@ -395,6 +395,7 @@ int main(int argc, char **argv)
         d.pcfg.synced = proxyd_synced;
         se_strbuf_init(&d.route_last[0], 0);
         se_strbuf_init(&d.route_last[1], 0);
+        se_strbuf_init(&d.route_bad, 0);
         d.pcfg.synced_data = &d;
         d.healthz_addr = "0.0.0.0:10256";
         memcpy(d.scheduler, "rr", 3);
@@ -536,5 +537,6 @@ out:
         free(SE_UNCONST(char, d.flags.opt.zone));
         se_strbuf_release(&d.route_last[0]);
         se_strbuf_release(&d.route_last[1]);
+        se_strbuf_release(&d.route_bad);
         return rc;
 }

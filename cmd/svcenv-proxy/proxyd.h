@@ -41,7 +41,7 @@ struct proxyd {
          * (route.c; sync thread only) */
         bool route_on; /* redirects installed */
         bool other_cleaned; /* the other backend's rules removed (first sync) */
-        unsigned route_bad; /* ports with an invalid annotation, last said */
+        struct se_strbuf route_bad; /* the invalid annotations said (route.c) */
         struct se_strbuf route_last[2]; /* the redirect rules applied, per family */
         pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
         pthread_cond_t us_cond;

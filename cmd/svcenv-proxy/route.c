@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/jsonstr.h>
+#include <svcenv/lb.h>
 #include <svcenv/log.h>
 #include <svcenv/macro.h>
 #include <svcenv/manifest.h>
@@ -49,18 +51,79 @@ static int routed_view(const struct se_proxy_table *t, bool nft, struct se_proxy
         return 0;
 }
 
-/* Says once per change how many ports carry an invalid annotation. */
-static void warn_bad(struct proxyd *d, struct se_proxy_table *const *t)
+/* Appends to sb one line per invalid routing annotation of svc, in the
+ * store's order: "ns\1name\1key\1value" (value JSON-escaped, capped). */
+static void bad_lines(const struct se_object *svc, struct se_strbuf *sb)
 {
-        unsigned bad = 0;
-        for (unsigned i = 0; i < d->n_fams; i++)
-                for (uint32_t k = 0; t[i] && k < t[i]->n_ports; k++)
-                        bad += t[i]->ports[k].sched_bad || t[i]->ports[k].retry_bad;
-        if (bad && bad != d->route_bad)
-                se_log_warn("%u service port(s) have an invalid %s or %s annotation: "
-                            "served as without it",
-                            bad, SE_PROXY_SCHED_ANNOTATION, SE_PROXY_RETRY_ANNOTATION);
-        d->route_bad = bad;
+        const struct se_kvlist *a = &svc->meta.annotations;
+        const char *sched = se_kvlist_get(a, SE_PROXY_SCHED_ANNOTATION);
+        const char *retry = se_kvlist_get(a, SE_PROXY_RETRY_ANNOTATION);
+        enum se_lb_kind kind;
+        unsigned flags;
+        /* in the order of the keys: lines sorted as the store's Services */
+        const char *keys[2] = { SE_PROXY_RETRY_ANNOTATION, SE_PROXY_SCHED_ANNOTATION };
+        const char *vals[2] = { NULL, NULL };
+        if (retry && strcmp(retry, "true") != 0 && strcmp(retry, "false") != 0)
+                vals[0] = retry;
+        if (sched && se_lb_parse(sched, &kind, &flags) != 0)
+                vals[1] = sched;
+        for (unsigned i = 0; i < 2; i++) {
+                if (!vals[i])
+                        continue;
+                char capped[65]; /* the log names the value; 64 bytes tell it */
+                snprintf(capped, sizeof(capped), "%s", vals[i]);
+                se_strbuf_printf(sb, "%s\1%s\1%s\1", svc->meta.namespace ? svc->meta.namespace : "",
+                                 svc->meta.name, keys[i]);
+                se_json_put_escaped(sb, capped);
+                se_strbuf_putc(sb, '\n');
+        }
+}
+
+/* Logs one line of bad_lines, [line, end): its four fields. */
+static void say_bad(const char *line, const char *end)
+{
+        const char *f[5] = { line };
+        for (unsigned k = 1; k < 4; k++) {
+                const char *sep = memchr(f[k - 1], '\1', (size_t)(end - f[k - 1]));
+                f[k] = sep ? sep + 1 : end; /* (a name with \1 in it: said as it comes) */
+        }
+        f[4] = end + 1;
+        int w[4];
+        for (unsigned k = 0; k < 4; k++)
+                w[k] = f[k + 1] > f[k] ? (int)(f[k + 1] - f[k] - 1) : 0;
+        se_log_warn("service %.*s/%.*s: invalid %.*s value \"%.*s\": served as without it", w[0],
+                    f[0], w[1], f[1], w[2], f[2], w[3], f[3]);
+}
+
+/* Logs each invalid routing annotation once while it stays: a Service
+ * whose value changes to another invalid one is logged again. Runs under
+ * the store's read lock. */
+static void warn_bad(struct proxyd *d)
+{
+        struct se_strbuf now;
+        se_strbuf_init(&now, 0);
+        const struct se_object **objs = NULL;
+        long n = se_store_list(d->store, SE_KIND_SERVICE, NULL, &objs);
+        for (long i = 0; i < n; i++)
+                bad_lines(objs[i], &now);
+        free(objs);
+        if (n < 0 || se_strbuf_failed(&now)) {
+                se_strbuf_release(&now);
+                return; /* out of memory: said on the next sync */
+        }
+        /* both lists in the store's order: one walk finds the new lines */
+        const char *old = d->route_bad.len ? d->route_bad.buf : "";
+        for (const char *line = now.len ? now.buf : NULL; line && *line;) {
+                const char *end = strchr(line, '\n');
+                size_t len = (size_t)(end - line);
+                while (*old && strncmp(old, line, len + 1) < 0)
+                        old = strchr(old, '\n') + 1;
+                if (strncmp(old, line, len + 1) != 0)
+                        say_bad(line, end);
+                line = end + 1;
+        }
+        se_strbuf_release(&d->route_bad);
+        d->route_bad = now;
 }
 
 /* Nothing routed any more: the redirects go (the proxy stays, empty). */
@@ -90,7 +153,7 @@ void proxyd_route_sync(struct proxyd *d)
         se_store_rdlock(d->store);
         if (!d->route_on && !annotated(d->store)) {
                 se_store_unlock(d->store);
-                d->route_bad = 0;
+                se_strbuf_reset(&d->route_bad);
                 return;
         }
         for (unsigned i = 0; r == 0 && i < d->n_fams; i++)
@@ -100,12 +163,12 @@ void proxyd_route_sync(struct proxyd *d)
         const struct se_proxy_table *views[2] = { &view[0], &view[1] };
         if (r == 0)
                 r = se_uproxy_snapshot_build(views, d->n_fams, d->store, d->scheduler, &snap);
+        warn_bad(d);
         se_store_unlock(d->store);
         if (r < 0) {
                 se_log_error("routing to the userspace proxy: %s", strerror(-r));
                 goto out;
         }
-        warn_bad(d, t);
         if (!any) {
                 route_off(d, snap);
                 snap = NULL;
