@@ -10,94 +10,15 @@
 # to the one endpoint the trace names; mh pins as the trace says; both
 # families. Only addresses inside these namespaces are used. Needs root;
 # prints a visible SKIP without.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-here=$PWD/test/e2e
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (want '$2', got '$3')"; fi; }
-
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP e2e ksched: needs root for network namespaces"
-        exit 0
-fi
-for tool in ip python3 nft; do
-        if ! command -v "$tool" >/dev/null; then
-                echo "not ok 1 - e2e ksched: $tool is missing (test/ensure-deps)"
-                exit 1
-        fi
-done
-
-p=ks$$
-NODE=$p-node CL=$p-cl
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-        for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-        for ns in "$CL" "$p-b1" "$p-b2" "$p-b3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-must() { "$@" || { echo "failed: $*"; exit 1; }; }
+. "$(dirname "$0")/lib.bash"
+e2e_init ks ksched ip python3 nft
 
 CLIENTS4="10.99.0.2 10.99.0.3 10.99.0.4 10.99.0.5 10.99.0.6 10.99.0.7 10.99.0.8 10.99.0.9"
 CLIENTS6="fd00:99::2 fd00:99::3 fd00:99::4 fd00:99::5"
 
 # a client with several addresses, a node and three backends (10.244.k.2)
-setup() {
-        local k ns a
-        for ns in "$NODE" "$CL" "$p-b1" "$p-b2" "$p-b3"; do
-                must ip netns add "$ns"
-                must inns "$ns" ip link set lo up
-        done
-        must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
-        must inns "$NODE" sysctl -qw net.ipv6.conf.all.forwarding=1
-        must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
-        for a in $CLIENTS4; do must inns "$CL" ip addr add $a/24 dev vc; done
-        for a in $CLIENTS6; do must inns "$CL" ip addr add $a/64 dev vc nodad; done
-        must inns "$CL" ip link set vc up
-        must inns "$CL" ip route add default via 10.99.0.1
-        must inns "$CL" ip -6 route add default via fd00:99::1
-        must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
-        must inns "$NODE" ip addr add fd00:99::1/64 dev vn nodad
-        must inns "$NODE" ip link set vn up
-        must inns "$NODE" ip link add up0 type veth peer name up1
-        must inns "$NODE" ip link set up1 up
-        must inns "$NODE" ip link set up0 up
-        must inns "$NODE" ip route add 10.96.0.0/16 dev up0
-        must inns "$NODE" ip -6 route add fd00:96::/112 dev up0
-        for k in 1 2 3; do
-                ns=$p-b$k
-                must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
-                must inns "$NODE" ip addr add 10.244.$k.1/24 dev vb$k
-                must inns "$NODE" ip addr add fd00:244:$k::1/64 dev vb$k nodad
-                must inns "$NODE" ip link set vb$k up
-                must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
-                must inns "$ns" ip addr add fd00:244:$k::2/64 dev eth0 nodad
-                must inns "$ns" ip link set eth0 up
-                must inns "$ns" ip route add default via 10.244.$k.1
-                must inns "$ns" ip -6 route add default via fd00:244:$k::1
-        done
-}
-
-start_backends() {
-        local k
-        for k in 1 2 3; do
-                ip netns exec "$p-b$k" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
-                pids+=($!)
-        done
-        for k in 1 2 3; do
-                for _ in $(seq 50); do
-                        grep -q ready "$tmp/b$k.log" 2>/dev/null && break
-                        sleep 0.1
-                done
-        done
-}
+NET_DUAL=1 NET_CLIENTS4=$CLIENTS4 NET_CLIENTS6=$CLIENTS6
+NET_ROUTES="10.96.0.0/16 fd00:96::/112"
 
 svc() { # svc NAME SCHEDULER CLUSTER-IP [FAMILY]
         printf -- '---\napiVersion: v1\nkind: Service\n'
@@ -173,12 +94,8 @@ print(" ".join(out))
 EOF
 }
 
-if ! (setup) >"$tmp/setup.log" 2>&1; then
-        not_ok "network namespaces set up"
-        sed 's/^/# /' "$tmp/setup.log"
-        exit 1
-fi
-start_backends
+net_up
+serve_backends
 write_cluster
 
 "$SVCENV/svcenv" rules "${opts[@]}" --backend nftables >"$tmp/rules.nft" 2>"$tmp/rules.err"
@@ -192,13 +109,13 @@ for form in "numgen inc mod 3 map @dnat-rr-service-" \
         "jhash ip6 saddr mod 4093 seed 0x5c4ed001 map @dnat-jh-service-"; do
         grep -qF -- "$form" "$tmp/rules.nft" || missing="$missing [$form]"
 done
-check "svcenv rules --backend nftables shows numgen inc and the seeded jhash forms" "" "$missing"
+check_eq "svcenv rules --backend nftables shows numgen inc and the seeded jhash forms" "" "$missing"
 
 if inns "$NODE" "$SVCENV/svcenv" rules "${opts[@]}" --backend nftables --apply 2>"$tmp/apply.err"; then
         ok "rules applied in the node namespace"
 else
         not_ok "rules applied in the node namespace ($(head -c 300 "$tmp/apply.err"))"
-        echo "1..$n"
+        plan
         exit 1
 fi
 
@@ -207,7 +124,7 @@ fi
 order=$(traced 10.99.0.2 10.96.0.30:80)
 got=$(connect 10.99.0.2 10.96.0.30 9)
 want=$(python3 -c 'import sys; o = [x.split("=")[0] for x in sys.argv[1].split()]; print(" ".join(o * 3))' "$order")
-check "rr: traced each 1/3 ($order); 9 connections visit the map in order" \
+check_eq "rr: traced each 1/3 ($order); 9 connections visit the map in order" \
         "b1=0.3333 b2=0.3333 b3=0.3333|$want" "$order|$got"
 
 # sh: each client address is pinned to the endpoint the trace computes
@@ -219,7 +136,7 @@ for a in $CLIENTS4; do
         [ "$got" = "$t $t $t $t" ] || seen="$seen [$a traced $t, got $got]"
 done
 distinct=$(printf '%s\n' "${pinned[@]}" | cut -d: -f2 | sort -u | wc -l)
-check "sh: ${#pinned[@]} client addresses each pinned to the traced endpoint ($distinct distinct)" \
+check_eq "sh: ${#pinned[@]} client addresses each pinned to the traced endpoint ($distinct distinct)" \
         "" "$seen$([ "$distinct" -ge 2 ] || echo ' all on one endpoint')"
 
 # sh,port: the source port joins the key; each (address, port) as traced
@@ -232,7 +149,7 @@ for a in 10.99.0.2 10.99.0.3 10.99.0.4; do
                 [ "$got" = "$t" ] || seen="$seen [$a:$port traced $t, got $got]"
         done
 done
-check "sh,port: $count client address:port pairs each reach the traced endpoint" "" "$seen"
+check_eq "sh,port: $count client address:port pairs each reach the traced endpoint" "" "$seen"
 
 # dh: the destination decides; every client goes to the one traced endpoint
 first=$(traced 10.99.0.2 10.96.0.33:80)
@@ -242,7 +159,7 @@ for a in $CLIENTS4; do
         got=$(connect $a 10.96.0.33 2)
         [ "$t" = "$first" ] && [ "$got" = "$t $t" ] || seen="$seen [$a traced $t, got $got]"
 done
-check "dh: every client address reaches the one traced endpoint ($first)" "" "$seen"
+check_eq "dh: every client address reaches the one traced endpoint ($first)" "" "$seen"
 
 # mh: Maglev slots, pinned as traced, both families
 seen=""
@@ -251,7 +168,7 @@ for a in $CLIENTS4; do
         got=$(connect $a 10.96.0.34 3)
         [ "$got" = "$t $t $t" ] || seen="$seen [$a traced $t, got $got]"
 done
-check "mh: each client address reaches the traced endpoint" "" "$seen"
+check_eq "mh: each client address reaches the traced endpoint" "" "$seen"
 
 seen="" ends=""
 for a in $CLIENTS6; do
@@ -263,5 +180,5 @@ for a in $CLIENTS6; do
                 [ "$got" = "$t $t $t" ] || seen="$seen [${case%%:*} $a traced $t, got $got]"
         done
 done
-check "IPv6 sh and mh: each client address reaches the traced endpoint ($ends )" "" "$seen"
-echo "1..$n"
+check_eq "IPv6 sh and mh: each client address reaches the traced endpoint ($ends )" "" "$seen"
+plan
