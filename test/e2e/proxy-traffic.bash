@@ -2,103 +2,14 @@
 # Real traffic through `svcenv rules --apply` (PROXY_BACKEND iptables or nftables) in network
 # namespaces made here: a client, a node and three backends. Only addresses
 # inside these namespaces are used. Needs root; prints a visible SKIP without.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-here=$PWD/test/e2e
+. "$(dirname "$0")/lib.bash"
 backend=${PROXY_BACKEND:-iptables}
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { # check NAME CMD...: ok when CMD succeeds
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
+e2e_init se "proxy ($backend)" ip python3 iptables-restore nft
+extra_ns=("$p-demo")
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP e2e proxy ($backend): needs root for network namespaces"
-        exit 0
-fi
-for tool in ip python3 iptables-restore nft; do
-        if ! command -v "$tool" >/dev/null; then
-                echo "not ok 1 - e2e proxy ($backend): $tool is missing (test/ensure-deps)"
-                exit 1
-        fi
-done
-
-p=se$$
-NODE=$p-node CL=$p-cl B1=$p-b1 B2=$p-b2 B3=$p-b3
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-        for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-        for ns in "$CL" "$B1" "$B2" "$B3" "$NODE" "$p-demo"; do ip netns del "$ns" 2>/dev/null; done
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-
-must() { "$@" || { echo "failed: $*"; exit 1; }; }
-setup() {
-        for ns in "$NODE" "$CL" "$B1" "$B2" "$B3"; do
-                must ip netns add "$ns"
-                must inns "$ns" ip link set lo up
-        done
-        must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
-        must inns "$NODE" sysctl -qw net.ipv6.conf.all.forwarding=1
-        must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
-        must inns "$CL" ip addr add 10.99.0.2/24 dev vc
-        must inns "$CL" ip link set vc up
-        must inns "$CL" ip route add default via 10.99.0.1
-        must inns "$CL" ip addr add fd00:99::2/64 dev vc nodad
-        must inns "$CL" ip -6 route add default via fd00:99::1
-        must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
-        must inns "$NODE" ip addr add fd00:99::1/64 dev vn nodad
-        must inns "$NODE" ip link set vn up
-        # service IPs are routed (like a default route would) so that
-        # unmatched packets reach FORWARD
-        must inns "$NODE" ip link add up0 type veth peer name up1
-        # no IPv6 chatter on it: its packet count is what reached FORWARD's end
-        must inns "$NODE" sysctl -qw net.ipv6.conf.up0.disable_ipv6=1
-        must inns "$NODE" sysctl -qw net.ipv6.conf.up1.disable_ipv6=1
-        must inns "$NODE" ip link set up1 up
-        must inns "$NODE" ip link set up0 up
-        must inns "$NODE" ip route add 10.96.0.0/16 dev up0
-        must inns "$NODE" ip route add 10.97.0.0/16 dev up0
-        # one routed /24 per backend (no bridge: replies always cross the node)
-        local k
-        for k in 1 2 3; do
-                local ns=$p-b$k
-                must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
-                must inns "$NODE" ip addr add 10.244.$k.1/24 dev vb$k
-                must inns "$NODE" ip link set vb$k up
-                must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
-                must inns "$ns" ip link set eth0 up
-                must inns "$ns" ip route add default via 10.244.$k.1
-                must inns "$NODE" ip addr add fd00:244:$k::1/64 dev vb$k nodad
-                must inns "$ns" ip addr add fd00:244:$k::2/64 dev eth0 nodad
-                must inns "$ns" ip -6 route add default via fd00:244:$k::1
-        done
-}
-
-start_backends() {
-        local k=1
-        for ns in "$B1" "$B2" "$B3"; do
-                # ip netns exec execs the command: $! is the server itself
-                ip netns exec "$ns" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
-                pids+=($!)
-                k=$((k + 1))
-        done
-        for k in 1 2 3; do
-                for _ in $(seq 50); do
-                        grep -q ready "$tmp/b$k.log" 2>/dev/null && break
-                        sleep 0.1
-                done
-        done
-}
+# dual-stack; the service IPs are routed (like a default route would) so
+# that unmatched packets reach FORWARD; 10.97/16 lies outside the ServiceCIDR
+NET_DUAL=1 NET_UP0_NO_V6=1 NET_ROUTES="10.96.0.0/16 10.97.0.0/16"
 
 slice() { # slice NAME SVC PORTNAME PROTO PORT ENDPOINT...  (ENDPOINT = ip@node)
         local name=$1 svc=$2 pname=$3 proto=$4 port=$5
@@ -201,12 +112,8 @@ spread_ok() { # each of b1 b2 b3 answered at least MIN times, and nothing failed
         done
 }
 
-if ! (setup) >"$tmp/setup.log" 2>&1; then
-        not_ok "network namespaces set up"
-        sed 's/^/# /' "$tmp/setup.log"
-        exit 1
-fi
-start_backends
+net_up
+serve_backends
 write_cluster 10.244.1.2@node-a 10.244.2.2@node-b 10.244.3.2@node-b
 
 check "svcenv rules --apply ($backend) in the node namespace" apply
@@ -375,4 +282,4 @@ else
                 bash -c 'ip netns exec "$1" nft list table ip6 svcenv | grep -q "fd00:96::40 . tcp . 443"' _ "$p-demo"
 fi
 ip netns del "$p-demo"
-echo "1..$n"
+plan
