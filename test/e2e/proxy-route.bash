@@ -8,90 +8,9 @@
 # Service is back on kernel rules, the proxy stops counting it, the
 # redirects are gone; and it comes back. Needs root; prints a visible SKIP
 # without.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-here=$PWD/test/e2e
+. "$(dirname "$0")/lib.bash"
 backend=${PROXY_BACKEND:-iptables}
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { # check NAME CMD...: ok when CMD succeeds
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP e2e per-Service routing ($backend): needs root for network namespaces"
-        exit 0
-fi
-for tool in ip python3 iptables-restore iptables-save nft; do
-        if ! command -v "$tool" >/dev/null; then
-                echo "not ok 1 - e2e per-Service routing: $tool is missing (test/ensure-deps)"
-                exit 1
-        fi
-done
-
-p=rt$$
-NODE=$p-node CL=$p-cl
-tmp=$(mktemp -d)
-pids=()
-proxy_pid=
-cleanup() {
-        [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
-        for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-        for ns in "$CL" "$p-b1" "$p-b2" "$p-b3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
-        if [ -n "${KEEP_TMP:-}" ]; then echo "# kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-must() { "$@" || { echo "failed: $*"; exit 1; }; }
-
-setup() {
-        for ns in "$NODE" "$CL" "$p-b1" "$p-b2" "$p-b3"; do
-                must ip netns add "$ns"
-                must inns "$ns" ip link set lo up
-        done
-        must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
-        must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
-        must inns "$CL" ip addr add 10.99.0.2/24 dev vc
-        must inns "$CL" ip link set vc up
-        must inns "$CL" ip route add default via 10.99.0.1
-        must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
-        must inns "$NODE" ip link set vn up
-        # the service range is routed somewhere (as a default route would)
-        must inns "$NODE" ip link add up0 type veth peer name up1
-        must inns "$NODE" ip link set up1 up
-        must inns "$NODE" ip link set up0 up
-        must inns "$NODE" ip route add 10.96.0.0/16 dev up0
-        local k
-        for k in 1 2 3; do
-                local ns=$p-b$k
-                must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
-                must inns "$NODE" ip addr add 10.244.$k.1/24 dev vb$k
-                must inns "$NODE" ip link set vb$k up
-                must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
-                must inns "$ns" ip link set eth0 up
-                must inns "$ns" ip route add default via 10.244.$k.1
-        done
-}
-
-start_backends() { # b2 and b3 answer on 8080; nobody listens in b1: refused
-        local k
-        for k in 2 3; do
-                ip netns exec "$p-b$k" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
-                pids+=($!)
-        done
-        for k in 2 3; do
-                for _ in $(seq 50); do
-                        grep -q ready "$tmp/b$k.log" 2>/dev/null && break
-                        sleep 0.1
-                done
-        done
-}
+e2e_init rt "per-Service routing ($backend)" ip python3 iptables-restore iptables-save nft
 
 # svc NAME IP NODEPORT [SCHEDULER], with a slice of the refusing b1, b2 and b3
 # (b1 first in list order: lc's ties go to it, so the proxy must retry)
@@ -151,14 +70,6 @@ EOF
         } >"$tmp/cluster.yaml"
 }
 
-metrics() {
-        inns "$NODE" python3 -c 'import urllib.request,sys
-try: sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:10249/metrics", timeout=2).read().decode())
-except Exception: pass'
-}
-metric() { # metric NAME SERVICE: the value (0 when absent)
-        metrics | awk -v n="$1{service=\"$2\"" 'index($0, n) == 1 { v = $2 } END { print v + 0 }'
-}
 # the redirect rules, in either form (empty when there are none)
 redirects() {
         { inns "$NODE" iptables-save; inns "$NODE" nft list ruleset; } 2>/dev/null |
@@ -171,28 +82,15 @@ kernel_rules_for() {
 }
 tcp() { inns "$CL" python3 "$here/netpeer.py" tcp "$@"; }
 failed() { grep -c '^ERR' "$1"; }
-wait_for() { # wait_for CMD...: up to 10 s
-        for _ in $(seq 100); do
-                "$@" && return 0
-                sleep 0.1
-        done
-        return 1
-}
 no_redirects() { [ -z "$(redirects)" ]; }
 routed_now() { [ -n "$(redirects | grep 10.96.0.20)" ] && [ -z "$(kernel_rules_for 10.96.0.20)" ]; }
 kernel_now() { [ -z "$(redirects | grep 10.96.0.20)" ] && [ -n "$(kernel_rules_for 10.96.0.20)" ]; }
 
-if ! (setup) >"$tmp/setup.log" 2>&1; then
-        not_ok "network namespaces set up"
-        sed 's/^/# /' "$tmp/setup.log"
-        exit 1
-fi
-start_backends
+net_up
+serve_backends 2 3 # nobody listens in b1: refused
 write_cluster lc
-ip netns exec "$NODE" "$SVCENV/svcenv-proxy" -f "$tmp/cluster.yaml" --mode "$backend" \
-        --hostname-override node-a --min-sync-period 0 --cluster-cidr 10.244.0.0/16 \
-        >>"$tmp/proxy.log" 2>&1 &
-proxy_pid=$!
+proxy_start -f "$tmp/cluster.yaml" --mode "$backend" --hostname-override node-a \
+        --min-sync-period 0 --cluster-cidr 10.244.0.0/16
 wait_for routed_now
 check "$backend: the lc Service has redirects and no kernel rules" routed_now
 check "$backend: the unannotated Service keeps kube-proxy's rules" \
@@ -259,11 +157,9 @@ tcp 10.96.0.20 80 30 >"$tmp/least3"
 check "annotated again: routed, 0 of 30 fail" \
         test "$(grep -c '^b[23]$' "$tmp/least3")" -eq 30
 
-kill "$proxy_pid" 2>/dev/null
-wait "$proxy_pid" 2>/dev/null
-proxy_pid=
+proxy_stop
 inns "$NODE" "$SVCENV/svcenv-proxy" --cleanup >/dev/null 2>&1
 check "--cleanup removes the redirects and the mark rule" \
         test -z "$(redirects; inns "$NODE" ip rule | grep 0x800000)"
-sed -n '/rror\|panic/p' "$tmp/proxy.log" | head -5 | sed 's/^/# proxy: /'
-echo "1..$n"
+proxy_errors
+plan
