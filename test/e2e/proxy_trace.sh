@@ -8,93 +8,13 @@
 # 300 connections (a chi-square bound that fails when they are wrong, e.g.
 # 1/3 each where topology hints leave two endpoints). Only addresses inside
 # these namespaces are used. Needs root; prints a visible SKIP without.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-here=$PWD/test/e2e
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+. "$(dirname "$0")/lib.bash"
+e2e_init st trace ip python3 iptables-restore nft
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP e2e trace: needs root for network namespaces"
-        exit 0
-fi
-for tool in ip python3 iptables-restore nft; do
-        if ! command -v "$tool" >/dev/null; then
-                echo "not ok 1 - e2e trace: $tool is missing (test/ensure-deps)"
-                exit 1
-        fi
-done
-
-p=st$$
-NODE=$p-node CL=$p-cl
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-        for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-        for ns in "$CL" "$p-b1" "$p-b2" "$p-b3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-must() { "$@" || { echo "failed: $*"; exit 1; }; }
-
-# a client, a node and three backends (10.244.k.2), each on its own veth
-setup() {
-        local k ns
-        for ns in "$NODE" "$CL" "$p-b1" "$p-b2" "$p-b3"; do
-                must ip netns add "$ns"
-                must inns "$ns" ip link set lo up
-        done
-        must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
-        must inns "$NODE" sysctl -qw net.ipv6.conf.all.forwarding=1
-        must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
-        must inns "$CL" ip addr add 10.99.0.2/24 dev vc
-        must inns "$CL" ip addr add fd00:99::2/64 dev vc nodad
-        must inns "$CL" ip link set vc up
-        must inns "$CL" ip route add default via 10.99.0.1
-        must inns "$CL" ip -6 route add default via fd00:99::1
-        must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
-        must inns "$NODE" ip addr add fd00:99::1/64 dev vn nodad
-        must inns "$NODE" ip link set vn up
-        # service and LB addresses are routed on (as a default route would),
-        # so what no rule takes reaches FORWARD instead of "no route"
-        must inns "$NODE" ip link add up0 type veth peer name up1
-        must inns "$NODE" ip link set up1 up
-        must inns "$NODE" ip link set up0 up
-        must inns "$NODE" ip route add 10.96.0.0/16 dev up0
-        must inns "$NODE" ip route add 198.51.100.0/24 dev up0
-        must inns "$NODE" ip -6 route add fd00:96::/112 dev up0
-        for k in 1 2 3; do
-                ns=$p-b$k
-                must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
-                must inns "$NODE" ip addr add 10.244.$k.1/24 dev vb$k
-                must inns "$NODE" ip link set vb$k up
-                must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
-                must inns "$ns" ip link set eth0 up
-                must inns "$ns" ip route add default via 10.244.$k.1
-                must inns "$NODE" ip addr add fd00:244:$k::1/64 dev vb$k nodad
-                must inns "$ns" ip addr add fd00:244:$k::2/64 dev eth0 nodad
-                must inns "$ns" ip -6 route add default via fd00:244:$k::1
-        done
-}
-
-start_backends() {
-        local k
-        for k in 1 2 3; do
-                ip netns exec "$p-b$k" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
-                pids+=($!)
-        done
-        for k in 1 2 3; do
-                for _ in $(seq 50); do
-                        grep -q ready "$tmp/b$k.log" 2>/dev/null && break
-                        sleep 0.1
-                done
-        done
-}
+# a client, a node and three backends (10.244.k.2), each on its own veth;
+# service and LB addresses are routed on (as a default route would), so
+# what no rule takes reaches FORWARD instead of "no route"
+NET_DUAL=1 NET_ROUTES="10.96.0.0/16 198.51.100.0/24 fd00:96::/112"
 
 svc() { # svc NAME CLUSTER-IP SPEC-EXTRA [STATUS]
         printf -- '---\napiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: e2e}\n' "$1"
@@ -187,12 +107,8 @@ EOF
 
 traffic() { inns "$CL" python3 "$here/netpeer.py" "$@"; }
 
-if ! (setup) >"$tmp/setup.log" 2>&1; then
-        not_ok "network namespaces set up"
-        sed 's/^/# /' "$tmp/setup.log"
-        exit 1
-fi
-start_backends
+net_up
+serve_backends
 write_cluster
 
 for mode in iptables nftables; do
@@ -284,4 +200,4 @@ print(" ".join("b" + e["endpoint"].split(":")[0].split(".")[2] for e in d["endpo
                 fi
         done
 done
-echo "1..$n"
+plan
