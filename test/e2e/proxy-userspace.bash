@@ -9,75 +9,12 @@
 # runs to its end; least connection with a slow backend, every pick checked
 # against the formula and the proxy's counts and decision metrics (and the
 # same check failing for rr). Needs root; prints a visible SKIP without.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-here=$PWD/test/e2e
+. "$(dirname "$0")/lib.bash"
 backend=${PROXY_BACKEND:-iptables}
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { # check NAME CMD...: ok when CMD succeeds
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP e2e userspace proxy: needs root for network namespaces"
-        exit 0
-fi
-for tool in ip python3 iptables-restore nft; do
-        if ! command -v "$tool" >/dev/null; then
-                echo "not ok 1 - e2e userspace proxy: $tool is missing (test/ensure-deps)"
-                exit 1
-        fi
-done
-
-p=su$$
-NODE=$p-node CL=$p-cl B1=$p-b1 B2=$p-b2 B3=$p-b3
-tmp=$(mktemp -d)
-pids=()
-proxy_pid=
-cleanup() {
-        [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
-        for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-        for ns in "$CL" "$B1" "$B2" "$B3" "$NODE"; do ip netns del "$ns" 2>/dev/null; done
-        if [ -n "${KEEP_TMP:-}" ]; then echo "# kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-must() { "$@" || { echo "failed: $*"; exit 1; }; }
+e2e_init su "userspace proxy" ip python3 iptables-restore nft
 
 setup() {
-        for ns in "$NODE" "$CL" "$B1" "$B2" "$B3"; do
-                must ip netns add "$ns"
-                must inns "$ns" ip link set lo up
-        done
-        must inns "$NODE" sysctl -qw net.ipv4.ip_forward=1
-        must ip link add vc netns "$CL" type veth peer name vn netns "$NODE"
-        must inns "$CL" ip addr add 10.99.0.2/24 dev vc
-        must inns "$CL" ip link set vc up
-        must inns "$CL" ip route add default via 10.99.0.1
-        must inns "$NODE" ip addr add 10.99.0.1/24 dev vn
-        must inns "$NODE" ip link set vn up
-        # the service range is routed somewhere (as a default route would)
-        must inns "$NODE" ip link add up0 type veth peer name up1
-        must inns "$NODE" ip link set up1 up
-        must inns "$NODE" ip link set up0 up
-        must inns "$NODE" ip route add 10.96.0.0/16 dev up0
-        local k
-        for k in 1 2 3; do
-                local ns=$p-b$k
-                must ip link add eth0 netns "$ns" type veth peer name vb$k netns "$NODE"
-                must inns "$NODE" ip addr add 10.244.$k.1/24 dev vb$k
-                must inns "$NODE" ip link set vb$k up
-                must inns "$ns" ip addr add 10.244.$k.2/24 dev eth0
-                must inns "$ns" ip link set eth0 up
-                must inns "$ns" ip route add default via 10.244.$k.1
-        done
+        net_build
         # b3's port 8082 is a black hole: SYNs vanish
         must inns "$B3" nft -f - <<EOF
 table inet hole {
@@ -92,21 +29,11 @@ EOF
 start_backends() {
         local k
         for k in 1 2 3; do
-                ip netns exec "$p-b$k" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
-                pids+=($!)
-                ip netns exec "$p-b$k" python3 "$here/uproxy_peer.py" echo b$k 8090 >"$tmp/e$k.log" 2>&1 &
-                pids+=($!)
-                ip netns exec "$p-b$k" python3 "$here/uproxy_peer.py" watch b$k 8091 >"$tmp/w$k.log" 2>&1 &
-                pids+=($!)
+                peer_start b$k "$p-b$k" netpeer.py serve b$k 8080
+                peer_start e$k "$p-b$k" uproxy_peer.py echo b$k 8090
+                peer_start w$k "$p-b$k" uproxy_peer.py watch b$k 8091
         done
-        for k in 1 2 3; do
-                for f in b e w; do
-                        for _ in $(seq 50); do
-                                grep -q ready "$tmp/$f$k.log" 2>/dev/null && break
-                                sleep 0.1
-                        done
-                done
-        done
+        for k in 1 2 3; do peers_ready b$k e$k w$k; done
 }
 
 # ep IP [ready|terminating]: one endpoint line of a slice
@@ -196,40 +123,18 @@ EOF
         } >"$tmp/cluster.yaml"
 }
 
+serving() { metrics | grep -q 'svcenv_proxy_connections_total{service="e2e/web:p"'; }
 start_proxy() { # start_proxy EXTRA...: waits until the services are served
-        # ip netns exec execs the proxy: $! is the proxy itself
-        ip netns exec "$NODE" "$SVCENV/svcenv-proxy" -f "$tmp/cluster.yaml" --mode userspace \
-                --backend "$backend" --hostname-override node-a --min-sync-period 0 "$@" \
-                >>"$tmp/proxy.log" 2>&1 &
-        proxy_pid=$!
-        for _ in $(seq 100); do
-                metrics | grep -q 'svcenv_proxy_connections_total{service="e2e/web:p"' && break
-                sleep 0.1
-        done
+        proxy_start -f "$tmp/cluster.yaml" --mode userspace --backend "$backend" \
+                --hostname-override node-a --min-sync-period 0 "$@"
+        wait_for serving
         sleep 0.3 # the rules follow the snapshot
-}
-stop_proxy() {
-        kill "$proxy_pid" 2>/dev/null
-        wait "$proxy_pid" 2>/dev/null
-        proxy_pid=
-}
-metrics() {
-        inns "$NODE" python3 -c 'import urllib.request,sys
-try: sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:10249/metrics", timeout=2).read().decode())
-except Exception: pass'
-}
-metric() { # metric NAME SERVICE: the value (0 when absent)
-        metrics | awk -v n="$1{service=\"$2\"" 'index($0, n) == 1 { v = $2 } END { print v + 0 }'
 }
 
 tcp() { inns "$CL" python3 "$here/netpeer.py" tcp "$@"; }
 peer() { inns "$CL" python3 "$here/uproxy_peer.py" "$@"; }
 
-if ! (setup) >"$tmp/setup.log" 2>&1; then
-        not_ok "network namespaces set up"
-        sed 's/^/# /' "$tmp/setup.log"
-        exit 1
-fi
+net_up setup
 start_backends
 write_cluster
 start_proxy --udp-timeout 250ms
@@ -294,7 +199,7 @@ check "sh,port: the client's ports spread it over more than one endpoint" \
 tcp 10.96.0.11 80 6 >"$tmp/sticky"
 check "ClientIP affinity: 6 connections, one endpoint" \
         test "$(sort -u "$tmp/sticky" | wc -l)" -eq 1 -a "$(grep -c '^b' "$tmp/sticky")" -eq 6
-stop_proxy
+proxy_stop
 
 # phase 2: long UDP sessions, changes by reload (SIGHUP re-reads -f)
 write_cluster
@@ -326,7 +231,7 @@ check "terminating endpoint: no new connections (6 to b2/b3)" \
         test "$(grep -c '^b[23]:5$' "$tmp/term")" -eq 6
 check "terminating endpoint: its open connection runs to its end" \
         grep -qx 'b1:1' "$tmp/hold"
-stop_proxy
+proxy_stop
 
 # phase 3: least connection with a slow backend, pick by pick. The client
 # drives one connection a tick and holds each 6 ticks when b2 (the slow
@@ -334,16 +239,8 @@ stop_proxy
 # the proxy's per-endpoint counts must equal what the client holds, and the
 # pick must be the formula's (uproxy_lc.py). The same drive through an rr
 # Service of the same endpoints must disagree: the check tells them apart.
-for k in 1 2 3; do
-        ip netns exec "$p-b$k" python3 "$here/uproxy_lc.py" serve b$k 8092 >"$tmp/h$k.log" 2>&1 &
-        pids+=($!)
-done
-for k in 1 2 3; do
-        for _ in $(seq 50); do
-                grep -q ready "$tmp/h$k.log" 2>/dev/null && break
-                sleep 0.1
-        done
-done
+for k in 1 2 3; do peer_start h$k "$p-b$k" uproxy_lc.py serve b$k 8092; done
+peers_ready h1 h2 h3
 write_cluster
 {
         svc_sched least 10.96.0.50 lc
@@ -392,9 +289,9 @@ sh_sum() { # sh_sum METRIC ENDPOINT_REGEX: the sum over refusesh's matching endp
 check "sh: picks_total 6 on the refusing endpoint, fallback_total 6 on the others" \
         test "$(sh_sum svcenv_proxy_scheduler_picks_total "10.244.${want#b}.2:8081")" -eq 6 -a \
         "$(sh_sum svcenv_proxy_scheduler_fallback_total "10.244.[0-9].2:8080")" -eq 6
-stop_proxy
+proxy_stop
 inns "$NODE" "$SVCENV/svcenv-proxy" --cleanup >/dev/null 2>&1
 check "--cleanup removes the userspace chains, table and mark rule" \
         test -z "$({ inns "$NODE" iptables-save; inns "$NODE" nft list ruleset
                 inns "$NODE" ip rule; } 2>/dev/null | grep -i 'svcenv-userspace\|0x800000')"
-sed -n '/rror\|panic/p' "$tmp/proxy.log" | head -5 | sed 's/^/# proxy: /'
+proxy_errors
