@@ -151,14 +151,19 @@ peer_start() {
         ip netns exec "$ns" python3 "$here/$script" "$@" >"$tmp/$log.log" 2>&1 &
         pids+=($!)
 }
-# peers_ready LOG...: waits up to 5 s for each to print "ready"
+# peers_ready LOG...: waits up to 5 s for each to print the line "ready"
+# (a whole line: "Address already in use" is not ready); one that
+# does not is named in a TAP comment with its last words (the checks that
+# need it then fail on their own)
 peers_ready() {
         local log
         for log in "$@"; do
                 for _ in $(seq 50); do
-                        grep -q ready "$tmp/$log.log" 2>/dev/null && break
+                        grep -qx ready "$tmp/$log.log" 2>/dev/null && break
                         sleep 0.1
                 done
+                grep -qx ready "$tmp/$log.log" 2>/dev/null ||
+                        echo "# peer $log did not start: $(tail -n 1 "$tmp/$log.log" 2>/dev/null)"
         done
 }
 # serve_backends [K...]: netpeer answering "bK" on port 8080 in backend K
