@@ -230,6 +230,16 @@ traffic "$CL" tcp 10.96.0.10 80 100 >"$tmp/web2"
 check "removing an endpoint stops traffic to it" \
         bash -c '! grep -q ERR "$1" && ! grep -qx b3 "$1" && grep -qx b1 "$1" && grep -qx b2 "$1"' _ "$tmp/web2"
 
+# flush_then_repair CMD...: CMD on the node (a flush) breaks the service;
+# re-applying the rules repairs it
+flush_then_repair() {
+        inns "$NODE" "$@"
+        traffic "$CL" tcp 10.96.0.10 80 1 1 >"$tmp/flushed"
+        check "$* breaks the service ($(cat "$tmp/flushed"))" bash -c 'grep -q ERR "$1"' _ "$tmp/flushed"
+        apply
+        traffic "$CL" tcp 10.96.0.10 80 20 >"$tmp/repaired"
+        check "re-applying repairs it" bash -c '! grep -q ERR "$1"' _ "$tmp/repaired"
+}
 if [ "$backend" = iptables ]; then
         # nfacct counters do not exist here, so this restore fails as a whole
         apply --nfacct on
@@ -240,21 +250,9 @@ if [ "$backend" = iptables ]; then
         check "after a failed apply the previous rules stay in force" \
                 bash -c '! grep -q ERR "$1" && ! grep -qx b3 "$1"' _ "$tmp/web3"
 
-        inns "$NODE" iptables -t nat -F
-        traffic "$CL" tcp 10.96.0.10 80 1 1 >"$tmp/flushed"
-        check "iptables -t nat -F breaks the service ($(cat "$tmp/flushed"))" \
-                bash -c 'grep -q ERR "$1"' _ "$tmp/flushed"
-        apply
-        traffic "$CL" tcp 10.96.0.10 80 20 >"$tmp/repaired"
-        check "re-applying repairs it" bash -c '! grep -q ERR "$1"' _ "$tmp/repaired"
+        flush_then_repair iptables -t nat -F
 else
-        inns "$NODE" nft flush ruleset
-        traffic "$CL" tcp 10.96.0.10 80 1 1 >"$tmp/flushed"
-        check "nft flush ruleset breaks the service ($(cat "$tmp/flushed"))" \
-                bash -c 'grep -q ERR "$1"' _ "$tmp/flushed"
-        apply
-        traffic "$CL" tcp 10.96.0.10 80 20 >"$tmp/repaired"
-        check "re-applying repairs it" bash -c '! grep -q ERR "$1"' _ "$tmp/repaired"
+        flush_then_repair nft flush ruleset
 fi
 if [ "$backend" = iptables ]; then
         # as kube-proxy, the kubelet's KUBE-FIREWALL jumps are ensured in both families
