@@ -19,16 +19,14 @@ third-party modules).
 """
 import socket
 import sys
-import threading
 import time
 import urllib.request
 
+from uproxy_peer import listener, serve_each
+
 
 def serve(name, port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port))
-    s.listen(128)
+    s = listener(port)
     print("ready", flush=True)
 
     def one(c):
@@ -40,9 +38,7 @@ def serve(name, port):
             pass
         c.close()
 
-    while True:
-        c, _ = s.accept()
-        threading.Thread(target=one, args=(c,), daemon=True).start()
+    serve_each(s, one)
 
 
 def counts(url, service, eps):

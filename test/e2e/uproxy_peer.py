@@ -23,11 +23,24 @@ import threading
 import time
 
 
-def echo(name, port):
+def listener(port):
+    """A TCP socket listening on PORT of every address."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("0.0.0.0", port))
     s.listen(128)
+    return s
+
+
+def serve_each(s, one):
+    """Hands every connection S accepts to ONE, each in its own thread."""
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=one, args=(c,), daemon=True).start()
+
+
+def echo(name, port):
+    s = listener(port)
 
     def udp():
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -52,16 +65,11 @@ def echo(name, port):
             pass
         c.close()
 
-    while True:
-        c, _ = s.accept()
-        threading.Thread(target=one, args=(c,), daemon=True).start()
+    serve_each(s, one)
 
 
 def watch(name, port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port))
-    s.listen(128)
+    s = listener(port)
     print("ready", flush=True)
 
     def one(c):
@@ -77,9 +85,7 @@ def watch(name, port):
             print("%s:ERR:%s" % (name, e), flush=True)
         c.close()
 
-    while True:
-        c, _ = s.accept()
-        threading.Thread(target=one, args=(c,), daemon=True).start()
+    serve_each(s, one)
 
 
 def reset(ip, port):
