@@ -22,7 +22,8 @@ import sys
 import time
 import urllib.request
 
-from uproxy_peer import listener, serve_each
+sys.dont_write_bytecode = True  # no __pycache__ left in the tree
+from uproxy_peer import listener, serve_each  # noqa: E402
 
 
 def serve(name, port):
