@@ -66,6 +66,11 @@ struct se_proxy_proxier {
          * made by the first carried sync after last[] was built */
         struct se_hashmap hairpin;
         bool hairpin_valid;
+        /* last[i]'s port array once a carried sync added or removed ports
+         * (NULL: still the one in last[i]'s arena), with room for more:
+         * an add moves the ports after it, not the whole table */
+        struct se_proxy_svcport *own_ports[2];
+        uint32_t own_cap[2];
 };
 
 static void now_of(const struct se_proxy_proxier *p, struct se_proxy_instant *now)
@@ -164,6 +169,7 @@ struct se_proxy_proxier *se_proxy_proxier_free(struct se_proxy_proxier *p)
         for (unsigned i = 0; i < 2; i++) {
                 se_proxy_tracker_free(p->tr[i]);
                 se_proxy_table_free(p->last[i]);
+                free(p->own_ports[i]);
         }
         free(SE_UNCONST(char, p->opt.zone));
         changes_release(&p->changed);
@@ -589,48 +595,65 @@ static int match(const struct se_proxy_table *last, const struct se_proxy_table 
         return r;
 }
 
-/* Patches small's ports into last in place of the pairs' old ones, which
- * are copied to old[] first (table order, those that were); last keeps
- * small's memory. Ports added or removed make last's array anew in
- * small's arena. 0 or -ENOMEM (last unchanged). */
-static int patch(struct se_proxy_table *last, struct se_proxy_table *small,
+/* Patches small's ports into last (p->last[i]) in place of the pairs' old
+ * ones, which are copied to old[] first (table order, those that were);
+ * last keeps small's memory. Ports added or removed move last's array to
+ * p->own_ports[i] (made once, grown by half when full) and the ports
+ * after them along. 0 or -ENOMEM (last unchanged). */
+static int patch(struct se_proxy_proxier *p, unsigned i, struct se_proxy_table *small,
                  const struct carry_pairs *c, struct se_proxy_svcport *old, uint32_t *n_old)
 {
-        struct se_proxy_svcport *ports = last->ports;
+        struct se_proxy_table *last = p->last[i];
         uint32_t n = last->n_ports + c->added - c->removed;
-        if ((c->added || c->removed) &&
-            !(ports = se_arena_array(&small->arena, (size_t)n + 1, sizeof(*ports))))
-                return -ENOMEM;
+        if ((c->added || c->removed) && (last->ports != p->own_ports[i] || n > p->own_cap[i])) {
+                uint32_t cap = n + n / 2 + 16;
+                struct se_proxy_svcport *v =
+                        last->ports == p->own_ports[i] ?
+                                se_reallocarray(p->own_ports[i], cap, sizeof(*v)) :
+                                se_reallocarray(NULL, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                if (last->ports != p->own_ports[i])
+                        memcpy(v, last->ports, (size_t)last->n_ports * sizeof(*v));
+                last->ports = p->own_ports[i] = v;
+                p->own_cap[i] = cap;
+        }
+        struct se_proxy_svcport *ports = last->ports;
         *n_old = 0;
         for (uint32_t k = 0; k < c->n; k++)
                 if (c->before[k] != NO_PORT)
-                        old[(*n_old)++] = last->ports[c->before[k]];
-        if (ports == last->ports) {
-                for (uint32_t k = 0; k < c->n; k++)
-                        ports[c->before[k]] = small->ports[c->after[k]];
-        } else {
-                /* last's ports with the pairs' replaced, both in table
-                 * order: another merge */
-                uint32_t o = 0, k = 0;
-                for (uint32_t i = 0; i < last->n_ports || k < c->n;) {
-                        bool from_pair =
-                                k < c->n &&
-                                (i == last->n_ports ||
-                                 (c->before[k] != NO_PORT ? c->before[k] == i :
-                                                            cmp_svcport(&small->ports[c->after[k]],
-                                                                        &last->ports[i]) < 0));
-                        if (!from_pair) {
-                                ports[o++] = last->ports[i++];
-                                continue;
+                        old[(*n_old)++] = ports[c->before[k]];
+        /* the pairs in table order; shift: how far last's ports from the
+         * pair on have moved (each add and remove before it moves them) */
+        int64_t shift = 0;
+        for (uint32_t k = 0; k < c->n; k++) {
+                uint32_t at; /* the pair's place in the table now */
+                uint32_t len = (uint32_t)((int64_t)last->n_ports + shift);
+                if (c->before[k] != NO_PORT) {
+                        at = (uint32_t)((int64_t)c->before[k] + shift);
+                } else { /* the table stays sorted: its first greater port */
+                        uint32_t lo = 0, hi = len;
+                        while (lo < hi) {
+                                uint32_t mid = lo + (hi - lo) / 2;
+                                if (cmp_svcport(&ports[mid], &small->ports[c->after[k]]) < 0)
+                                        lo = mid + 1;
+                                else
+                                        hi = mid;
                         }
-                        if (c->after[k] != NO_PORT)
-                                ports[o++] = small->ports[c->after[k]];
-                        i += c->before[k] != NO_PORT;
-                        k++;
+                        at = lo;
                 }
-                last->ports = ports;
-                last->n_ports = o;
+                if (c->before[k] == NO_PORT) { /* added: room made */
+                        memmove(&ports[at + 1], &ports[at], (size_t)(len - at) * sizeof(*ports));
+                        shift++;
+                } else if (c->after[k] == NO_PORT) { /* removed */
+                        memmove(&ports[at], &ports[at + 1],
+                                (size_t)(len - at - 1) * sizeof(*ports));
+                        shift--;
+                        continue;
+                }
+                ports[at] = small->ports[c->after[k]];
         }
+        last->n_ports = n;
         last->n_endpoints += small->n_endpoints;
         last->n_endpoints -= c->old_eps;
         small->patches = last->patches;
@@ -768,7 +791,7 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                                 se_calloc((size_t)pairs[i].n + 1, sizeof(*old));
                         struct se_proxy_table *now = small[i];
                         uint32_t n_old = 0;
-                        if (!old || patch(p->last[i], now, &pairs[i], old, &n_old) < 0) {
+                        if (!old || patch(p, i, now, &pairs[i], old, &n_old) < 0) {
                                 /* cannot patch: the next sync rebuilds */
                                 free(old);
                                 p->patches = MAX_PATCHES;
@@ -874,6 +897,9 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
                         se_proxy_table_free(p->last[i]);
                         p->last[i] = t[i];
                         t[i] = NULL;
+                        free(p->own_ports[i]);
+                        p->own_ports[i] = NULL;
+                        p->own_cap[i] = 0;
                 }
                 p->patches = 0;
                 hairpin_drop(p); /* counted again from the new tables when needed */
