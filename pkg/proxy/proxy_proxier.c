@@ -570,7 +570,8 @@ static int match(const struct se_proxy_table *last, const struct se_proxy_table 
                         c->old_eps += sp->n_eps;
                 }
         }
-        qsort(had, n_had, sizeof(*had), cmp_u32);
+        if (n_had > 1)
+                qsort(had, n_had, sizeof(*had), cmp_u32);
         size_t most = (size_t)n_had + small->n_ports + 1;
         c->before = se_calloc(most, sizeof(*c->before));
         c->after = se_calloc(most, sizeof(*c->after));
@@ -613,7 +614,7 @@ static int patch(struct se_proxy_proxier *p, unsigned i, struct se_proxy_table *
                                 se_reallocarray(NULL, cap, sizeof(*v));
                 if (!v)
                         return -ENOMEM;
-                if (last->ports != p->own_ports[i])
+                if (last->ports != p->own_ports[i] && last->n_ports)
                         memcpy(v, last->ports, (size_t)last->n_ports * sizeof(*v));
                 last->ports = p->own_ports[i] = v;
                 p->own_cap[i] = cap;

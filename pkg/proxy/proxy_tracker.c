@@ -870,7 +870,7 @@ int proxy_tracker_carry_remove(struct se_proxy_tracker *tr, const struct se_prox
                 }
         }
         se_strbuf_release(&was);
-        return r < 0 ? r : carry_record(tr, e, CARRY_REMOVE, NULL, 0, NULL, 0);
+        return r < 0 ? r : carry_record(tr, e, CARRY_REMOVE, "", 0, "", 0);
 }
 
 void se_proxy_tracker_abandon(struct se_proxy_tracker *tr)
