@@ -146,6 +146,16 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
                         const uint8_t top[16], const char *chains, size_t nc, const char *rules,
                         size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
                         bool *same);
+/* A port a carried sync adds (nft): its segment recorded, to be known
+ * once applied. -EAGAIN when the tracker already knows it. */
+int proxy_tracker_carry_add(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                            const char *chains, size_t nc, const char *rules, size_t nr);
+/* A port a carried sync removes (nft): every name its entry defined
+ * appended to gone_chains and gone_rules as proxy_tracker_carry does; the
+ * entry is forgotten once applied. -EAGAIN when the tracker does not know
+ * it. */
+int proxy_tracker_carry_remove(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                               struct se_strbuf *gone_chains, struct se_strbuf *gone_rules);
 /* The tracker's top-chain state; NULL when minimal partial syncs are off. */
 struct proxy_top *proxy_tracker_top(struct se_proxy_tracker *tr);
 
@@ -159,7 +169,8 @@ int proxy_nft_chain_name(const struct se_proxy_svcport *sp, const char *prefix,
 /* A carried nft sync (the store said which services changed), as
  * se_proxy_iptables_sync_changed: writes only ports[] (every port of each
  * changed service as it is now; was[i] the same port as the last applied
- * table has it): their chains and maps when they changed, what they
+ * table has it; was[i] NULL: a port added, ports[i] NULL: one removed,
+ * its chains, maps and elements deleted): their chains and maps when they changed, what they
  * dropped deleted, and single element edits of the top-level verdict maps
  * and sets for what they changed there. hairpin_refs counts the hairpin
  * elements of the whole last table (proxy_nft_hairpin_count): one that

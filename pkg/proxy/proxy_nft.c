@@ -1506,7 +1506,8 @@ static int carry_edits(struct nft *now, struct nft *old, const struct se_hashmap
                                     e_now[i]->len, i == CARRY_HAIRPIN ? &hdel : del, add);
         struct se_hashmap mine = SE_HASHMAP_INIT;
         for (size_t i = 0; i < n && r >= 0 && hdel.len; i++)
-                r = proxy_nft_hairpin_count(&mine, was[i], now->opt, 1);
+                if (was[i])
+                        r = proxy_nft_hairpin_count(&mine, was[i], now->opt, 1);
         if (r >= 0)
                 r = hairpin_deletes(refs, &mine, &hdel);
         proxy_nft_hairpin_release(&mine);
@@ -1564,11 +1565,26 @@ int proxy_nft_sync_changed(const struct se_proxy_svcport *const *ports,
         for (size_t i = 0; r == 0 && i < n; i++) {
                 size_t chains_at = w.chains_buf.len, sets_at = w.sets.len;
                 bool same = false;
+                if (!ports[i]) { /* removed: its names go, its elements too */
+                        r = proxy_tracker_carry_remove(tracker, was[i], &gone_decl, &gone);
+                        if (r == 0) {
+                                r = write_service(&old, was[i]);
+                                se_strbuf_reset(&old.chains_buf);
+                                se_strbuf_reset(&old.sets);
+                        }
+                        continue;
+                }
                 if ((r = write_service(&w, ports[i])) < 0 ||
                     (r = se_strbuf_failed(&w.sets) ?: se_strbuf_failed(&w.chains_buf)) < 0)
                         break;
                 /* the segment as a sync from the whole table records it:
                  * sets first, then chains */
+                if (!was[i]) { /* added: new chains and maps, nothing to flush */
+                        r = proxy_tracker_carry_add(
+                                tracker, ports[i], w.sets.buf + sets_at, w.sets.len - sets_at,
+                                w.chains_buf.buf + chains_at, w.chains_buf.len - chains_at);
+                        continue;
+                }
                 r = proxy_tracker_carry(tracker, ports[i], NULL, w.sets.buf + sets_at,
                                         w.sets.len - sets_at, w.chains_buf.buf + chains_at,
                                         w.chains_buf.len - chains_at, &gone_decl, &gone, &same);

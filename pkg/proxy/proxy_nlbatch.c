@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -311,39 +312,85 @@ static int send_batch(struct conn *c, struct nlb *b, char *err, size_t errsize)
         return receive(c, b, first, last, err, errsize);
 }
 
+/* One socket kept open between applies: closing a nfnetlink socket waits
+ * for the kernel's deferred release of the last commit's objects (an RCU
+ * grace period, ~10 ms here: most of a one-service sync's wall time). It
+ * belongs to the network namespace and process it was opened in; another
+ * (a test's setns, a fork) opens a new one. */
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct conn kept;
+static ino_t kept_ns;
+static dev_t kept_ns_dev;
+static pid_t kept_pid;
+
+static void kept_close(void)
+{
+        /* in a fork, the descriptor is a copy: closing it leaves the
+         * parent's socket open */
+        if (kept.nl)
+                mnl_socket_close(kept.nl);
+        memset(&kept, 0, sizeof(kept));
+}
+
+/* The kept socket, opened when there is none for this namespace and
+ * process; 0 or a negative errno with err filled. */
+static int kept_open(char *err, size_t errsize)
+{
+        struct stat ns;
+        if (stat("/proc/thread-self/ns/net", &ns) < 0)
+                memset(&ns, 0, sizeof(ns)); /* no /proc: never kept */
+        if (kept.nl && ns.st_ino && ns.st_ino == kept_ns && ns.st_dev == kept_ns_dev &&
+            kept_pid == getpid())
+                return 0;
+        kept_close();
+        kept.nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+        if (!kept.nl || mnl_socket_bind(kept.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+                int r = -errno;
+                if (err)
+                        snprintf(err, errsize, "netlink socket: %s", strerror(-r));
+                if (kept.nl)
+                        mnl_socket_close(kept.nl);
+                kept.nl = NULL;
+                return r;
+        }
+        kept.portid = mnl_socket_get_portid(kept.nl);
+        int one = 1;
+        (void)setsockopt(mnl_socket_get_fd(kept.nl), SOL_NETLINK, NETLINK_CAP_ACK, &one,
+                         sizeof(one));
+        struct timeval tv = { .tv_sec = 60 }; /* never wait forever on the kernel */
+        (void)setsockopt(mnl_socket_get_fd(kept.nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        kept_ns = ns.st_ino;
+        kept_ns_dev = ns.st_dev;
+        kept_pid = getpid();
+        return 0;
+}
+
 int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t errsize)
 {
-        struct conn c = { 0 };
         struct nlb b;
         int r;
         if (err && errsize)
                 err[0] = 0;
-        c.nl = mnl_socket_open(NETLINK_NETFILTER);
-        if (!c.nl || mnl_socket_bind(c.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-                r = -errno;
-                if (err)
-                        snprintf(err, errsize, "netlink socket: %s", strerror(-r));
-                if (c.nl)
-                        mnl_socket_close(c.nl);
+        pthread_mutex_lock(&kept_mu);
+        if ((r = kept_open(err, errsize)) < 0) {
+                pthread_mutex_unlock(&kept_mu);
                 return r;
         }
-        c.portid = mnl_socket_get_portid(c.nl);
-        int one = 1;
-        (void)setsockopt(mnl_socket_get_fd(c.nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-        struct timeval tv = { .tv_sec = 60 }; /* never wait forever on the kernel */
-        (void)setsockopt(mnl_socket_get_fd(c.nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         proxy_nlb_init(&b);
         r = batch_msg(&b, NFNL_MSG_BATCH_BEGIN);
         if (r == 0)
-                r = proxy_nft_translate(script, n, &b, get_set, &c, err, errsize);
+                r = proxy_nft_translate(script, n, &b, get_set, &kept, err, errsize);
         else if (err)
                 snprintf(err, errsize, "out of memory");
         if (r == 0 && (r = batch_msg(&b, NFNL_MSG_BATCH_END)) < 0 && err)
                 snprintf(err, errsize, "out of memory");
         if (r == 0)
-                r = send_batch(&c, &b, err, errsize);
+                r = send_batch(&kept, &b, err, errsize);
         proxy_nlb_release(&b);
-        mnl_socket_close(c.nl);
+        /* after a failure answers may still be queued: a new socket next */
+        if (r < 0 || kept.seq > UINT32_MAX / 2)
+                kept_close();
+        pthread_mutex_unlock(&kept_mu);
         return r;
 }
 

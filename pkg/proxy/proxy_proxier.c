@@ -66,6 +66,11 @@ struct se_proxy_proxier {
          * made by the first carried sync after last[] was built */
         struct se_hashmap hairpin;
         bool hairpin_valid;
+        /* last[i]'s port array once a carried sync added or removed ports
+         * (NULL: still the one in last[i]'s arena), with room for more:
+         * an add moves the ports after it, not the whole table */
+        struct se_proxy_svcport *own_ports[2];
+        uint32_t own_cap[2];
 };
 
 static void now_of(const struct se_proxy_proxier *p, struct se_proxy_instant *now)
@@ -164,6 +169,7 @@ struct se_proxy_proxier *se_proxy_proxier_free(struct se_proxy_proxier *p)
         for (unsigned i = 0; i < 2; i++) {
                 se_proxy_tracker_free(p->tr[i]);
                 se_proxy_table_free(p->last[i]);
+                free(p->own_ports[i]);
         }
         free(SE_UNCONST(char, p->opt.zone));
         changes_release(&p->changed);
@@ -493,20 +499,41 @@ static int cmp_u32(const void *x, const void *y)
         return a < b ? -1 : a > b;
 }
 
-/* The entries of last that the changed services had, in table order, into
- * *ret (one per entry of small, which has them now): -EAGAIN when the
- * services' ports are not the same ones (added, removed, renamed: their
- * top-level rules change, a carried sync cannot do it). *old_eps: their
- * endpoints in last. */
-static int match(const struct se_proxy_table *last, const struct se_proxy_table *small,
-                 const struct se_strv *keys, uint32_t **ret, uint32_t *old_eps)
+static int cmp_svcport(const struct se_proxy_svcport *a, const struct se_proxy_svcport *b)
 {
-        uint32_t *idx = se_calloc((size_t)small->n_ports + 1, sizeof(*idx));
-        uint32_t n = 0;
-        *ret = NULL;
-        *old_eps = 0;
-        if (!idx)
-                return -ENOMEM;
+        int c = strcmp(a->spn, b->spn);
+        return c ? c : (int)a->protocol - (int)b->protocol;
+}
+
+/* NO_PORT: a pair's side that has no port (added, or removed) */
+#define NO_PORT UINT32_MAX
+
+/* How the changed services' ports of last (the last applied table) pair
+ * with those of small (the same services as the store has them now), both
+ * in table order: before[k] indexes last, after[k] small; NO_PORT on one
+ * side for a port added or removed. */
+struct carry_pairs {
+        uint32_t *before, *after;
+        uint32_t n, added, removed;
+        uint32_t old_eps; /* the endpoints of the ports before */
+};
+
+static void pairs_release(struct carry_pairs *c)
+{
+        free(c->before);
+        free(c->after);
+        memset(c, 0, sizeof(*c));
+}
+
+/* The pairs of keys' services; -EAGAIN when ports were added or removed
+ * and adds is false (iptables: their top-level rules change, a carried
+ * sync cannot write them). */
+static int match(const struct se_proxy_table *last, const struct se_proxy_table *small,
+                 const struct se_strv *keys, bool adds, struct carry_pairs *c)
+{
+        uint32_t *had = NULL, n_had = 0, cap = 0;
+        int r = 0;
+        memset(c, 0, sizeof(*c));
         se_strv_foreach(key, keys) {
                 size_t kl = strlen(*key);
                 const char *slash = strchr(*key, '/');
@@ -530,43 +557,109 @@ static int match(const struct se_proxy_table *last, const struct se_proxy_table 
                         if (strlen(sp->ns) != nsl || strncmp(sp->ns, *key, nsl) != 0 ||
                             strcmp(sp->name, slash + 1) != 0)
                                 continue;
-                        if (n == small->n_ports) {
-                                free(idx);
-                                return -EAGAIN; /* it had more ports */
+                        if (n_had == cap) {
+                                cap = cap ? 2 * cap : 16;
+                                uint32_t *v = se_reallocarray(had, cap, sizeof(*v));
+                                if (!v) {
+                                        free(had);
+                                        return -ENOMEM;
+                                }
+                                had = v;
                         }
-                        idx[n++] = k;
-                        *old_eps += sp->n_eps;
+                        had[n_had++] = k;
+                        c->old_eps += sp->n_eps;
                 }
         }
-        if (n != small->n_ports) {
-                free(idx);
-                return -EAGAIN;
+        if (n_had > 1)
+                qsort(had, n_had, sizeof(*had), cmp_u32);
+        size_t most = (size_t)n_had + small->n_ports + 1;
+        c->before = se_calloc(most, sizeof(*c->before));
+        c->after = se_calloc(most, sizeof(*c->after));
+        if (!c->before || !c->after)
+                r = -ENOMEM;
+        /* both in table order: a merge */
+        for (uint32_t i = 0, j = 0; r == 0 && (i < n_had || j < small->n_ports);) {
+                int d = i == n_had          ? 1 :
+                        j == small->n_ports ? -1 :
+                                              cmp_svcport(&last->ports[had[i]], &small->ports[j]);
+                c->before[c->n] = d <= 0 ? had[i++] : NO_PORT;
+                c->after[c->n] = d >= 0 ? j++ : NO_PORT;
+                c->removed += d < 0;
+                c->added += d > 0;
+                c->n++;
         }
-        qsort(idx, n, sizeof(*idx), cmp_u32);
-        for (uint32_t j = 0; j < n; j++) {
-                const struct se_proxy_svcport *a = &last->ports[idx[j]], *b = &small->ports[j];
-                if (strcmp(a->spn, b->spn) != 0 || a->protocol != b->protocol) {
-                        free(idx);
-                        return -EAGAIN;
-                }
-        }
-        *ret = idx;
-        return 0;
+        free(had);
+        if (r == 0 && !adds && (c->added || c->removed))
+                r = -EAGAIN;
+        if (r < 0)
+                pairs_release(c);
+        return r;
 }
 
-/* Patches small's entries into last in place of the old ones (idx), which
- * are copied to old[] first; last keeps small's memory. */
-static void patch(struct se_proxy_table *last, struct se_proxy_table *small, const uint32_t *idx,
-                  struct se_proxy_svcport *old)
+/* Patches small's ports into last (p->last[i]) in place of the pairs' old
+ * ones, which are copied to old[] first (table order, those that were);
+ * last keeps small's memory. Ports added or removed move last's array to
+ * p->own_ports[i] (made once, grown by half when full) and the ports
+ * after them along. 0 or -ENOMEM (last unchanged). */
+static int patch(struct se_proxy_proxier *p, unsigned i, struct se_proxy_table *small,
+                 const struct carry_pairs *c, struct se_proxy_svcport *old, uint32_t *n_old)
 {
-        for (uint32_t j = 0; j < small->n_ports; j++) {
-                old[j] = last->ports[idx[j]];
-                last->n_endpoints += small->ports[j].n_eps;
-                last->n_endpoints -= old[j].n_eps;
-                last->ports[idx[j]] = small->ports[j];
+        struct se_proxy_table *last = p->last[i];
+        uint32_t n = last->n_ports + c->added - c->removed;
+        if ((c->added || c->removed) && (last->ports != p->own_ports[i] || n > p->own_cap[i])) {
+                uint32_t cap = n + n / 2 + 16;
+                struct se_proxy_svcport *v =
+                        last->ports == p->own_ports[i] ?
+                                se_reallocarray(p->own_ports[i], cap, sizeof(*v)) :
+                                se_reallocarray(NULL, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                if (last->ports != p->own_ports[i] && last->n_ports)
+                        memcpy(v, last->ports, (size_t)last->n_ports * sizeof(*v));
+                last->ports = p->own_ports[i] = v;
+                p->own_cap[i] = cap;
         }
+        struct se_proxy_svcport *ports = last->ports;
+        *n_old = 0;
+        for (uint32_t k = 0; k < c->n; k++)
+                if (c->before[k] != NO_PORT)
+                        old[(*n_old)++] = ports[c->before[k]];
+        /* the pairs in table order; shift: how far last's ports from the
+         * pair on have moved (each add and remove before it moves them) */
+        int64_t shift = 0;
+        for (uint32_t k = 0; k < c->n; k++) {
+                uint32_t at; /* the pair's place in the table now */
+                uint32_t len = (uint32_t)((int64_t)last->n_ports + shift);
+                if (c->before[k] != NO_PORT) {
+                        at = (uint32_t)((int64_t)c->before[k] + shift);
+                } else { /* the table stays sorted: its first greater port */
+                        uint32_t lo = 0, hi = len;
+                        while (lo < hi) {
+                                uint32_t mid = lo + (hi - lo) / 2;
+                                if (cmp_svcport(&ports[mid], &small->ports[c->after[k]]) < 0)
+                                        lo = mid + 1;
+                                else
+                                        hi = mid;
+                        }
+                        at = lo;
+                }
+                if (c->before[k] == NO_PORT) { /* added: room made */
+                        memmove(&ports[at + 1], &ports[at], (size_t)(len - at) * sizeof(*ports));
+                        shift++;
+                } else if (c->after[k] == NO_PORT) { /* removed */
+                        memmove(&ports[at], &ports[at + 1],
+                                (size_t)(len - at - 1) * sizeof(*ports));
+                        shift--;
+                        continue;
+                }
+                ports[at] = small->ports[c->after[k]];
+        }
+        last->n_ports = n;
+        last->n_endpoints += small->n_endpoints;
+        last->n_endpoints -= c->old_eps;
         small->patches = last->patches;
         last->patches = small;
+        return 0;
 }
 
 static void hairpin_drop(struct se_proxy_proxier *p)
@@ -601,11 +694,12 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                         bool *hc_touched)
 {
         struct se_proxy_table *small[2] = { NULL, NULL };
-        uint32_t *idx[2] = { NULL, NULL };
+        struct carry_pairs pairs[2];
         const struct se_proxy_svcport **ports[2] = { NULL, NULL }, **had[2] = { NULL, NULL };
         struct se_strbuf text[2];
         unsigned begun = 0;
         int r = 0;
+        memset(pairs, 0, sizeof(pairs));
         for (unsigned i = 0; i < 2; i++)
                 se_strbuf_init(&text[i], 0);
         se_store_rdlock(store);
@@ -616,36 +710,38 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
         if (r == 0 && p->cfg.nft)
                 r = hairpin_refs(p);
         for (unsigned i = 0; r == 0 && i < p->n_fams; i++) {
-                uint32_t old_eps;
                 struct se_proxy_table *last = p->last[i];
-                if ((r = match(last, small[i], keys, &idx[i], &old_eps)) < 0)
+                struct carry_pairs *c = &pairs[i];
+                if ((r = match(last, small[i], keys, p->cfg.nft, c)) < 0)
                         break;
-                uint32_t now_eps = last->n_endpoints - old_eps + small[i]->n_endpoints;
+                uint32_t now_eps = last->n_endpoints - c->old_eps + small[i]->n_endpoints;
                 bool large = last->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
                 if (large != (now_eps > SE_PROXY_LARGE_CLUSTER_ENDPOINTS)) {
                         r = -EAGAIN; /* every endpoint rule's comment changes */
                         break;
                 }
-                ports[i] = se_calloc((size_t)small[i]->n_ports + 1, sizeof(*ports[i]));
-                had[i] = se_calloc((size_t)small[i]->n_ports + 1, sizeof(*had[i]));
+                ports[i] = se_calloc((size_t)c->n + 1, sizeof(*ports[i]));
+                had[i] = se_calloc((size_t)c->n + 1, sizeof(*had[i]));
                 if (!ports[i] || !had[i]) {
                         r = -ENOMEM;
                         break;
                 }
-                for (uint32_t j = 0; r == 0 && j < small[i]->n_ports; j++) {
-                        ports[i][j] = &small[i]->ports[j];
-                        had[i][j] = &last->ports[idx[i][j]];
+                for (uint32_t j = 0; r == 0 && j < c->n; j++) {
+                        ports[i][j] = c->after[j] == NO_PORT ? NULL : &small[i]->ports[c->after[j]];
+                        had[i][j] = c->before[j] == NO_PORT ? NULL : &last->ports[c->before[j]];
                         /* a port moving between the kernel and the userspace
-                         * proxy adds or drops top-level entries: a table sync */
-                        if (!se_proxy_in_kernel(ports[i][j], p->cfg.nft) ||
-                            !se_proxy_in_kernel(had[i][j], p->cfg.nft))
+                         * proxy adds or drops top-level entries, and one
+                         * added or removed there has more than chains: a
+                         * table sync */
+                        if ((ports[i][j] && !se_proxy_in_kernel(ports[i][j], p->cfg.nft)) ||
+                            (had[i][j] && !se_proxy_in_kernel(had[i][j], p->cfg.nft)))
                                 r = -EAGAIN;
                 }
                 if (r < 0)
                         break;
                 r = p->cfg.nft ?
-                            proxy_nft_sync_changed(ports[i], had[i], small[i]->n_ports, p->fams[i],
-                                                   &p->opt, &p->hairpin, p->tr[i], &text[i]) :
+                            proxy_nft_sync_changed(ports[i], had[i], c->n, p->fams[i], &p->opt,
+                                                   &p->hairpin, p->tr[i], &text[i]) :
                             se_proxy_iptables_sync_changed(ports[i], small[i]->n_ports, p->fams[i],
                                                            large, &p->opt, p->tr[i], &text[i]);
                 if (r == 0)
@@ -693,30 +789,34 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
         if (*ok) {
                 for (unsigned i = 0; i < p->n_fams; i++) {
                         struct se_proxy_svcport *old =
-                                se_calloc((size_t)small[i]->n_ports + 1, sizeof(*old));
-                        if (!old) { /* cannot patch: the next sync rebuilds */
+                                se_calloc((size_t)pairs[i].n + 1, sizeof(*old));
+                        struct se_proxy_table *now = small[i];
+                        uint32_t n_old = 0;
+                        if (!old || patch(p, i, now, &pairs[i], old, &n_old) < 0) {
+                                /* cannot patch: the next sync rebuilds */
+                                free(old);
                                 p->patches = MAX_PATCHES;
                                 hairpin_drop(p);
                                 continue;
                         }
-                        struct se_proxy_table *now = small[i];
-                        patch(p->last[i], now, idx[i], old);
                         /* the health-check ports change only with a service
                          * that has one (the list is not rebuilt otherwise:
                          * it costs the table's size) */
+                        for (uint32_t j = 0; j < n_old; j++)
+                                *hc_touched |= old[j].health_check_node_port != 0;
                         for (uint32_t j = 0; j < now->n_ports; j++)
-                                *hc_touched |= old[j].health_check_node_port ||
-                                               now->ports[j].health_check_node_port;
+                                *hc_touched |= now->ports[j].health_check_node_port != 0;
+                        for (uint32_t j = 0; p->hairpin_valid && j < n_old; j++)
+                                if (proxy_nft_hairpin_count(&p->hairpin, &old[j], &p->opt, -1) < 0)
+                                        hairpin_drop(p);
                         for (uint32_t j = 0; p->hairpin_valid && j < now->n_ports; j++)
-                                if (proxy_nft_hairpin_count(&p->hairpin, &old[j], &p->opt, -1) <
-                                            0 ||
-                                    proxy_nft_hairpin_count(&p->hairpin, &now->ports[j], &p->opt,
+                                if (proxy_nft_hairpin_count(&p->hairpin, &now->ports[j], &p->opt,
                                                             1) < 0)
                                         hairpin_drop(p);
                         small[i] = NULL; /* the last table's now */
                         struct se_proxy_table was = { .family = p->fams[i],
                                                       .ports = old,
-                                                      .n_ports = now->n_ports };
+                                                      .n_ports = n_old };
                         delete_conntrack(p, i, &was, now);
                         free(old);
                 }
@@ -725,7 +825,7 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
 out:
         for (unsigned i = 0; i < 2; i++) {
                 se_proxy_table_free(small[i]);
-                free(idx[i]);
+                pairs_release(&pairs[i]);
                 free(ports[i]);
                 free(had[i]);
                 se_strbuf_release(&text[i]);
@@ -798,6 +898,9 @@ static bool sync_rules(struct se_proxy_proxier *p, struct se_store *store, bool 
                         se_proxy_table_free(p->last[i]);
                         p->last[i] = t[i];
                         t[i] = NULL;
+                        free(p->own_ports[i]);
+                        p->own_ports[i] = NULL;
+                        p->own_cap[i] = 0;
                 }
                 p->patches = 0;
                 hairpin_drop(p); /* counted again from the new tables when needed */

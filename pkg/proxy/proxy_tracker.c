@@ -3,6 +3,7 @@
  * whose text did not change since the last applied sync is left out of the
  * next restore input; chains no service writes any more are deleted. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,10 @@ struct entry {
 
 /* A carried sync's replacement of one entry of current (made real when the
  * sync is applied). */
+enum carry_kind { CARRY_REPLACE, CARRY_ADD, CARRY_REMOVE };
 struct carry {
-        struct entry *e;
+        struct entry *e; /* CARRY_ADD: a new entry, put in the map when applied */
+        enum carry_kind kind;
         size_t off, n_chains, roff, n_rules;
 };
 
@@ -625,6 +628,16 @@ static void carry_done(struct se_proxy_tracker *tr, bool ok)
         if (ok) {
                 for (size_t i = 0; i < tr->n_carries; i++) {
                         struct carry *c = &tr->carries[i];
+                        if (c->kind == CARRY_REMOVE) {
+                                se_hashmap_remove(&tr->current.map, c->e->key);
+                                continue;
+                        }
+                        if (c->kind == CARRY_ADD &&
+                            se_hashmap_put(&tr->current.map, c->e->key, c->e, NULL) < 0) {
+                                /* the state misses a port: start again whole */
+                                tr->full = true;
+                                continue;
+                        }
                         c->e->off = c->off;
                         c->e->n_chains = c->n_chains;
                         c->e->roff = c->roff;
@@ -733,6 +746,37 @@ void proxy_tracker_carry_abort(struct se_proxy_tracker *tr)
         tr->n_carries = 0;
 }
 
+/* Records a carried port's replacement (its text appended to current's,
+ * where it stays if the sync fails: cut back by carry_done). */
+static int carry_record(struct se_proxy_tracker *tr, struct entry *e, enum carry_kind kind,
+                        const char *chains, size_t nc, const char *rules, size_t nr)
+{
+        struct state *cur = &tr->current;
+        if (tr->n_carries == tr->cap_carries) {
+                size_t cap = tr->cap_carries ? 2 * tr->cap_carries : 16;
+                struct carry *v = se_reallocarray(tr->carries, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                tr->carries = v;
+                tr->cap_carries = cap;
+        }
+        struct se_strbuf *text = &cur->text;
+        struct carry *c = &tr->carries[tr->n_carries];
+        c->e = e;
+        c->kind = kind;
+        c->n_chains = nc;
+        c->n_rules = nr;
+        c->off = text->len - cur->shift[0];
+        se_strbuf_append(text, chains, nc);
+        c->roff = text->len - cur->shift[1];
+        se_strbuf_append(text, rules, nr);
+        int r = se_strbuf_failed(text);
+        if (r < 0)
+                return r;
+        tr->n_carries++;
+        return 0;
+}
+
 int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                         const uint8_t top[16], const char *chains, size_t nc, const char *rules,
                         size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
@@ -777,27 +821,56 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
         se_strbuf_release(&is);
         if (r < 0)
                 return r;
-        if (tr->n_carries == tr->cap_carries) {
-                size_t cap = tr->cap_carries ? 2 * tr->cap_carries : 16;
-                struct carry *v = se_reallocarray(tr->carries, cap, sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                tr->carries = v;
-                tr->cap_carries = cap;
+        return carry_record(tr, e, CARRY_REPLACE, chains, nc, rules, nr);
+}
+
+int proxy_tracker_carry_add(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                            const char *chains, size_t nc, const char *rules, size_t nr)
+{
+        struct state *cur = &tr->current;
+        char key[600];
+        if ((size_t)snprintf(key, sizeof(key), "%s/%s", sp->spn, sp->proto) >= sizeof(key) ||
+            se_hashmap_get(&cur->map, key))
+                return -EAGAIN;
+        for (size_t i = 0; i < tr->n_carries; i++)
+                if (strcmp(tr->carries[i].e->key, key) == 0)
+                        return -EAGAIN; /* the same port twice: cannot happen; be safe */
+        /* in current's arena: released with it, even if never applied */
+        struct entry *e = entry_new(cur, sp->spn, sp->proto);
+        if (!e)
+                return -ENOMEM;
+        memset(&e->off, 0, sizeof(*e) - offsetof(struct entry, off));
+        e->rules_named = true; /* nft defines names in both parts */
+        return carry_record(tr, e, CARRY_ADD, chains, nc, rules, nr);
+}
+
+int proxy_tracker_carry_remove(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                               struct se_strbuf *gone_chains, struct se_strbuf *gone_rules)
+{
+        struct state *cur = &tr->current;
+        char key[600];
+        if ((size_t)snprintf(key, sizeof(key), "%s/%s", sp->spn, sp->proto) >= sizeof(key))
+                return -EAGAIN;
+        struct entry *e = se_hashmap_get(&cur->map, key);
+        if (!e || e->names)
+                return -EAGAIN;
+        for (size_t i = 0; i < tr->n_carries; i++)
+                if (tr->carries[i].e == e)
+                        return -EAGAIN;
+        /* every name it defined goes (its names are its own) */
+        struct se_strbuf was;
+        se_strbuf_init(&was, 0);
+        entry_names(cur, e, &was);
+        int r = se_strbuf_failed(&was);
+        names_foreach(c, &was)
+        {
+                if (r == 0) {
+                        se_strbuf_printf(gone_chains, ":%s - [0:0]\n", c);
+                        se_strbuf_printf(gone_rules, "-X %s\n", c);
+                }
         }
-        struct se_strbuf *text = &cur->text;
-        struct carry *c = &tr->carries[tr->n_carries];
-        c->e = e;
-        c->n_chains = nc;
-        c->n_rules = nr;
-        c->off = text->len - cur->shift[0];
-        se_strbuf_append(text, chains, nc);
-        c->roff = text->len - cur->shift[1];
-        se_strbuf_append(text, rules, nr);
-        if ((r = se_strbuf_failed(text)) < 0)
-                return r;
-        tr->n_carries++;
-        return 0;
+        se_strbuf_release(&was);
+        return r < 0 ? r : carry_record(tr, e, CARRY_REMOVE, "", 0, "", 0);
 }
 
 void se_proxy_tracker_abandon(struct se_proxy_tracker *tr)

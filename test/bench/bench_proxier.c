@@ -9,7 +9,10 @@
  * tool's time is not the proxier's CPU). BENCH_PROXIER_APPLY=1 (root)
  * applies nftables for real instead, over netlink in a fresh network
  * namespace per size, and adds the wall time of the carried sync from
- * the store event to the kernel (the full load takes its time first). BENCH_PROXIER_SIZES=N,N,...
+ * the store event to the kernel (the full load takes its time first).
+ * Then one service added and removed again, each round: CPU (and with
+ * BENCH_PROXIER_APPLY=1 the wall time from the store put to the kernel,
+ * and the part spent in the apply). BENCH_PROXIER_SIZES=N,N,...
  * changes the sizes. Prints figures; asserts nothing. */
 #include <sched.h>
 #include <stdbool.h>
@@ -84,6 +87,79 @@ static int cmp_double(const void *x, const void *y)
         return a < b ? -1 : a > b;
 }
 
+/* the system's apply, timed: what the carried syncs spend in it (the
+ * nft text parsed, netlink messages sent, the kernel's commit) */
+static int (*system_apply)(void *ctx, enum se_proxy_tool tool, const char *data, size_t n,
+                           char *err, size_t errsize);
+static double apply_wall;
+static int apply_timed(void *ctx, enum se_proxy_tool tool, const char *data, size_t n, char *err,
+                       size_t errsize)
+{
+        double w0 = wall_now();
+        int r = system_apply(ctx, tool, data, n, err, errsize);
+        apply_wall += wall_now() - w0;
+        return r;
+}
+
+/* Median/min/max of v[rounds] (sorted in place), in ms. */
+static void spread(double *v, unsigned rounds, double out[3])
+{
+        qsort(v, rounds, sizeof(double), cmp_double);
+        out[0] = v[rounds / 2] * 1e3;
+        out[1] = v[0] * 1e3;
+        out[2] = v[rounds - 1] * 1e3;
+}
+
+/* One service of 10 endpoints added, then removed again (the size stays),
+ * each round: from the store event (the put) to the step's return, the
+ * CPU of it, and the time inside the system's apply. */
+static void add_remove(struct se_proxy_proxier *p, struct se_store *s, unsigned n, unsigned rounds,
+                       bool nft, bool apply)
+{
+        static const char *const what[2] = { "added", "removed" };
+        double *v[2][3];
+        uint64_t carried[2] = { 0, 0 };
+        size_t bytes[2] = { 0, 0 };
+        struct se_proxy_proxier_stats st0, st1;
+        for (int a = 0; a < 2; a++)
+                for (int m = 0; m < 3; m++)
+                        v[a][m] = calloc(rounds, sizeof(double));
+        for (unsigned k = 0; k < rounds; k++)
+                for (int a = 0; a < 2; a++) {
+                        se_proxy_proxier_stats(p, &st0);
+                        apply_wall = 0;
+                        double w0 = wall_now(), c0 = cpu_now();
+                        if (bench_put_service(s, n + k, a ? 0 : 10, 20 * n + 10 * k) < 0)
+                                exit(1);
+                        se_proxy_proxier_step(p, s);
+                        v[a][1][k] = cpu_now() - c0;
+                        v[a][0][k] = wall_now() - w0;
+                        v[a][2][k] = apply_wall;
+                        se_proxy_proxier_stats(p, &st1);
+                        carried[a] += st1.syncs_carried - st0.syncs_carried;
+                        bytes[a] = st1.bytes_last;
+                }
+        for (int a = 0; a < 2; a++) {
+                double f[3][3];
+                for (int m = 0; m < 3; m++)
+                        spread(v[a][m], rounds, f[m]);
+                if (apply)
+                        printf("  %-8s %6u services: one service %-7s store event -> kernel "
+                               "%.2f ms wall (min %.2f, max %.2f); CPU %.3f ms; in apply (nft "
+                               "text -> netlink -> commit) %.2f ms (max %.2f); %llu/%u carried, "
+                               "%zu bytes\n",
+                               "nftables", n, what[a], f[0][0], f[0][1], f[0][2], f[1][0], f[2][0],
+                               f[2][2], (unsigned long long)carried[a], rounds, bytes[a]);
+                else
+                        printf("  %-8s %6u services: one service %-7s %.3f ms CPU (max %.3f), "
+                               "%llu/%u carried, %zu bytes\n",
+                               nft ? "nftables" : "iptables", n, what[a], f[1][0], f[1][2],
+                               (unsigned long long)carried[a], rounds, bytes[a]);
+                for (int m = 0; m < 3; m++)
+                        free(v[a][m]);
+        }
+}
+
 static void options(struct se_proxy_options *o)
 {
         se_proxy_options_init(o);
@@ -111,6 +187,8 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
         /* the real system, but a clock that stands still all the same */
         struct se_proxy_runner real = *se_proxy_runner_system();
         real.now = now_fixed;
+        system_apply = real.apply;
+        real.apply = apply_timed;
         bool apply = nft && getenv("BENCH_PROXIER_APPLY") &&
                      strcmp(getenv("BENCH_PROXIER_APPLY"), "1") == 0;
         if (apply && unshare(CLONE_NEWNET) < 0) {
@@ -192,6 +270,7 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
                        "%.2f ms wall (min %.2f, max %.2f), %llu syncs failed\n",
                        "nftables", n, wall[rounds / 2] * 1e3, wall[0] * 1e3, wall[rounds - 1] * 1e3,
                        (unsigned long long)st.syncs_failed);
+        add_remove(p, s, n, rounds, nft, apply);
         free(carried);
         free(redisc);
         free(wall);

@@ -1028,14 +1028,50 @@ static const char *const carried_steps[] = {
         "f/share 172.30.0.60 10.1.0.6\n",
 };
 
+/* after carried_steps: services added and removed, each step carried
+ * with nftables (a sync from the whole table with iptables) */
+static const char *const add_remove_steps[] = {
+        "a/web~rr* 172.30.0.10 10.1.0.6\n" /* one added */
+        "c/api~mh 172.30.0.30 10.1.2.1,10.1.2.2\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n"
+        "f/share 172.30.0.60 10.1.0.6\n"
+        "g/new 172.30.0.70 10.1.5.1\n",
+        "a/web~rr* 172.30.0.10 10.1.0.6\n" /* one added without endpoints */
+        "c/api~mh 172.30.0.30 10.1.2.1,10.1.2.2\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n"
+        "f/share 172.30.0.60 10.1.0.6\n"
+        "g/new 172.30.0.70 10.1.5.1\n"
+        "h/none 172.30.0.80 -\n",
+        "a/web~rr* 172.30.0.10 10.1.0.6\n" /* share removed, pin added: */
+        "c/api~mh 172.30.0.30 10.1.2.1,10.1.2.2\n" /* the hairpin stays */
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n"
+        "g/new 172.30.0.70 10.1.5.1\n"
+        "h/none 172.30.0.80 -\n"
+        "i/pin* 172.30.0.90 10.1.0.6\n",
+        "a/web~rr* 172.30.0.10 10.1.0.7\n" /* removed, added and changed */
+        "c/api~mh 172.30.0.30 10.1.2.1,10.1.2.2\n"
+        "e/dns 172.30.0.50 UDP 10.1.4.2\n"
+        "h/none 172.30.0.80 -\n"
+        "i/pin* 172.30.0.90 10.1.0.6\n"
+        "j/udp 172.30.0.100 UDP 10.1.6.1\n",
+        "a/web~rr* 172.30.0.10 10.1.0.7\n" /* two removed (one with UDP flows) */
+        "c/api~mh 172.30.0.30 10.1.2.1,10.1.2.2\n"
+        "i/pin* 172.30.0.90 10.1.0.6\n"
+        "j/udp 172.30.0.100 UDP 10.1.6.1\n",
+        "a/web~rr* 172.30.0.10 10.1.0.7\n" /* the last holder of a hairpin removed */
+        "c/api~mh 172.30.0.30 10.1.2.1,10.1.2.2\n"
+        "j/udp 172.30.0.100 UDP 10.1.6.1\n",
+};
+
 /* the child: the proxier in netns X, fed step by step through the store
  * (changes carried where they can be, else partial from the whole
  * table); after each step a fresh proxier's full sync of the same
  * cluster in a fresh netns Y must save the same */
 static int carried_child(void)
 {
-        const char *const *all[2] = { carried_steps, steps };
-        size_t n_all[2] = { sizeof(carried_steps) / sizeof(carried_steps[0]),
+        const char *const *all[3] = { carried_steps, add_remove_steps, steps };
+        size_t n_all[3] = { sizeof(carried_steps) / sizeof(carried_steps[0]),
+                            sizeof(add_remove_steps) / sizeof(add_remove_steps[0]),
                             sizeof(steps) / sizeof(steps[0]) };
         struct se_proxy_runner run_x, run_y;
         int code = 0;
@@ -1047,7 +1083,7 @@ static int carried_child(void)
         const char *prev = "";
         carried_applies = 0;
         uint64_t carried_syncs = 0;
-        for (int list = 0; list < 2 && !code; list++)
+        for (int list = 0; list < 3 && !code; list++)
                 for (size_t i = 0; i < n_all[list] && !code; i++) {
                         const char *spec = all[list][i];
                         store_step(sx, prev, spec);
@@ -1059,6 +1095,10 @@ static int carried_child(void)
                         if (st1.syncs_failed != st0.syncs_failed)
                                 code = 10 + (int)i;
                         carried_syncs += st1.syncs_carried - st0.syncs_carried;
+                        if (use_nft && list == 1 && st1.syncs_carried != st0.syncs_carried + 1) {
+                                fprintf(stderr, "# add/remove step %zu was not carried\n", i);
+                                code = 70 + (int)i;
+                        }
                         char *xs[2] = { use_nft ? nft_saved() : saved("nat"),
                                         use_nft ? strdup("") : saved("filter") };
                         if (!xs[0])
