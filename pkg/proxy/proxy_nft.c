@@ -852,12 +852,10 @@ static void cluster_ips_check(struct nft *w, const struct se_proxy_table *t, str
 {
         se_strbuf_printf(out, "\tchain cluster-ips-check {\n\t\t%s daddr @cluster-ips reject\n",
                          w->ip);
-        /* one CIDR without braces: nft -f turns a one-element anonymous set
-         * into a plain compare, netlink would keep the set; both load the
-         * same rule this way */
-        if (t->n_service_cidrs == 1) {
-                se_strbuf_printf(out, "\t\t%s daddr %s drop\n", w->ip, t->service_cidrs[0]);
-        } else if (t->n_service_cidrs) {
+        /* one set for any count, as kube-proxy; a single CIDR loads as a
+         * plain compare both ways (nft -f, and the netlink translator's
+         * one-element-set rule) */
+        if (t->n_service_cidrs) {
                 se_strbuf_printf(out, "\t\t%s daddr { ", w->ip);
                 for (uint32_t i = 0; i < t->n_service_cidrs; i++)
                         se_strbuf_printf(out, "%s%s", i ? ", " : "", t->service_cidrs[i]);

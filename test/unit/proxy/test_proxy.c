@@ -964,7 +964,7 @@ static void test_proxy__cluster_ips_check(void **state)
         assert_non_null(strstr(
                 fwd, "\t\tct state new jump cluster-ips-check\n\t}\n\tchain filter-output {"));
         assert_non_null(strstr(out, "\t\tct state new jump cluster-ips-check\n\t}\n"));
-        has_line(v6, "\t\tip6 daddr fd00:30::/112 drop");
+        has_line(v6, "\t\tip6 daddr { fd00:30::/112 } drop");
         has_line(v6, "\t\tip6 daddr @cluster-ips reject");
         no_text(v6, "elements = {\n\t\t\t172");
         free(v4);
