@@ -5,6 +5,21 @@ set -uo pipefail
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+# check NAME CMD...: ok when CMD succeeds
+check() {
+        local name=$1
+        shift
+        if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+# until_ok SECONDS CMD...: retries CMD every 0.2 s until it succeeds or time runs out.
+until_ok() {
+        local deadline=$((SECONDS + $1))
+        shift
+        until "$@"; do
+                [ $SECONDS -ge $deadline ] && return 1
+                sleep 0.2
+        done
+}
 
 # golden NAME FILE CMD...: stdout of CMD must equal FILE (UPDATE_GOLDEN=1 rewrites it).
 golden() {

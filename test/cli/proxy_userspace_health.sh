@@ -33,25 +33,7 @@ exit 0
 EOF
 done
 chmod +x "$tmp/bin/"*
-cat >"$tmp/cluster.yaml" <<'EOF'
-apiVersion: v1
-kind: Node
-metadata: {name: node-a}
-status: {addresses: [{type: InternalIP, address: 10.99.0.1}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: default}
-spec: {clusterIP: 10.96.0.10, ports: [{name: p, port: 80, targetPort: 8080}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: web-1, namespace: default, labels: {kubernetes.io/service-name: web}}
-addressType: IPv4
-ports: [{name: p, port: 8080, protocol: TCP}]
-endpoints:
-- {addresses: [10.244.1.2], conditions: {ready: true}}
-EOF
+cp test/golden/proxy/one-service.yaml "$tmp/cluster.yaml"
 read -r hport uport < <(python3 -c 'import socket
 ss = [socket.socket() for _ in range(2)]
 for s in ss: s.bind(("127.0.0.1", 0))

@@ -11,11 +11,6 @@ split() { sed -n "/^# svcenv userspace proxy/q;p" <<<"$1"; }
 redirects() { sed -n '/^# svcenv userspace proxy/,$p' <<<"$1"; }
 ipt=$("$SVCENV/svcenv" rules -f $c --node n1 --ip-family ipv4)
 nft=$("$SVCENV/svcenv" rules -f $c --node n1 --ip-family ipv4 --backend nftables)
-check() { # NAME CONDITION...
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
 check "iptables: no kernel rules for the routed services" \
         bash -c '! grep -qE "ns/(least|retried|hashed)|172\.30\.0\.[234]|30002" <<<"$1"' _ "$(split "$ipt")"
 check "iptables: the unannotated service keeps its rules" \

@@ -11,18 +11,10 @@
 # and ends with `plan` (userspace ends without one, as before).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-: "${SVCENV:=$PWD/build/bin}"
 here=$PWD/test/e2e
 
-# --- TAP ---------------------------------------------------------------
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { # check NAME CMD...: ok when CMD succeeds
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
+# --- TAP (ok, not_ok, check from the CLI tests' lib) ---------------------
+. test/cli/lib.bash
 check_eq() { # check_eq NAME WANT GOT: ok when equal, else both shown
         if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (want '$2', got '$3')"; fi
 }

@@ -5,13 +5,3 @@
 KAPI="$(dirname "${BASH_SOURCE[0]}")/../k8s/kapi"
 CONTROLPLANE="$(dirname "${BASH_SOURCE[0]}")/../k8s/controlplane"
 kapi() { "$KAPI" "$KUBE_DIR" "$@"; }
-
-# until_ok SECONDS CMD...: retries CMD every 0.2 s until it succeeds or time runs out.
-until_ok() {
-        local deadline=$((SECONDS + $1))
-        shift
-        until "$@"; do
-                [ $SECONDS -ge $deadline ] && return 1
-                sleep 0.2
-        done
-}

@@ -12,24 +12,8 @@
 # that address only. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
+. test/cli/lib.bash # TAP: ok, not_ok, check, until_ok
 here=$PWD/test/e2e
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { # check NAME CMD...: ok when CMD succeeds
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-until_ok() { # until_ok SECONDS CMD...
-        local deadline=$((SECONDS + $1))
-        shift
-        until "$@"; do
-                [ $SECONDS -ge $deadline ] && return 1
-                sleep 0.2
-        done
-}
 if [ "$(id -u)" -ne 0 ]; then
         echo "ok 1 # SKIP integration proxy: needs root for network namespaces"
         exit 0

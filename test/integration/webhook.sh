@@ -9,15 +9,7 @@
 # KUBE_DIR: a control plane started by test/run-all (else one is started).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-: "${SVCENV:=$PWD/build/bin}"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { # check NAME CMD...: ok when CMD succeeds
-        local name=$1
-        shift
-        if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
+. test/cli/lib.bash # TAP: ok, not_ok, check
 
 tmp=$(mktemp -d /tmp/svcenv-wh.XXXXXX)
 own_cp=0
