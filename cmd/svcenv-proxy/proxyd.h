@@ -46,6 +46,7 @@ struct proxyd {
         pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
         pthread_cond_t us_cond;
         bool us_dirty, us_reload, us_stop; /* a change; SIGHUP with -f; the end */
+        unsigned us_bad_said; /* invalid scheduler annotations last logged */
 
         struct se_proxy_proxier *proxier;
         struct se_store *store;
@@ -82,7 +83,7 @@ int proxyd_uproxy_start(struct proxyd *d);
  * d) for the ports o selects, then the TPROXY route and jumps. last (NULL,
  * or one buffer per family): what was applied before; unchanged rules are
  * not applied again. Returns whether every family applied; logs errors. */
-bool proxyd_redirect_apply(struct proxyd *d, struct se_proxy_table *const *t,
+bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const *t,
                            const struct se_uproxy_rules_opts *o, struct se_strbuf *last);
 /* The TPROXY policy route and the iptables jumps for one family. */
 void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam);

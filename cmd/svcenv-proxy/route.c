@@ -144,7 +144,7 @@ static void route_off(struct proxyd *d, struct se_uproxy_snapshot *empty)
 void proxyd_route_sync(struct proxyd *d)
 {
         bool nft = d->flags.nft;
-        struct se_proxy_table *t[2] = { NULL, NULL };
+        const struct se_proxy_table *t[2] = { NULL, NULL };
         struct se_proxy_table view[2];
         struct se_uproxy_snapshot *snap = NULL;
         bool any = false;
@@ -156,13 +156,14 @@ void proxyd_route_sync(struct proxyd *d)
                 se_strbuf_reset(&d->route_bad);
                 return;
         }
-        for (unsigned i = 0; r == 0 && i < d->n_fams; i++)
-                if ((r = se_proxy_table_build(d->store, &d->flags.opt, d->fams[i], &t[i])) == 0 &&
-                    (r = routed_view(t[i], nft, &view[i])) == 0)
+        /* the tables the proxier just synced: no second build */
+        unsigned n_t = se_proxy_proxier_last_tables(d->proxier, t);
+        for (unsigned i = 0; r == 0 && i < n_t; i++)
+                if ((r = routed_view(t[i], nft, &view[i])) == 0)
                         any |= view[i].n_ports > 0;
         const struct se_proxy_table *views[2] = { &view[0], &view[1] };
         if (r == 0)
-                r = se_uproxy_snapshot_build(views, d->n_fams, d->store, d->scheduler, &snap);
+                r = se_uproxy_snapshot_build(views, n_t, d->store, d->scheduler, &snap);
         warn_bad(d);
         se_store_unlock(d->store);
         if (r < 0) {
@@ -189,10 +190,8 @@ void proxyd_route_sync(struct proxyd *d)
         (void)proxyd_redirect_apply(d, t, &o, d->route_last);
 out:
         se_uproxy_snapshot_free(snap);
-        for (unsigned i = 0; i < 2; i++) {
+        for (unsigned i = 0; i < 2; i++)
                 free(view[i].ports);
-                se_proxy_table_free(t[i]);
-        }
 }
 
 void proxyd_synced(void *data)

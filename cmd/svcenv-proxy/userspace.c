@@ -135,7 +135,7 @@ void proxyd_redirect_remove(bool iptables, bool nft)
         }
 }
 
-bool proxyd_redirect_apply(struct proxyd *d, struct se_proxy_table *const *t,
+bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const *t,
                            const struct se_uproxy_rules_opts *o, struct se_strbuf *last)
 {
         bool ok = true;
@@ -207,9 +207,12 @@ static bool sync_userspace(struct proxyd *d)
                 r = se_uproxy_snapshot_build((const struct se_proxy_table *const *)t, d->n_fams,
                                              d->store, d->scheduler, &snap);
         se_store_unlock(d->store);
-        if (r == 0 && snap->n_bad_sched)
+        /* said when the count changes, not on every sync */
+        if (r == 0 && snap->n_bad_sched != d->us_bad_said && snap->n_bad_sched)
                 se_log_warn("%u service port(s) have an invalid %s annotation: %s used",
                             snap->n_bad_sched, SE_UPROXY_SCHED_ANNOTATION, d->scheduler);
+        if (r == 0)
+                d->us_bad_said = snap->n_bad_sched;
         if (r == 0)
                 r = se_uproxy_update(d->uproxy, snap);
         if (r < 0) {
@@ -218,7 +221,7 @@ static bool sync_userspace(struct proxyd *d)
         }
         struct se_uproxy_rules_opts o = { .port = (uint16_t)d->uport,
                                           .mark = SE_UPROXY_DEFAULT_MARK };
-        if (r == 0 && !proxyd_redirect_apply(d, t, &o, NULL))
+        if (r == 0 && !proxyd_redirect_apply(d, (const struct se_proxy_table *const *)t, &o, NULL))
                 ok = false;
         for (unsigned i = 0; i < 2; i++)
                 se_proxy_table_free(t[i]);

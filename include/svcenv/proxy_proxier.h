@@ -219,6 +219,12 @@ struct se_proxy_hc_port {
         unsigned local; /* ready local endpoints summed over the service's ports */
 };
 /* Copies them into out (room for max); returns the count. */
+/* The tables of the last successful sync, one per family in the order
+ * se_proxy_proxier_begin was given, into out; returns the count (0 before
+ * the first sync). Borrowed: read them only on the sync thread (the synced
+ * hook), where they stay valid until the next sync. */
+unsigned se_proxy_proxier_last_tables(const struct se_proxy_proxier *p,
+                                      const struct se_proxy_table *out[2]);
 size_t se_proxy_proxier_hc_ports(struct se_proxy_proxier *p, struct se_proxy_hc_port *out,
                                  size_t max);
 /* The answer of health-check node port `port`: kube-proxy's body appended;

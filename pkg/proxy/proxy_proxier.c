@@ -1166,6 +1166,16 @@ bool se_proxy_proxier_health_body(struct se_proxy_proxier *p, bool livez, struct
         return se_proxy_health_body(&h, &now, livez, body);
 }
 
+unsigned se_proxy_proxier_last_tables(const struct se_proxy_proxier *p,
+                                      const struct se_proxy_table *out[2])
+{
+        unsigned n = 0;
+        for (unsigned i = 0; i < p->n_fams; i++)
+                if (p->last[i])
+                        out[n++] = p->last[i];
+        return n;
+}
+
 size_t se_proxy_proxier_hc_ports(struct se_proxy_proxier *p, struct se_proxy_hc_port *out,
                                  size_t max)
 {
