@@ -16,6 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . test/cli/lib.bash # TAP: ok, not_ok, check, until_ok
+. test/integration/netns.bash # inns, must, netns_*
 here=$PWD/test/e2e
 if [ "$(id -u)" -ne 0 ]; then
         echo "ok 1 # SKIP integration proxy_route: needs root for network namespaces"
@@ -42,8 +43,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-must() { "$@" || { echo "failed: $*"; exit 1; }; }
 
 setup() {
         local k ns
@@ -78,26 +77,11 @@ setup() {
                 must inns "$ns" ip route add default via 10.244.$k.1
         done
 }
-if ! (setup) >"$tmp/setup.log" 2>&1; then
-        not_ok "network namespaces set up"
-        sed 's/^/# /' "$tmp/setup.log"
-        exit 1
-fi
-for k in 1 2; do
-        ip netns exec "$p-b$k" python3 "$here/netpeer.py" serve b$k 8080 >"$tmp/b$k.log" 2>&1 &
-        pids+=($!)
-done
+netns_setup setup
+netns_backends "$p-b1" "$p-b2"
 
-if ! test/k8s/controlplane start "$KD" --extra-ip $HA --bind-extra-ip >"$tmp/cp.log" 2>&1; then
-        not_ok "control plane starts (--extra-ip $HA --bind-extra-ip)"
-        tail -20 "$tmp/cp.log" | sed 's/^/# /'
-        exit 1
-fi
-# shellcheck disable=SC1091
-source "$KD/env"
-kapi() { test/k8s/kapi "$KD" "$@"; }
 kc=$tmp/ns.kubeconfig
-sed "s#server: .*#server: https://$HA:$APISERVER_PORT#" "$KD/kubeconfig" >"$kc"
+netns_controlplane $HA "$kc"
 
 # ---- cluster objects ----
 post() { kapi post "$1" - >/dev/null; }
