@@ -448,6 +448,108 @@ static void test_partial__nft_endpoint_maps(void **state)
         se_proxy_tracker_free(tr);
 }
 
+/* The table of spec. */
+static struct se_proxy_table *table_of(const char *spec, struct se_store **store)
+{
+        struct se_proxy_options o;
+        struct se_diag d;
+        struct se_proxy_table *t = NULL;
+        char *yaml = cluster(spec);
+        options(&o);
+        *store = se_store_new();
+        assert_non_null(*store);
+        if (se_manifest_load_buffer(*store, "test", yaml, strlen(yaml), NULL, NULL, &d) < 0)
+                fail_msg("manifest: %s", d.text);
+        free(yaml);
+        assert_int_equal(se_proxy_table_build(*store, &o, SE_IPV4, &t), 0);
+        return t;
+}
+
+/* A carried sync from spec a to spec b (every port of both paired by
+ * name: added, removed, changed or not), then b synced from the whole
+ * table: the tracker knows what the carried sync did, so that finds
+ * nothing to write, and a full sync afterwards writes what a fresh one
+ * does. Returns the carried sync's input. */
+static char *carried_then_table(const char *a, const char *b)
+{
+        struct se_proxy_options o;
+        struct se_store *sa, *sb;
+        struct se_proxy_tracker *tr = se_proxy_tracker_new();
+        se_proxy_tracker_set_minimal(tr, true);
+        options(&o);
+        free(sync_spec(a, tr));
+        struct se_proxy_table *ta = table_of(a, &sa), *tb = table_of(b, &sb);
+        size_t most = (size_t)ta->n_ports + tb->n_ports + 1, n = 0;
+        const struct se_proxy_svcport **now = calloc(most, sizeof(*now));
+        const struct se_proxy_svcport **was = calloc(most, sizeof(*was));
+        assert_non_null(now);
+        assert_non_null(was);
+        for (uint32_t i = 0, j = 0; i < ta->n_ports || j < tb->n_ports; n++) {
+                int c = i == ta->n_ports ? 1 :
+                        j == tb->n_ports ? -1 :
+                                           strcmp(ta->ports[i].spn, tb->ports[j].spn);
+                was[n] = c <= 0 ? &ta->ports[i++] : NULL;
+                now[n] = c >= 0 ? &tb->ports[j++] : NULL;
+        }
+        struct se_strbuf text;
+        se_strbuf_init(&text, 0);
+        assert_int_equal(se_proxy_iptables_sync_changed(now, was, n, SE_IPV4, false, &o, tr, &text),
+                         0);
+        char *carried = strdup(text.buf ? text.buf : "");
+        se_proxy_tracker_done(tr, true, &text);
+        se_strbuf_release(&text);
+        char *again = sync_spec(b, tr);
+        if (again[0])
+                fail_msg("after the carried sync\n%s\nthe table sync wrote\n%s", carried, again);
+        free(again);
+        se_proxy_tracker_force_full(tr);
+        char *full = sync_spec(b, tr), *fresh = sync_spec(b, NULL);
+        assert_string_equal(full, fresh);
+        free(full);
+        free(fresh);
+        free(now);
+        free(was);
+        se_proxy_table_free(ta);
+        se_proxy_table_free(tb);
+        se_store_free(sa);
+        se_store_free(sb);
+        se_proxy_tracker_free(tr);
+        return carried;
+}
+
+/* services of every kind added, changed and removed by a carried sync:
+ * single-rule edits of the top-level chains at a full sync's positions,
+ * and the tracker left as the table sync would have left it */
+static void test_partial__carried_add_remove_then_table_sync(void **state)
+{
+        (void)state;
+        static const char a[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.2\n"
+                                "c/np@np 172.30.0.30 10.1.2.1\n"
+                                "e/lb@lbl* 172.30.0.50 10.1.4.1,10.1.4.2!\n"
+                                "g/gone@lb 172.30.0.70 10.1.6.1\n";
+        static const char b[] = "a/web 172.30.0.10 10.1.0.1,10.1.0.3\n"
+                                "b/new@lb 172.30.0.20 10.1.1.1\n"
+                                "c/np@np 172.30.0.30 -\n"
+                                "e/lb@lbl* 172.30.0.50 10.1.4.2!\n"
+                                "f/local@npl 172.30.0.60 10.1.5.1\n";
+        char *in = carried_then_table(a, b);
+        /* b/new's rules go between a/web's and c/np's */
+        assert_non_null(strstr(in, "\n-I KUBE-SERVICES 2 -m comment --comment "
+                                   "\"b/new:p cluster IP\""));
+        assert_non_null(strstr(in, "-I KUBE-NODEPORTS 1 -m comment --comment b/new:p "));
+        /* g/gone's firewall rule and its chains go */
+        assert_non_null(strstr(in, "-D KUBE-PROXY-FIREWALL -m comment --comment \"g/gone:p "));
+        assert_non_null(strstr(in, "\n-X KUBE-FW-"));
+        /* c/np lost its endpoints: REJECT in filter */
+        assert_non_null(strstr(in, "\"c/np:p has no endpoints\""));
+        free(in);
+        /* and back: everything added again, the new ones removed */
+        free(carried_then_table(b, a));
+        /* from nothing and to nothing */
+        free(carried_then_table("", b));
+        free(carried_then_table(a, ""));
+}
+
 /* ---- applied in network namespaces (root) ---- */
 
 static int cmp_line_chain(const void *x, const void *y)
@@ -1257,6 +1359,7 @@ int main(void)
                 cmocka_unit_test(test_partial__one_endpoint),
                 cmocka_unit_test(test_partial__service_add_remove),
                 cmocka_unit_test(test_partial__seeded_retry_deletes_once),
+                cmocka_unit_test(test_partial__carried_add_remove_then_table_sync),
                 cmocka_unit_test(test_partial__nft_elements),
                 cmocka_unit_test(test_partial__nft_endpoint_maps),
                 cmocka_unit_test(test_partial__nft_scheduler_switch),
