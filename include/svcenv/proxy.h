@@ -212,15 +212,22 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                            struct se_proxy_tracker *tracker, struct se_strbuf *out);
 /* A carried partial sync (the store said which services changed): writes
  * only ports[] (every port of each changed service, as the table has it
- * now) against what the last applied sync wrote for them: their nat
- * chains when they changed, and -X for the chains they dropped; nothing
- * else (no filter table, no KUBE-SERVICES). large: the table is in
- * large-cluster mode (as the last sync's). -EAGAIN when that is not enough
- * (a port the last sync did not write, one whose top-level rules changed,
- * one routed to the userspace proxy now, a full sync due): the caller syncs from the whole table
- * instead (the tracker is as before). Then se_proxy_tracker_done as after any sync. Nothing to
+ * now; was[i] the same port as the last applied sync had it, NULL for a
+ * port added; ports[i] NULL for a port removed, both NULL: skipped; was
+ * NULL: none added or removed)
+ * against what the last applied sync wrote for them: their nat chains
+ * when they changed, -X for the chains they dropped, and, when their
+ * top-level rules (KUBE-SERVICES, KUBE-NODEPORTS, the filter table's)
+ * changed, single-rule edits of those chains (-D, -I at the position a
+ * full sync gives the rule). large: the table is in large-cluster mode (as
+ * the last sync's). -EAGAIN when that is not enough (a port the tracker
+ * does not know, or knows when added, one routed to the userspace proxy
+ * now, a top-level change without minimal partial syncs, a full sync due):
+ * the caller syncs from the whole table instead (the tracker is as
+ * before). Then se_proxy_tracker_done as after any sync. Nothing to
  * change: out gets nothing. */
-int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, size_t n,
+int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports,
+                                   const struct se_proxy_svcport *const *was, size_t n,
                                    enum se_ip_family family, bool large,
                                    const struct se_proxy_options *opt,
                                    struct se_proxy_tracker *tracker, struct se_strbuf *out);

@@ -40,11 +40,13 @@
  * WHICH services changed (by "namespace/name"; an EndpointSlice counts for
  * the service of its kubernetes.io/service-name label). A partial sync
  * rebuilds only those services' table entries
- * (se_proxy_table_build_services), patches them into the last table and,
- * when their top-level rules did not change, writes only their nat chains
- * (se_proxy_iptables_sync_changed: an endpoint change does not rewrite
- * KUBE-SERVICES). Otherwise (a service added or removed, its top-level
- * rules changed, too many changes, nftables) the partial sync is made
+ * (se_proxy_table_build_services), patches them into the last table
+ * (services added and removed included) and writes only their chains,
+ * with single-rule edits of the top-level chains where their rules there
+ * changed (se_proxy_iptables_sync_changed, nftables alike: an endpoint
+ * change does not touch KUBE-SERVICES, an added service inserts its
+ * rules). Otherwise (too many changes, a port moving to or from the
+ * userspace proxy, kube-proxy's partial syncs) the partial sync is made
  * from the whole table as before; the result is the same.
  *
  * Threads: on_change, the readers (health, metrics, hc) and stop may be

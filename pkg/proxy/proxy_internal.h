@@ -106,10 +106,19 @@ struct proxy_top_table {
         struct se_strv rules[PROXY_TOP_MAX]; /* "-A CHAIN ..." lines, in order */
         bool declared[PROXY_TOP_MAX];
 };
+/* A carried sync's edit of one top-level chain, made to cur once applied:
+ * del rules from old index at replaced by ins (owned). */
+struct proxy_top_op {
+        int table, chain;
+        size_t at, del;
+        struct se_strv ins;
+};
 struct proxy_top {
         struct proxy_top_table cur[2], pend[2]; /* [0] filter, [1] nat */
         bool known; /* cur is what the kernel has (an applied sync recorded it) */
         bool minimal; /* se_proxy_tracker_set_minimal() */
+        struct proxy_top_op *ops; /* the carried sync being built's edits */
+        size_t n_ops, cap_ops;
 };
 void proxy_top_release(struct proxy_top_table t[2]);
 /* Appends the body of one table (chain lines then rules, no header) for
@@ -119,6 +128,16 @@ void proxy_top_release(struct proxy_top_table t[2]);
 int proxy_top_write(struct proxy_top *top, bool partial, int table, const char *const *names,
                     size_t n_names, const char *chains, size_t nc, const char *rules, size_t nr,
                     struct se_strbuf *out);
+/* Carried syncs (proxy_topcarry.c): the rules of service spn in the
+ * top-level chains names[] of table (0 filter, 1 nat) become those of
+ * rules ("-A CHAIN ..." lines, a full sync's for the service; none: it is
+ * removed). Appends the `-D` / `-I` lines that do it to out and records
+ * them; call in table order of the services. -EAGAIN when cur is not
+ * known. */
+int proxy_top_carry_port(struct proxy_top *top, int table, const char *const *names, size_t n_names,
+                         const char *spn, const char *rules, size_t nr, struct se_strbuf *out);
+/* Ends a carried sync: applied, its edits are made to cur; else dropped. */
+void proxy_top_carry_done(struct proxy_top *top, bool applied);
 /* nft: records the elements of verdict map idx (0..PROXY_TOP_MAX-1) from
  * the writer's element text; on a partial sync whose previous state is
  * known appends `delete element` lines (elements gone or changed) to del
@@ -146,11 +165,22 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
                         const uint8_t top[16], const char *chains, size_t nc, const char *rules,
                         size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
                         bool *same);
-/* A port a carried sync adds (nft): its segment recorded, to be known
- * once applied. -EAGAIN when the tracker already knows it. */
+/* As proxy_tracker_carry, but a change of the top-level rules is carried
+ * too (iptables: the caller edits them, proxy_top_carry_port): *top_changed
+ * says so, and the digest top is recorded with the port. */
+int proxy_tracker_carry_top(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                            const uint8_t top[16], const char *chains, size_t nc, const char *rules,
+                            size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
+                            bool *same, bool *top_changed);
+/* A port a carried sync adds: its segment recorded (with the digest of its
+ * top-level rules, top, unless NULL), to be known once applied. -EAGAIN
+ * when the tracker already knows it. */
 int proxy_tracker_carry_add(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                             const char *chains, size_t nc, const char *rules, size_t nr);
-/* A port a carried sync removes (nft): every name its entry defined
+int proxy_tracker_carry_add_top(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                                const uint8_t top[16], const char *chains, size_t nc,
+                                const char *rules, size_t nr);
+/* A port a carried sync removes: every name its entry defined
  * appended to gone_chains and gone_rules as proxy_tracker_carry does; the
  * entry is forgotten once applied. -EAGAIN when the tracker does not know
  * it. */

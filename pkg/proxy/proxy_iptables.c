@@ -706,6 +706,15 @@ static void reserve(struct ipt *w, const struct se_proxy_table *t, struct se_str
                 proxy_tracker_reserve(w->tracker, chains + rules, t->n_ports);
 }
 
+/* The top-level chains: those a full sync declares, and (ftop) those the
+ * tracker knows of the filter table, in the order it records them. */
+static const char *const filter_top[] = { "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
+                                          "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL" };
+static const char *const ftop[] = { "KUBE-SERVICES",  "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD",
+                                    "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL",    "KUBE-FIREWALL" };
+static const char *const nat_top[] = { "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING",
+                                       "KUBE-MARK-MASQ" };
+
 int se_proxy_iptables_write(const struct se_proxy_table *t, const struct se_proxy_options *opt,
                             struct se_strbuf *out)
 {
@@ -737,11 +746,6 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
         w.large = t->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
         reserve(&w, t, out);
 
-        static const char *const filter_top[] = { "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
-                                                  "KUBE-FORWARD", "KUBE-NODEPORTS",
-                                                  "KUBE-PROXY-FIREWALL" };
-        static const char *const nat_top[] = { "KUBE-SERVICES", "KUBE-NODEPORTS",
-                                               "KUBE-POSTROUTING", "KUBE-MARK-MASQ" };
         for (size_t i = 0; i < SE_ARRAY_SIZE(filter_top); i++)
                 chain(&w.filter_chains, filter_top[i], "");
         for (size_t i = 0; i < SE_ARRAY_SIZE(nat_top); i++)
@@ -821,9 +825,6 @@ int se_proxy_iptables_sync(const struct se_proxy_table *t, const struct se_proxy
                 }
                 se_strbuf_puts(out, "COMMIT\n");
         } else {
-                static const char *const ftop[] = { "KUBE-SERVICES",       "KUBE-EXTERNAL-SERVICES",
-                                                    "KUBE-FORWARD",        "KUBE-NODEPORTS",
-                                                    "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL" };
                 struct se_strbuf *bufs[2][2] = { { &w.filter_chains, &w.filter_rules },
                                                  { &w.nat_chains, &w.nat_rules_buf } };
                 bool partial = !proxy_tracker_full(tracker);
@@ -870,13 +871,28 @@ out:
         return r;
 }
 
-int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, size_t n,
+/* A carried port's top-level rules (filter, nat: as a full sync writes
+ * them; empty for a port removed) edited into the known chains. */
+static int carry_top(struct se_proxy_tracker *tracker, const char *spn, const struct se_strbuf *f,
+                     const struct se_strbuf *nat, struct se_strbuf *f_edits,
+                     struct se_strbuf *nat_edits)
+{
+        struct proxy_top *top = proxy_tracker_top(tracker);
+        if (!top)
+                return -EAGAIN; /* kube-proxy's partial syncs: the chains whole */
+        return proxy_top_carry_port(top, 0, ftop, SE_ARRAY_SIZE(ftop), spn, f->buf ? f->buf : "", f->len, f_edits) ?:
+                       proxy_top_carry_port(top, 1, nat_top, SE_ARRAY_SIZE(nat_top), spn,
+                                            nat->buf ? nat->buf : "", nat->len, nat_edits);
+}
+
+int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports,
+                                   const struct se_proxy_svcport *const *was, size_t n,
                                    enum se_ip_family family, bool large,
                                    const struct se_proxy_options *opt,
                                    struct se_proxy_tracker *tracker, struct se_strbuf *out)
 {
         struct ipt w = { .opt = opt, .fam = family, .large = large };
-        struct se_strbuf chains, rules, gone_chains, gone_rules;
+        struct se_strbuf chains, rules, gone_chains, gone_rules, f_edits, nat_edits, none;
         int r = proxy_tracker_carry_begin(tracker);
         if (r < 0)
                 return r;
@@ -889,6 +905,11 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
         se_strbuf_init(&rules, 0);
         se_strbuf_init(&gone_chains, 0);
         se_strbuf_init(&gone_rules, 0);
+        se_strbuf_init(&f_edits, 0);
+        se_strbuf_init(&nat_edits, 0);
+        se_strbuf_init(&none, 0);
+        struct se_strbuf top_nat;
+        se_strbuf_init(&top_nat, 0);
         proxy_mark_text(opt, w.mark);
         const struct se_cidr *cc = proxy_cluster_cidr(opt, family);
         if (cc) {
@@ -900,7 +921,15 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
                 struct svc_plan p;
                 struct marks m;
                 uint8_t top[16];
-                bool same;
+                bool same = false, top_changed = true;
+                if (!sp && (!was || !was[i]))
+                        continue; /* neither before nor now in the kernel */
+                if (!sp) { /* removed: its chains deleted, its top-level rules too */
+                        r = proxy_tracker_carry_remove(tracker, was[i], &gone_chains, &gone_rules) ?:
+                                    carry_top(tracker, was[i]->spn, &none, &none, &f_edits,
+                                              &nat_edits);
+                        continue;
+                }
                 /* a port routed to the userspace proxy has no rules here:
                  * its top-level entries go, which only a table sync does */
                 if (!se_proxy_in_kernel(sp, false)) {
@@ -909,8 +938,8 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
                 }
                 if ((r = plan_service(&w, sp, &p)) < 0)
                         break;
-                /* the top-level rules, only to compare: written as a full
-                 * sync would, into empty buffers */
+                /* the top-level rules, written as a full sync would, into
+                 * empty buffers: compared by digest, edited in when changed */
                 se_strbuf_reset(&w.filter_chains);
                 se_strbuf_reset(&w.filter_rules);
                 se_strbuf_reset(&w.nat_chains);
@@ -918,16 +947,28 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
                 mark(&w, &m);
                 write_entries(&w, sp, &p);
                 top_digest(&w, &m, top);
+                se_strbuf_reset(&top_nat);
+                se_strbuf_append(&top_nat, w.nat_rules->buf, w.nat_rules->len);
                 se_strbuf_reset(&w.nat_chains);
                 se_strbuf_reset(w.nat_rules);
                 write_nat_chains(&w, sp, &p);
                 write_endpoint_chains(&w, sp, &p);
                 proxy_categories_release(&p.cat);
-                r = se_strbuf_failed(&w.nat_chains) ?: se_strbuf_failed(w.nat_rules);
-                if (r == 0)
-                        r = proxy_tracker_carry(tracker, sp, top, w.nat_chains.buf,
-                                                w.nat_chains.len, w.nat_rules->buf,
-                                                w.nat_rules->len, &gone_chains, &gone_rules, &same);
+                r = se_strbuf_failed(&w.nat_chains)       ?:
+                            se_strbuf_failed(w.nat_rules) ?:
+                                                            se_strbuf_failed(&top_nat);
+                if (r == 0 && (!was || was[i]))
+                        r = proxy_tracker_carry_top(tracker, sp, top, w.nat_chains.buf,
+                                                    w.nat_chains.len, w.nat_rules->buf,
+                                                    w.nat_rules->len, &gone_chains, &gone_rules,
+                                                    &same, &top_changed);
+                else if (r == 0) /* added */
+                        r = proxy_tracker_carry_add_top(tracker, sp, top, w.nat_chains.buf,
+                                                        w.nat_chains.len, w.nat_rules->buf,
+                                                        w.nat_rules->len);
+                if (r == 0 && top_changed)
+                        r = carry_top(tracker, sp->spn, &w.filter_rules, &top_nat, &f_edits,
+                                      &nat_edits);
                 if (r == 0 && !same) {
                         se_strbuf_append(&chains, w.nat_chains.buf, w.nat_chains.len);
                         se_strbuf_append(&rules, w.nat_rules->buf, w.nat_rules->len);
@@ -937,20 +978,30 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
                 r = se_strbuf_failed(&chains)              ?:
                             se_strbuf_failed(&rules)       ?:
                             se_strbuf_failed(&gone_chains) ?:
-                                                             se_strbuf_failed(&gone_rules);
-        /* only the nat chains of the changed ports, then the chains they
-         * dropped (flushed, deleted after the rules that jumped there) */
-        if (r == 0 && chains.len + gone_chains.len > 0) {
-                size_t base = out->len;
+                            se_strbuf_failed(&gone_rules)  ?:
+                            se_strbuf_failed(&f_edits)     ?:
+                                                             se_strbuf_failed(&nat_edits);
+        size_t base = out->len;
+        /* the filter table's edits; then the nat chains of the changed
+         * ports, the chains they dropped (flushed), the edits of the
+         * top-level chains (the jumps into dropped chains go), and last
+         * the dropped chains deleted */
+        if (r == 0 && f_edits.len) {
+                se_strbuf_lit(out, "*filter\n");
+                se_strbuf_append(out, f_edits.buf, f_edits.len);
+                se_strbuf_lit(out, "COMMIT\n");
+        }
+        if (r == 0 && chains.len + gone_chains.len + nat_edits.len > 0) {
                 se_strbuf_lit(out, "*nat\n");
                 se_strbuf_append(out, chains.buf, chains.len);
                 se_strbuf_append(out, gone_chains.buf, gone_chains.len);
                 se_strbuf_append(out, rules.buf, rules.len);
+                se_strbuf_append(out, nat_edits.buf, nat_edits.len);
                 se_strbuf_append(out, gone_rules.buf, gone_rules.len);
                 se_strbuf_lit(out, "COMMIT\n");
-                if ((r = se_strbuf_failed(out)) < 0)
-                        se_strbuf_truncate(out, base);
         }
+        if (r == 0 && (r = se_strbuf_failed(out)) < 0)
+                se_strbuf_truncate(out, base);
         if (r < 0)
                 proxy_tracker_carry_abort(tracker);
         se_strbuf_release(&w.filter_chains);
@@ -961,6 +1012,9 @@ int se_proxy_iptables_sync_changed(const struct se_proxy_svcport *const *ports, 
         se_strbuf_release(&rules);
         se_strbuf_release(&gone_chains);
         se_strbuf_release(&gone_rules);
+        se_strbuf_release(&f_edits);
+        se_strbuf_release(&nat_edits);
+        se_strbuf_release(&top_nat);
         free(w.ep_hash);
         return r;
 }

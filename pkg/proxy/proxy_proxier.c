@@ -525,11 +525,9 @@ static void pairs_release(struct carry_pairs *c)
         memset(c, 0, sizeof(*c));
 }
 
-/* The pairs of keys' services; -EAGAIN when ports were added or removed
- * and adds is false (iptables: their top-level rules change, a carried
- * sync cannot write them). */
+/* The pairs of keys' services (ports added and removed included). */
 static int match(const struct se_proxy_table *last, const struct se_proxy_table *small,
-                 const struct se_strv *keys, bool adds, struct carry_pairs *c)
+                 const struct se_strv *keys, struct carry_pairs *c)
 {
         uint32_t *had = NULL, n_had = 0, cap = 0;
         int r = 0;
@@ -589,8 +587,6 @@ static int match(const struct se_proxy_table *last, const struct se_proxy_table 
                 c->n++;
         }
         free(had);
-        if (r == 0 && !adds && (c->added || c->removed))
-                r = -EAGAIN;
         if (r < 0)
                 pairs_release(c);
         return r;
@@ -712,7 +708,7 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
         for (unsigned i = 0; r == 0 && i < p->n_fams; i++) {
                 struct se_proxy_table *last = p->last[i];
                 struct carry_pairs *c = &pairs[i];
-                if ((r = match(last, small[i], keys, p->cfg.nft, c)) < 0)
+                if ((r = match(last, small[i], keys, c)) < 0)
                         break;
                 uint32_t now_eps = last->n_endpoints - c->old_eps + small[i]->n_endpoints;
                 bool large = last->n_endpoints > SE_PROXY_LARGE_CLUSTER_ENDPOINTS;
@@ -729,21 +725,27 @@ static int sync_carried(struct se_proxy_proxier *p, struct se_store *store,
                 for (uint32_t j = 0; r == 0 && j < c->n; j++) {
                         ports[i][j] = c->after[j] == NO_PORT ? NULL : &small[i]->ports[c->after[j]];
                         had[i][j] = c->before[j] == NO_PORT ? NULL : &last->ports[c->before[j]];
-                        /* a port moving between the kernel and the userspace
-                         * proxy adds or drops top-level entries, and one
-                         * added or removed there has more than chains: a
-                         * table sync */
-                        if ((ports[i][j] && !se_proxy_in_kernel(ports[i][j], p->cfg.nft)) ||
-                            (had[i][j] && !se_proxy_in_kernel(had[i][j], p->cfg.nft)))
+                        bool now_in = ports[i][j] && se_proxy_in_kernel(ports[i][j], p->cfg.nft);
+                        bool had_in = had[i][j] && se_proxy_in_kernel(had[i][j], p->cfg.nft);
+                        /* iptables: a port the userspace proxy serves has no
+                         * rules; moving there, it is removed from the
+                         * kernel's, moving back added (neither: nothing) */
+                        if (!p->cfg.nft) {
+                                ports[i][j] = now_in ? ports[i][j] : NULL;
+                                had[i][j] = had_in ? had[i][j] : NULL;
+                        } else if ((ports[i][j] && !now_in) || (had[i][j] && !had_in)) {
+                                /* nft: a port moving between the kernel and
+                                 * the userspace proxy, or added or removed
+                                 * there, takes a table sync */
                                 r = -EAGAIN;
+                        }
                 }
                 if (r < 0)
                         break;
-                r = p->cfg.nft ?
-                            proxy_nft_sync_changed(ports[i], had[i], c->n, p->fams[i], &p->opt,
-                                                   &p->hairpin, p->tr[i], &text[i]) :
-                            se_proxy_iptables_sync_changed(ports[i], small[i]->n_ports, p->fams[i],
-                                                           large, &p->opt, p->tr[i], &text[i]);
+                r = p->cfg.nft ? proxy_nft_sync_changed(ports[i], had[i], c->n, p->fams[i], &p->opt,
+                                                        &p->hairpin, p->tr[i], &text[i]) :
+                                 se_proxy_iptables_sync_changed(ports[i], had[i], c->n, p->fams[i],
+                                                                large, &p->opt, p->tr[i], &text[i]);
                 if (r == 0)
                         begun = i + 1;
         }

@@ -37,6 +37,8 @@ struct carry {
         struct entry *e; /* CARRY_ADD: a new entry, put in the map when applied */
         enum carry_kind kind;
         size_t off, n_chains, roff, n_rules;
+        bool has_top; /* top: the port's new top-level digest */
+        uint8_t top[16];
 };
 
 /* The segments' text is either copied into text, one after the other
@@ -157,6 +159,7 @@ struct se_proxy_tracker *se_proxy_tracker_free(struct se_proxy_tracker *tr)
                 state_release(&tr->pending);
                 se_strbuf_release(&tr->spare);
                 owners_drop(tr);
+                proxy_top_carry_done(&tr->top, false);
                 proxy_top_release(tr->top.cur);
                 proxy_top_release(tr->top.pend);
                 free(tr);
@@ -625,6 +628,7 @@ int proxy_tracker_deletions(struct se_proxy_tracker *tr, struct se_strbuf *chain
 static void carry_done(struct se_proxy_tracker *tr, bool ok)
 {
         tr->carrying = false;
+        proxy_top_carry_done(&tr->top, ok);
         if (ok) {
                 for (size_t i = 0; i < tr->n_carries; i++) {
                         struct carry *c = &tr->carries[i];
@@ -642,6 +646,10 @@ static void carry_done(struct se_proxy_tracker *tr, bool ok)
                         c->e->n_chains = c->n_chains;
                         c->e->roff = c->roff;
                         c->e->n_rules = c->n_rules;
+                        if (c->has_top) {
+                                memcpy(c->e->top, c->top, 16);
+                                c->e->has_top = true;
+                        }
                 }
                 if (tr->n_carries)
                         owners_drop(tr); /* names changed owners: counted again when needed */
@@ -742,14 +750,17 @@ void proxy_tracker_carry_abort(struct se_proxy_tracker *tr)
         if (!tr->carrying)
                 return;
         se_strbuf_truncate(&tr->current.text, tr->carry_mark);
+        proxy_top_carry_done(&tr->top, false);
         tr->carrying = false;
         tr->n_carries = 0;
 }
 
 /* Records a carried port's replacement (its text appended to current's,
- * where it stays if the sync fails: cut back by carry_done). */
+ * where it stays if the sync fails: cut back by carry_done; chains NULL:
+ * the entry keeps its text). */
 static int carry_record(struct se_proxy_tracker *tr, struct entry *e, enum carry_kind kind,
-                        const char *chains, size_t nc, const char *rules, size_t nr)
+                        const uint8_t *top, const char *chains, size_t nc, const char *rules,
+                        size_t nr)
 {
         struct state *cur = &tr->current;
         if (tr->n_carries == tr->cap_carries) {
@@ -764,8 +775,19 @@ static int carry_record(struct se_proxy_tracker *tr, struct entry *e, enum carry
         struct carry *c = &tr->carries[tr->n_carries];
         c->e = e;
         c->kind = kind;
+        c->has_top = top != NULL;
+        if (top)
+                memcpy(c->top, top, 16);
         c->n_chains = nc;
         c->n_rules = nr;
+        if (!chains) {
+                c->off = e->off;
+                c->n_chains = e->n_chains;
+                c->roff = e->roff;
+                c->n_rules = e->n_rules;
+                tr->n_carries++;
+                return 0;
+        }
         c->off = text->len - cur->shift[0];
         se_strbuf_append(text, chains, nc);
         c->roff = text->len - cur->shift[1];
@@ -777,10 +799,11 @@ static int carry_record(struct se_proxy_tracker *tr, struct entry *e, enum carry
         return 0;
 }
 
-int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
-                        const uint8_t top[16], const char *chains, size_t nc, const char *rules,
-                        size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
-                        bool *same)
+/* proxy_tracker_carry; top_changed NULL: a top-level change is -EAGAIN */
+static int carry_port(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                      const uint8_t top[16], const char *chains, size_t nc, const char *rules,
+                      size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
+                      bool *same, bool *top_changed)
 {
         struct state *cur = &tr->current;
         char key[600];
@@ -788,9 +811,13 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
         if ((size_t)snprintf(key, sizeof(key), "%s/%s", sp->spn, sp->proto) >= sizeof(key))
                 return -EAGAIN;
         struct entry *e = se_hashmap_get(&cur->map, key);
-        /* an unknown port or changed top-level rules: not for a carried sync */
-        if (!e || e->names || (top && (!e->has_top || memcmp(e->top, top, 16) != 0)))
+        if (!e || e->names)
+                return -EAGAIN; /* an unknown port: not for a carried sync */
+        bool moved = top && (!e->has_top || memcmp(e->top, top, 16) != 0);
+        if (moved && !top_changed)
                 return -EAGAIN;
+        if (top_changed)
+                *top_changed = moved;
         for (size_t i = 0; i < tr->n_carries; i++)
                 if (tr->carries[i].e == e)
                         return -EAGAIN; /* the same port twice: cannot happen; be safe */
@@ -798,7 +825,8 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
             memcmp(part_text(cur, 0) + e->off, chains, nc) == 0 &&
             memcmp(part_text(cur, 1) + e->roff, rules, nr) == 0) {
                 *same = true;
-                return 0;
+                /* the chains stay; a new digest is still recorded */
+                return moved ? carry_record(tr, e, CARRY_REPLACE, top, NULL, 0, NULL, 0) : 0;
         }
         /* chains the port had and no longer writes: flushed, then deleted
          * (its names are its own: hashes of its spn, protocol, endpoint) */
@@ -821,11 +849,35 @@ int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcpo
         se_strbuf_release(&is);
         if (r < 0)
                 return r;
-        return carry_record(tr, e, CARRY_REPLACE, chains, nc, rules, nr);
+        return carry_record(tr, e, CARRY_REPLACE, moved ? top : NULL, chains, nc, rules, nr);
+}
+
+int proxy_tracker_carry(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                        const uint8_t top[16], const char *chains, size_t nc, const char *rules,
+                        size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
+                        bool *same)
+{
+        return carry_port(tr, sp, top, chains, nc, rules, nr, gone_chains, gone_rules, same, NULL);
+}
+
+int proxy_tracker_carry_top(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                            const uint8_t top[16], const char *chains, size_t nc, const char *rules,
+                            size_t nr, struct se_strbuf *gone_chains, struct se_strbuf *gone_rules,
+                            bool *same, bool *top_changed)
+{
+        return carry_port(tr, sp, top, chains, nc, rules, nr, gone_chains, gone_rules, same,
+                          top_changed);
 }
 
 int proxy_tracker_carry_add(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
                             const char *chains, size_t nc, const char *rules, size_t nr)
+{
+        return proxy_tracker_carry_add_top(tr, sp, NULL, chains, nc, rules, nr);
+}
+
+int proxy_tracker_carry_add_top(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
+                                const uint8_t top[16], const char *chains, size_t nc,
+                                const char *rules, size_t nr)
 {
         struct state *cur = &tr->current;
         char key[600];
@@ -840,8 +892,8 @@ int proxy_tracker_carry_add(struct se_proxy_tracker *tr, const struct se_proxy_s
         if (!e)
                 return -ENOMEM;
         memset(&e->off, 0, sizeof(*e) - offsetof(struct entry, off));
-        e->rules_named = true; /* nft defines names in both parts */
-        return carry_record(tr, e, CARRY_ADD, chains, nc, rules, nr);
+        e->rules_named = true; /* nft defines names in both parts (iptables: none in rules) */
+        return carry_record(tr, e, CARRY_ADD, top, chains, nc, rules, nr);
 }
 
 int proxy_tracker_carry_remove(struct se_proxy_tracker *tr, const struct se_proxy_svcport *sp,
@@ -870,7 +922,7 @@ int proxy_tracker_carry_remove(struct se_proxy_tracker *tr, const struct se_prox
                 }
         }
         se_strbuf_release(&was);
-        return r < 0 ? r : carry_record(tr, e, CARRY_REMOVE, "", 0, "", 0);
+        return r < 0 ? r : carry_record(tr, e, CARRY_REMOVE, NULL, "", 0, "", 0);
 }
 
 void se_proxy_tracker_abandon(struct se_proxy_tracker *tr)

@@ -7,13 +7,15 @@
  * median of BENCH_PROXIER_ROUNDS (default 21) changes; bytes are the
  * restore input. The system is a fake runner (nothing is applied: the
  * tool's time is not the proxier's CPU). BENCH_PROXIER_APPLY=1 (root)
- * applies nftables for real instead, over netlink in a fresh network
- * namespace per size, and adds the wall time of the carried sync from
- * the store event to the kernel (the full load takes its time first).
+ * applies the rules for real instead (nftables over netlink, iptables by
+ * iptables-restore) in a fresh network namespace per size, and adds the
+ * wall time of the carried sync from the store event to the kernel (the
+ * full load takes its time first: minutes for iptables at 10,000).
  * Then one service added and removed again, each round: CPU (and with
  * BENCH_PROXIER_APPLY=1 the wall time from the store put to the kernel,
  * and the part spent in the apply). BENCH_PROXIER_SIZES=N,N,...
- * changes the sizes. Prints figures; asserts nothing. */
+ * changes the sizes, BENCH_PROXIER_BACKEND=iptables|nftables runs one.
+ * Prints figures; asserts nothing. */
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -88,7 +90,8 @@ static int cmp_double(const void *x, const void *y)
 }
 
 /* the system's apply, timed: what the carried syncs spend in it (the
- * nft text parsed, netlink messages sent, the kernel's commit) */
+ * nft text parsed, netlink messages sent, the kernel's commit; or
+ * iptables-restore run) */
 static int (*system_apply)(void *ctx, enum se_proxy_tool tool, const char *data, size_t n,
                            char *err, size_t errsize);
 static double apply_wall;
@@ -118,7 +121,7 @@ static void add_remove(struct se_proxy_proxier *p, struct se_store *s, unsigned 
 {
         static const char *const what[2] = { "added", "removed" };
         double *v[2][3];
-        uint64_t carried[2] = { 0, 0 };
+        uint64_t carried[2] = { 0, 0 }, failed = 0;
         size_t bytes[2] = { 0, 0 };
         struct se_proxy_proxier_stats st0, st1;
         for (int a = 0; a < 2; a++)
@@ -137,19 +140,23 @@ static void add_remove(struct se_proxy_proxier *p, struct se_store *s, unsigned 
                         v[a][2][k] = apply_wall;
                         se_proxy_proxier_stats(p, &st1);
                         carried[a] += st1.syncs_carried - st0.syncs_carried;
+                        failed += st1.syncs_failed - st0.syncs_failed;
                         bytes[a] = st1.bytes_last;
                 }
+        if (failed)
+                printf("  %-8s %6u services: %llu add/remove syncs FAILED\n",
+                       nft ? "nftables" : "iptables", n, (unsigned long long)failed);
         for (int a = 0; a < 2; a++) {
                 double f[3][3];
                 for (int m = 0; m < 3; m++)
                         spread(v[a][m], rounds, f[m]);
                 if (apply)
                         printf("  %-8s %6u services: one service %-7s store event -> kernel "
-                               "%.2f ms wall (min %.2f, max %.2f); CPU %.3f ms; in apply (nft "
-                               "text -> netlink -> commit) %.2f ms (max %.2f); %llu/%u carried, "
-                               "%zu bytes\n",
-                               "nftables", n, what[a], f[0][0], f[0][1], f[0][2], f[1][0], f[2][0],
-                               f[2][2], (unsigned long long)carried[a], rounds, bytes[a]);
+                               "%.2f ms wall (min %.2f, max %.2f); CPU %.3f ms; in apply (%s) "
+                               "%.2f ms (max %.2f); %llu/%u carried, %zu bytes\n",
+                               nft ? "nftables" : "iptables", n, what[a], f[0][0], f[0][1], f[0][2],
+                               f[1][0], nft ? "nft text -> netlink -> commit" : "iptables-restore",
+                               f[2][0], f[2][2], (unsigned long long)carried[a], rounds, bytes[a]);
                 else
                         printf("  %-8s %6u services: one service %-7s %.3f ms CPU (max %.3f), "
                                "%llu/%u carried, %zu bytes\n",
@@ -189,8 +196,8 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
         real.now = now_fixed;
         system_apply = real.apply;
         real.apply = apply_timed;
-        bool apply = nft && getenv("BENCH_PROXIER_APPLY") &&
-                     strcmp(getenv("BENCH_PROXIER_APPLY"), "1") == 0;
+        bool apply =
+                getenv("BENCH_PROXIER_APPLY") && strcmp(getenv("BENCH_PROXIER_APPLY"), "1") == 0;
         if (apply && unshare(CLONE_NEWNET) < 0) {
                 perror("unshare");
                 exit(1);
@@ -266,10 +273,11 @@ static void one_size(unsigned n, unsigned rounds, bool nft)
                carried[rounds - 1] * 1e3, carried_bytes, (unsigned long long)rebuilt,
                redisc[rounds / 2] * 1e3, redisc_bytes);
         if (apply)
-                printf("  %-8s %6u services: one endpoint carried to the kernel over netlink: "
+                printf("  %-8s %6u services: one endpoint carried to the kernel %s: "
                        "%.2f ms wall (min %.2f, max %.2f), %llu syncs failed\n",
-                       "nftables", n, wall[rounds / 2] * 1e3, wall[0] * 1e3, wall[rounds - 1] * 1e3,
-                       (unsigned long long)st.syncs_failed);
+                       nft ? "nftables" : "iptables", n,
+                       nft ? "over netlink" : "by iptables-restore", wall[rounds / 2] * 1e3,
+                       wall[0] * 1e3, wall[rounds - 1] * 1e3, (unsigned long long)st.syncs_failed);
         add_remove(p, s, n, rounds, nft, apply);
         free(carried);
         free(redisc);
@@ -291,10 +299,11 @@ int main(void)
         printf("proxier partial sync, one endpoint changed (10 endpoints per service, "
                "median of %u):\n",
                rounds);
+        const char *backend = getenv("BENCH_PROXIER_BACKEND");
         for (int nft = 0; nft < 2; nft++)
                 for (const char *q = sizes; *q;) {
                         unsigned n = (unsigned)strtoul(q, NULL, 10);
-                        if (n)
+                        if (n && (!backend || strcmp(backend, nft ? "nftables" : "iptables") == 0))
                                 one_size(n, rounds, nft);
                         q += strcspn(q, ",");
                         q += *q == ',';

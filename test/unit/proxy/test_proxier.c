@@ -452,7 +452,8 @@ static void test_proxier__large_cluster_no_periodic_full(void **state)
 /* Changes carried from the store: an endpoint change rebuilds and writes
  * only that service's nat chains (no filter table, no KUBE-SERVICES), with
  * -X for the endpoint chain it dropped; a change of a service's top-level
- * rules (added, no endpoints any more) syncs from the whole table. */
+ * rules (no endpoints any more, added, removed) is carried too, as single
+ * rule edits of the top-level chains. */
 static void test_proxier__carried_endpoint_change(void **state)
 {
         (void)state;
@@ -502,18 +503,29 @@ static void test_proxier__carried_endpoint_change(void **state)
         assert_int_equal(w->f.applies, applies);
         assert_int_equal(stats(w).syncs_partial, 2);
 
-        /* db loses its endpoints: its REJECT is a top-level rule */
+        /* db loses its endpoints: its REJECT is a top-level rule, its
+         * jump into its chains goes before they do */
         service(w, "c", "db", "172.30.0.30", "TCP", "", false);
         step_after(w, S);
-        assert_int_equal(stats(w).services_rebuilt_last, 3);
-        assert_non_null(strstr(w->f.applied.buf, "c/db:p has no endpoints"));
+        assert_int_equal(stats(w).services_rebuilt_last, 1);
+        in = w->f.applied.buf;
+        const char *rej = strstr(in, "\n-I KUBE-SERVICES 1 -m comment --comment "
+                                     "\"c/db:p has no endpoints\"");
+        const char *del = strstr(in, "\n-D KUBE-SERVICES -m comment --comment "
+                                     "\"c/db:p cluster IP\"");
+        assert_non_null(rej);
+        assert_non_null(del);
+        assert_true(rej < strstr(in, "*nat\n"));
+        assert_true(del < strstr(in, "\n-X KUBE-SVC-"));
+        assert_null(strstr(in, "b/api"));
 
-        /* a new service: its KUBE-SERVICES rule */
+        /* a new service: its KUBE-SERVICES rule inserted where a full sync
+         * has it (after a/web and b/api) */
         service(w, "d", "new", "172.30.0.40", "TCP", "10.1.3.1", false);
         step_after(w, S);
-        assert_int_equal(stats(w).services_rebuilt_last, 4);
-        assert_non_null(strstr(w->f.applied.buf, "KUBE-SERVICES"));
-        assert_non_null(strstr(w->f.applied.buf, "d/new:p cluster IP"));
+        assert_int_equal(stats(w).services_rebuilt_last, 1);
+        assert_non_null(strstr(w->f.applied.buf, "\n-I KUBE-SERVICES 3 -m comment --comment "
+                                                 "\"d/new:p cluster IP\""));
 
         /* carried again after that */
         service(w, "d", "new", "172.30.0.40", "TCP", "10.1.3.2", false);
