@@ -183,6 +183,13 @@ static int command(struct nfp_parser *ps, const struct nfp_tok *verb)
 int proxy_nft_translate(const char *script, size_t n, struct nlb *b, nfp_set_lookup lookup,
                         void *ctx, char *err, size_t errsize)
 {
+        struct nfp_kernel k = { .lookup = lookup, .ctx = ctx };
+        return proxy_nft_translate_for(script, n, b, &k, err, errsize);
+}
+
+int proxy_nft_translate_for(const char *script, size_t n, struct nlb *b, const struct nfp_kernel *k,
+                            char *err, size_t errsize)
+{
         struct nfp_parser ps = { .p = script,
                                  .end = script + n,
                                  .line = 1,
@@ -193,8 +200,9 @@ int proxy_nft_translate(const char *script, size_t n, struct nlb *b, nfp_set_loo
                                  .cb = b,
                                  .sb = b,
                                  .rb = b,
-                                 .lookup = lookup,
-                                 .lctx = ctx };
+                                 .lookup = k->lookup,
+                                 .exists = k->exists,
+                                 .lctx = k->ctx };
         if (err && errsize)
                 err[0] = 0;
         if (memchr(script, 0, n))

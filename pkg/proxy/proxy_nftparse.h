@@ -24,6 +24,8 @@ struct nftnl_rule;
 #define NAME_MAX_LEN 256 /* NFT_NAME_MAXLEN, with the NUL */
 #define MAX_FIELDS   8
 #define ELEM_MSG_MAX (60u << 10) /* element bytes per message (u16 nest) */
+/* declared sets before the kernel is asked which are new (see set_emit) */
+#define FRESH_ASK_AFTER 64
 
 /* nft's data types (datatype.h) and byte orders, as set user data has them */
 enum { T_INTEGER = 4, T_IPADDR = 7, T_IP6ADDR = 8, T_PROTO = 12, T_SERVICE = 13, T_MARK = 19 };
@@ -102,7 +104,9 @@ struct nfp_parser {
         size_t errsize;
         struct nlb *main, *cb, *sb, *rb; /* chains, sets, rules go here */
         nfp_set_lookup lookup;
+        nfp_set_exists exists; /* NULL once it failed */
         void *lctx;
+        unsigned declared; /* named sets declared so far */
         struct nfp_set **buckets;
         size_t nbuckets, nsets;
         uint32_t next_id;

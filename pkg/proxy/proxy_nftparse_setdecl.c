@@ -78,11 +78,29 @@ static int set_udata(struct nfp_parser *ps, const struct nfp_setdecl *d, struct 
         return ok ? 0 : proxy_nfp_fail(ps, ps->line, "set user data too long");
 }
 
+/* Whether the kernel has no set nm before this batch, so that the batch's
+ * NEWSET makes it and the batch's id finds it. Asked from the
+ * FRESH_ASK_AFTER-th declaration on: the first answer costs a read of the
+ * table's sets, which only a script declaring many sets pays back (each
+ * saves the kernel a walk of the table's sets by name). */
+static bool new_to_kernel(struct nfp_parser *ps, uint8_t fam, const char *table, const char *nm)
+{
+        if (!ps->exists || ++ps->declared < FRESH_ASK_AFTER)
+                return false;
+        int r = ps->exists(ps->lctx, fam, table, nm);
+        if (r < 0)
+                ps->exists = NULL;
+        return r == 0;
+}
+
 /* NEWSET for a declaration; the new entry in *ret */
 int proxy_nfp_set_emit(struct nfp_parser *ps, struct nlb *b, uint8_t fam, const char *table,
                        const char *nm, const struct nfp_setdecl *d, bool anonymous, unsigned line,
                        struct nfp_set **ret)
 {
+        /* one the script declared or read before is no longer as the
+         * kernel had it before the batch */
+        bool seen = proxy_nfp_set_find(ps, fam, table, nm) != NULL;
         struct nfp_set *s = proxy_nfp_set_add(ps, fam, table, nm);
         if (!s)
                 return proxy_nfp_oom(ps, -ENOMEM);
@@ -90,6 +108,8 @@ int proxy_nfp_set_emit(struct nfp_parser *ps, struct nlb *b, uint8_t fam, const 
         s->fresh = anonymous;
         for (unsigned i = 0; i < ps->n_gone && !s->fresh; i++)
                 s->fresh = ps->gone[i].family == fam && strcmp(ps->gone[i].name, table) == 0;
+        if (!s->fresh && !seen)
+                s->fresh = new_to_kernel(ps, fam, table, nm);
         s->flags = d->flags;
         s->key = d->key;
         s->data = d->data;

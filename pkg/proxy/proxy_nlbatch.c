@@ -23,6 +23,7 @@
 #include <svcenv/proxy.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/hashmap.h>
 
 #include "proxy_nlbatch.h"
 
@@ -165,10 +166,23 @@ struct conn {
         uint32_t portid, seq;
 };
 
+/* what the translator asks of one apply: the socket, and the names of the
+ * sets of the table it asked about (read once) */
+struct asked {
+        struct conn *c;
+        bool read; /* names holds table's sets, or the read failed (err) */
+        int err;
+        uint8_t family;
+        char table[NFT_NAME_MAXLEN];
+        struct se_hashmap names; /* owned keys, values the same */
+};
+
+#define MAX_SET_NAMES (1u << 22) /* a kernel's answer we read at most */
+
 static int get_set(void *ctx, uint8_t family, const char *table, const char *set,
                    struct nfp_set_info *info)
 {
-        struct conn *c = ctx;
+        struct conn *c = ((struct asked *)ctx)->c;
         char buf[1u << 16];
         memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
         struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
@@ -194,6 +208,89 @@ static int get_set(void *ctx, uint8_t family, const char *table, const char *set
                         break;
         }
         return g.found ? 0 : -ENOENT;
+}
+
+static int setname_cb(const struct nlmsghdr *nh, void *data)
+{
+        struct asked *a = data;
+        const struct nlattr *tb[NFTA_SET_MAX + 1] = { 0 };
+        if (mnl_attr_parse(nh, sizeof(struct nfgenmsg), set_attr, tb) < 0 || !tb[NFTA_SET_NAME] ||
+            !tb[NFTA_SET_TABLE] || mnl_attr_validate(tb[NFTA_SET_NAME], MNL_TYPE_NUL_STRING) < 0 ||
+            mnl_attr_validate(tb[NFTA_SET_TABLE], MNL_TYPE_NUL_STRING) < 0)
+                return MNL_CB_ERROR;
+        if (strcmp(mnl_attr_get_str(tb[NFTA_SET_TABLE]), a->table) != 0)
+                return MNL_CB_OK;
+        if (a->names.n >= MAX_SET_NAMES) {
+                errno = E2BIG;
+                return MNL_CB_ERROR;
+        }
+        char *nm = se_strdup(mnl_attr_get_str(tb[NFTA_SET_NAME]));
+        void *old = NULL;
+        if (!nm || se_hashmap_put(&a->names, nm, nm, &old) < 0) {
+                free(nm);
+                errno = ENOMEM;
+                return MNL_CB_ERROR;
+        }
+        free(old);
+        return MNL_CB_OK;
+}
+
+/* the names of table's sets into a->names: one dump */
+static int read_set_names(struct asked *a)
+{
+        struct conn *c = a->c;
+        char buf[1u << 16];
+        memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
+        struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
+        nh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSET;
+        nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+        nh->nlmsg_seq = ++c->seq;
+        struct nfgenmsg *nf = mnl_nlmsg_put_extra_header(nh, sizeof(*nf));
+        nf->nfgen_family = a->family;
+        nf->version = NFNETLINK_V0;
+        mnl_attr_put_strz(nh, NFTA_SET_TABLE, a->table);
+        if (mnl_socket_sendto(c->nl, nh, nh->nlmsg_len) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf));
+                if (n < 0)
+                        return -errno;
+                int r = mnl_cb_run(buf, (size_t)n, c->seq, c->portid, setname_cb, a);
+                if (r < 0)
+                        return errno == ENOENT ? 0 : -errno; /* no table: no sets */
+                if (r == MNL_CB_STOP)
+                        return 0;
+        }
+}
+
+static void asked_release(struct asked *a)
+{
+        const char *k;
+        void *v;
+        for (size_t i = 0; se_hashmap_next(&a->names, &i, &k, &v);)
+                free(v);
+        se_hashmap_release(&a->names);
+}
+
+/* Whether set is in table now: the table's set names read at the first
+ * question (about one table: questions about another are not answered) */
+static int set_exists(void *ctx, uint8_t family, const char *table, const char *set)
+{
+        struct asked *a = ctx;
+        if (!a->read) {
+                a->read = true;
+                a->family = family;
+                snprintf(a->table, sizeof(a->table), "%s", table);
+                if (strlen(table) >= sizeof(a->table))
+                        a->err = -ENAMETOOLONG;
+                else
+                        a->err = read_set_names(a);
+        }
+        if (a->err < 0)
+                return a->err;
+        if (family != a->family || strcmp(table, a->table) != 0)
+                return -EXDEV;
+        return se_hashmap_get(&a->names, set) ? 1 : 0;
 }
 
 /* ---- sending ---- */
@@ -378,10 +475,13 @@ int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t e
         }
         proxy_nlb_init(&b);
         r = batch_msg(&b, NFNL_MSG_BATCH_BEGIN);
+        struct asked asked = { .c = &kept };
+        struct nfp_kernel k = { .lookup = get_set, .exists = set_exists, .ctx = &asked };
         if (r == 0)
-                r = proxy_nft_translate(script, n, &b, get_set, &kept, err, errsize);
+                r = proxy_nft_translate_for(script, n, &b, &k, err, errsize);
         else if (err)
                 snprintf(err, errsize, "out of memory");
+        asked_release(&asked);
         if (r == 0 && (r = batch_msg(&b, NFNL_MSG_BATCH_END)) < 0 && err)
                 snprintf(err, errsize, "out of memory");
         if (r == 0)
