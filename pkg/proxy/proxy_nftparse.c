@@ -202,6 +202,7 @@ int proxy_nft_translate_for(const char *script, size_t n, struct nlb *b, const s
                                  .rb = b,
                                  .lookup = k->lookup,
                                  .exists = k->exists,
+                                 .exists_cheap = k->exists_cheap,
                                  .lctx = k->ctx };
         if (err && errsize)
                 err[0] = 0;

@@ -105,6 +105,7 @@ struct nfp_parser {
         struct nlb *main, *cb, *sb, *rb; /* chains, sets, rules go here */
         nfp_set_lookup lookup;
         nfp_set_exists exists; /* NULL once it failed */
+        bool exists_cheap;
         void *lctx;
         unsigned declared; /* named sets declared so far */
         struct nfp_set **buckets;

@@ -82,10 +82,11 @@ static int set_udata(struct nfp_parser *ps, const struct nfp_setdecl *d, struct 
  * NEWSET makes it and the batch's id finds it. Asked from the
  * FRESH_ASK_AFTER-th declaration on: the first answer costs a read of the
  * table's sets, which only a script declaring many sets pays back (each
- * saves the kernel a walk of the table's sets by name). */
+ * saves the kernel a walk of the table's sets by name), unless the
+ * answers are at hand (exists_cheap). */
 static bool new_to_kernel(struct nfp_parser *ps, uint8_t fam, const char *table, const char *nm)
 {
-        if (!ps->exists || ++ps->declared < FRESH_ASK_AFTER)
+        if (!ps->exists || (++ps->declared < FRESH_ASK_AFTER && !ps->exists_cheap))
                 return false;
         int r = ps->exists(ps->lctx, fam, table, nm);
         if (r < 0)

@@ -3,6 +3,7 @@
 #ifndef SVCENV_PROXY_NLBATCH_H
 #define SVCENV_PROXY_NLBATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,13 +54,14 @@ typedef int (*nfp_set_exists)(void *ctx, uint8_t family, const char *table, cons
 struct nfp_kernel {
         nfp_set_lookup lookup; /* NULL: elements of undeclared sets are an error */
         nfp_set_exists exists; /* NULL: declared sets are taken as there */
+        bool exists_cheap; /* its answers cost nothing: asked for every set */
         void *ctx;
 };
 
 /* Translates an nft script of the subset our writers emit into b (one
  * message per object; no batch begin/end). k->lookup resolves sets the
  * script did not declare; k->exists, asked only by a script declaring
- * many sets, tells which are new, whose elements then name them by the
+ * many sets unless exists_cheap, tells which are new, whose elements then name them by the
  * batch's set id alone (the kernel finds those among the batch's new sets,
  * not by walking the table's list of sets). 0; -EINVAL with "line N: ..."
  * in err for a construct it does not know or bad input; -ENOMEM; -E2BIG

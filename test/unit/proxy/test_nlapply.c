@@ -647,6 +647,17 @@ static void test_nlapply__new_sets_elements_by_id(void **state)
         proxy_nlb_release(&b);
         se_strbuf_release(&sb);
         free(text);
+        /* answers at hand: asked from the first set */
+        text = many_maps(3);
+        says = (struct kernel_says){ 0 };
+        k.exists_cheap = true;
+        proxy_nlb_init(&b);
+        assert_int_equal(proxy_nft_translate_for(text, strlen(text), &b, &k, err, sizeof(err)), 0);
+        elem_refs(&b, got, sizeof(got));
+        assert_string_equal(got, "iii");
+        assert_int_equal(says.asked, 3);
+        proxy_nlb_release(&b);
+        free(text);
 }
 
 static int many_maps_child(void *arg)
@@ -661,11 +672,33 @@ static int many_maps_child(void *arg)
         if (!code)
                 code = both(&p, text, "200 maps again");
         free(text);
+        /* one map more: the names read above are kept, it goes by id */
+        static const char one[] = "table ip t {\n\tmap m900 {\n\t\ttype ipv4_addr : "
+                                  "ipv4_addr\n\t\telements = { 10.9.0.1 : 10.9.0.2 }\n\t}\n}\n";
+        if (!code)
+                code = both(&p, one, "one map more");
+        /* another adds m901 behind our back: our names are stale, the
+         * batch bound to their generation is refused and sent again */
+        static const char other[] = "add map ip t m901 { type ipv4_addr : ipv4_addr; }\n";
+        static const char more[] = "table ip t {\n\tmap m901 {\n\t\ttype ipv4_addr : "
+                                   "ipv4_addr\n\t\telements = { 10.9.1.1 : 10.9.1.2 }\n\t}\n}\n";
+        char err[256];
+        for (int i = 0; i < 2 && !code; i++)
+                if (setns(i ? p.y : p.x, CLONE_NEWNET) < 0 ||
+                    se_proxy_nft_apply(SE_PROXY_NFT_TOOL, other, sizeof(other) - 1, NULL, 0, err,
+                                       sizeof(err)) < 0)
+                        code = 20;
+        unsigned long fallbacks = se_proxy_nft_netlink_fallbacks();
+        if (!code)
+                code = both(&p, more, "a map made behind our back");
+        if (!code && se_proxy_nft_netlink_fallbacks() != fallbacks)
+                code = 21;
         pair_close(&p);
         return code;
 }
 
-/* the kernel's answer, applied: the same listing as nft -f, new or not */
+/* the kernel's answer, applied: the same listing as nft -f, new or not,
+ * and when the kernel changed behind the applier's back */
 static void test_nlapply__many_maps_equal_nft(void **state)
 {
         (void)state;
