@@ -23,6 +23,7 @@
 #include <svcenv/proxy.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/hashmap.h>
 
 #include "proxy_nlbatch.h"
 
@@ -160,15 +161,36 @@ static int getset_cb(const struct nlmsghdr *nh, void *data)
         return MNL_CB_OK;
 }
 
+/* The names of one table's sets as the kernel had them at ruleset
+ * generation genid: read once (a dump), then kept up to date from our own
+ * batches while the generation moves by them alone. */
+struct set_names {
+        bool valid;
+        uint32_t genid;
+        uint8_t family;
+        char table[NFT_NAME_MAXLEN];
+        struct se_hashmap names; /* owned keys, values the same */
+};
+
 struct conn {
         struct mnl_socket *nl;
         uint32_t portid, seq;
+        struct set_names known;
 };
+
+/* what the translator asks of one apply */
+struct asked {
+        struct conn *c;
+        bool tried; /* a read of the set names was tried (err) */
+        int err;
+};
+
+#define MAX_SET_NAMES (1u << 22) /* a kernel's answer we read at most */
 
 static int get_set(void *ctx, uint8_t family, const char *table, const char *set,
                    struct nfp_set_info *info)
 {
-        struct conn *c = ctx;
+        struct conn *c = ((struct asked *)ctx)->c;
         char buf[1u << 16];
         memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
         struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
@@ -194,6 +216,185 @@ static int get_set(void *ctx, uint8_t family, const char *table, const char *set
                         break;
         }
         return g.found ? 0 : -ENOENT;
+}
+
+static void names_clear(struct set_names *k)
+{
+        const char *key;
+        void *v;
+        for (size_t i = 0; se_hashmap_next(&k->names, &i, &key, &v);)
+                free(v);
+        se_hashmap_release(&k->names);
+        k->valid = false;
+}
+
+/* 1 when name went in (or was there), -ENOMEM or -E2BIG */
+static int names_add(struct set_names *k, const char *name)
+{
+        if (se_hashmap_get(&k->names, name))
+                return 1;
+        if (k->names.n >= MAX_SET_NAMES)
+                return -E2BIG;
+        char *nm = se_strdup(name);
+        if (!nm || se_hashmap_put(&k->names, nm, nm, NULL) < 0) {
+                free(nm);
+                return -ENOMEM;
+        }
+        return 1;
+}
+
+static int setname_cb(const struct nlmsghdr *nh, void *data)
+{
+        struct set_names *k = data;
+        const struct nlattr *tb[NFTA_SET_MAX + 1] = { 0 };
+        if (mnl_attr_parse(nh, sizeof(struct nfgenmsg), set_attr, tb) < 0 || !tb[NFTA_SET_NAME] ||
+            !tb[NFTA_SET_TABLE] || mnl_attr_validate(tb[NFTA_SET_NAME], MNL_TYPE_NUL_STRING) < 0 ||
+            mnl_attr_validate(tb[NFTA_SET_TABLE], MNL_TYPE_NUL_STRING) < 0)
+                return MNL_CB_ERROR;
+        if (strcmp(mnl_attr_get_str(tb[NFTA_SET_TABLE]), k->table) != 0)
+                return MNL_CB_OK;
+        int r = names_add(k, mnl_attr_get_str(tb[NFTA_SET_NAME]));
+        if (r < 0) {
+                errno = -r;
+                return MNL_CB_ERROR;
+        }
+        return MNL_CB_OK;
+}
+
+/* a request of type with table (when not NULL) as attr, answered by cb */
+static int request(struct conn *c, uint16_t type, uint16_t flags, uint8_t family, uint16_t attr,
+                   const char *table, mnl_cb_t cb, void *data)
+{
+        char buf[1u << 16];
+        memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
+        struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
+        nh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type;
+        nh->nlmsg_flags = NLM_F_REQUEST | flags;
+        nh->nlmsg_seq = ++c->seq;
+        struct nfgenmsg *nf = mnl_nlmsg_put_extra_header(nh, sizeof(*nf));
+        nf->nfgen_family = family;
+        nf->version = NFNETLINK_V0;
+        if (table)
+                mnl_attr_put_strz(nh, attr, table);
+        if (mnl_socket_sendto(c->nl, nh, nh->nlmsg_len) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf));
+                if (n < 0)
+                        return -errno;
+                int r = mnl_cb_run(buf, (size_t)n, c->seq, c->portid, cb, data);
+                if (r < 0)
+                        return -errno;
+                if (r == MNL_CB_STOP)
+                        return 0;
+        }
+}
+
+static int gen_cb(const struct nlmsghdr *nh, void *data)
+{
+        struct nlattr *a;
+        mnl_attr_for_each(a, nh, sizeof(struct nfgenmsg))
+        {
+                if (mnl_attr_get_type(a) == NFTA_GEN_ID &&
+                    mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
+                        *(uint32_t *)data = ntohl(mnl_attr_get_u32(a));
+                        return MNL_CB_OK;
+                }
+        }
+        return MNL_CB_ERROR;
+}
+
+/* the ruleset's generation */
+static int get_gen(struct conn *c, uint32_t *gen)
+{
+        return request(c, NFT_MSG_GETGEN, NLM_F_ACK, NFPROTO_UNSPEC, 0, NULL, gen_cb, gen);
+}
+
+/* c->known: the names of table's sets, read between two equal generations */
+static int read_set_names(struct conn *c, uint8_t family, const char *table)
+{
+        struct set_names *k = &c->known;
+        uint32_t before = 0, after = 1;
+        names_clear(k);
+        if (strlen(table) >= sizeof(k->table))
+                return -ENAMETOOLONG;
+        k->family = family;
+        snprintf(k->table, sizeof(k->table), "%s", table);
+        int r = get_gen(c, &before);
+        if (r == 0) {
+                r = request(c, NFT_MSG_GETSET, NLM_F_DUMP, family, NFTA_SET_TABLE, table,
+                            setname_cb, k);
+                if (r == -ENOENT)
+                        r = 0; /* no such table: no sets */
+        }
+        if (r == 0)
+                r = get_gen(c, &after);
+        if (r == 0 && before != after)
+                r = -EAGAIN; /* changed while read */
+        if (r < 0) {
+                names_clear(k);
+                return r;
+        }
+        k->valid = true;
+        k->genid = before;
+        return 0;
+}
+
+/* Whether set is in table now, from c->known (read at the first question
+ * when not kept from before; questions about another table: -EXDEV) */
+static int set_exists(void *ctx, uint8_t family, const char *table, const char *set)
+{
+        struct asked *a = ctx;
+        struct set_names *k = &a->c->known;
+        if (!k->valid && !a->tried) {
+                a->tried = true;
+                a->err = read_set_names(a->c, family, table);
+        }
+        if (!k->valid)
+                return a->err < 0 ? a->err : -EAGAIN;
+        if (family != k->family || strcmp(table, k->table) != 0)
+                return -EXDEV;
+        return se_hashmap_get(&k->names, set) ? 1 : 0;
+}
+
+/* After our batch b committed: its sets into c->known, at the generation
+ * it made (when another batch went in as well, known is dropped). */
+static void known_after(struct conn *c, const struct nlb *b)
+{
+        struct set_names *k = &c->known;
+        uint32_t gen = 0;
+        if (!k->valid)
+                return;
+        for (size_t off = 0; k->valid && off + NLMSG_HDRLEN <= b->len;) {
+                const struct nlmsghdr *nh = (const void *)(b->buf + off);
+                off += NLMSG_ALIGN(nh->nlmsg_len);
+                uint16_t type = nh->nlmsg_type & 0xff;
+                const struct nfgenmsg *g = mnl_nlmsg_get_payload(nh);
+                if ((nh->nlmsg_type >> 8) != NFNL_SUBSYS_NFTABLES ||
+                    (g->nfgen_family != k->family && g->nfgen_family != NFPROTO_UNSPEC))
+                        continue;
+                const struct nlattr *tb[NFTA_SET_MAX + 1] = { 0 };
+                if (mnl_attr_parse(nh, sizeof(*g), set_attr, tb) < 0) {
+                        names_clear(k);
+                        break;
+                }
+                /* NFTA_TABLE_NAME and NFTA_SET_TABLE are both attribute 1 */
+                const char *table =
+                        tb[NFTA_SET_TABLE] ? mnl_attr_get_str(tb[NFTA_SET_TABLE]) : NULL;
+                const char *name = tb[NFTA_SET_NAME] ? mnl_attr_get_str(tb[NFTA_SET_NAME]) : NULL;
+                bool ours = table && strcmp(table, k->table) == 0;
+                if (type == NFT_MSG_DELTABLE && (!table || ours)) {
+                        names_clear(k); /* simpler read again than followed */
+                } else if (type == NFT_MSG_NEWSET && ours && name) {
+                        if (!strchr(name, '%') && names_add(k, name) < 0)
+                                names_clear(k);
+                } else if (type == NFT_MSG_DELSET && ours && name) {
+                        free(se_hashmap_remove(&k->names, name));
+                }
+        }
+        if (k->valid && (get_gen(c, &gen) < 0 || gen != k->genid + 1))
+                names_clear(k);
+        k->genid = gen;
 }
 
 /* ---- sending ---- */
@@ -225,14 +426,27 @@ void se_proxy_nft_last_fallback(char *buf, size_t size)
         pthread_mutex_unlock(&why_mu);
 }
 
-/* the batch-control message of type (begin or end) */
+/* the batch-control message of type (begin or end); a begin carries the
+ * ruleset generation the batch needs (0: any; see bind_generation) */
 static int batch_msg(struct nlb *b, uint16_t type)
 {
         struct nlmsghdr *nh = put_hdr(b, type, NFPROTO_UNSPEC, 0, NFNL_SUBSYS_NFTABLES, 0);
         if (!nh)
                 return -ENOMEM;
+        if (type == NFNL_MSG_BATCH_BEGIN)
+                mnl_attr_put_u32(nh, NFNL_BATCH_GENID, 0);
         proxy_nlb_end(b, nh);
         return 0;
+}
+
+/* The batch's begin (its first message) bound to generation genid: the
+ * kernel refuses it with -ERESTART, doing nothing, once another batch went
+ * in since. */
+static void bind_generation(struct nlb *b, uint32_t genid)
+{
+        uint32_t be = htonl(genid);
+        memcpy(b->buf + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg)) + NLA_HDRLEN, &be,
+               sizeof(be));
 }
 
 /* the kernel's answers up to the one for seq last; the first error into
@@ -259,6 +473,8 @@ static int receive(struct conn *c, const struct nlb *b, uint32_t first_seq, uint
                         if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
                                 continue;
                         uint32_t seq = nh->nlmsg_seq;
+                        if (e->error == -ERESTART && seq == first_seq && !result)
+                                return -ERESTART; /* the generation moved: nothing done */
                         if (e->error && !result) {
                                 size_t idx = seq >= first_seq ? seq - first_seq : 0;
                                 unsigned line = idx < b->n ? b->lines[idx] : 0;
@@ -329,6 +545,7 @@ static void kept_close(void)
          * parent's socket open */
         if (kept.nl)
                 mnl_socket_close(kept.nl);
+        names_clear(&kept.known);
         memset(&kept, 0, sizeof(kept));
 }
 
@@ -365,9 +582,38 @@ static int kept_open(char *err, size_t errsize)
         return 0;
 }
 
-int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t errsize)
+/* The script into one batch sent on kept. Sets the kept names say are
+ * new get their elements by id alone: the batch is bound to the names'
+ * generation. */
+static int apply_once(const char *script, size_t n, char *err, size_t errsize)
 {
         struct nlb b;
+        struct asked asked = { .c = &kept };
+        /* kept names answer at no cost: every declared set may ask */
+        struct nfp_kernel k = { .lookup = get_set,
+                                .exists = set_exists,
+                                .exists_cheap = kept.known.valid,
+                                .ctx = &asked };
+        proxy_nlb_init(&b);
+        int r = batch_msg(&b, NFNL_MSG_BATCH_BEGIN);
+        if (r == 0)
+                r = proxy_nft_translate_for(script, n, &b, &k, err, errsize);
+        else if (err)
+                snprintf(err, errsize, "out of memory");
+        if (r == 0 && (r = batch_msg(&b, NFNL_MSG_BATCH_END)) < 0 && err)
+                snprintf(err, errsize, "out of memory");
+        if (r == 0 && kept.known.valid)
+                bind_generation(&b, kept.known.genid);
+        if (r == 0)
+                r = send_batch(&kept, &b, err, errsize);
+        if (r == 0)
+                known_after(&kept, &b);
+        proxy_nlb_release(&b);
+        return r;
+}
+
+int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t errsize)
+{
         int r;
         if (err && errsize)
                 err[0] = 0;
@@ -376,17 +622,13 @@ int se_proxy_nft_apply_netlink(const char *script, size_t n, char *err, size_t e
                 pthread_mutex_unlock(&kept_mu);
                 return r;
         }
-        proxy_nlb_init(&b);
-        r = batch_msg(&b, NFNL_MSG_BATCH_BEGIN);
-        if (r == 0)
-                r = proxy_nft_translate(script, n, &b, get_set, &kept, err, errsize);
-        else if (err)
-                snprintf(err, errsize, "out of memory");
-        if (r == 0 && (r = batch_msg(&b, NFNL_MSG_BATCH_END)) < 0 && err)
-                snprintf(err, errsize, "out of memory");
-        if (r == 0)
-                r = send_batch(&kept, &b, err, errsize);
-        proxy_nlb_release(&b);
+        r = apply_once(script, n, err, errsize);
+        if (r == -ERESTART) { /* another changed the ruleset since the names were read */
+                names_clear(&kept.known);
+                if (err && errsize)
+                        err[0] = 0;
+                r = apply_once(script, n, err, errsize);
+        }
         /* after a failure answers may still be queued: a new socket next */
         if (r < 0 || kept.seq > UINT32_MAX / 2)
                 kept_close();

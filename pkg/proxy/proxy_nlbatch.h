@@ -3,6 +3,7 @@
 #ifndef SVCENV_PROXY_NLBATCH_H
 #define SVCENV_PROXY_NLBATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,11 +46,29 @@ struct nfp_set_info {
 typedef int (*nfp_set_lookup)(void *ctx, uint8_t family, const char *table, const char *set,
                               struct nfp_set_info *info);
 
+/* Whether the kernel has table/set of family before the batch: 1, 0, or a
+ * negative errno (then it is taken as there and not asked again). */
+typedef int (*nfp_set_exists)(void *ctx, uint8_t family, const char *table, const char *set);
+
+/* What the translator may ask the kernel; either may be NULL. */
+struct nfp_kernel {
+        nfp_set_lookup lookup; /* NULL: elements of undeclared sets are an error */
+        nfp_set_exists exists; /* NULL: declared sets are taken as there */
+        bool exists_cheap; /* its answers cost nothing: asked for every set */
+        void *ctx;
+};
+
 /* Translates an nft script of the subset our writers emit into b (one
- * message per object; no batch begin/end). lookup (may be NULL: then
- * elements of undeclared sets are an error) resolves sets the script did
- * not declare. 0; -EINVAL with "line N: ..." in err for a construct it
- * does not know or bad input; -ENOMEM; -E2BIG past a cap. */
+ * message per object; no batch begin/end). k->lookup resolves sets the
+ * script did not declare; k->exists, asked only by a script declaring
+ * many sets unless exists_cheap, tells which are new, whose elements then name them by the
+ * batch's set id alone (the kernel finds those among the batch's new sets,
+ * not by walking the table's list of sets). 0; -EINVAL with "line N: ..."
+ * in err for a construct it does not know or bad input; -ENOMEM; -E2BIG
+ * past a cap. */
+int proxy_nft_translate_for(const char *script, size_t n, struct nlb *b, const struct nfp_kernel *k,
+                            char *err, size_t errsize);
+/* proxy_nft_translate_for with lookup alone */
 int proxy_nft_translate(const char *script, size_t n, struct nlb *b, nfp_set_lookup lookup,
                         void *ctx, char *err, size_t errsize);
 

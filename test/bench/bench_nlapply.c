@@ -5,9 +5,16 @@
  * partial sync). Wall time and CPU (ours for netlink, where the kernel
  * work is our system time; nft's for nft -f). Root only; prints figures,
  * asserts nothing. BENCH_NLAPPLY_MAX=N: largest size (default 10000);
- * BENCH_DUMP=PREFIX saves the scripts as PREFIX.N.nft and PREFIX.N.one.nft. */
+ * BENCH_DUMP=PREFIX saves the scripts as PREFIX.N.nft and PREFIX.N.one.nft.
+ * Last, the kernel's floor: batches made here with libnftnl alone (no
+ * translator, no applier) of N named maps, N chains and N rules each
+ * looking its map up, as one named map per service makes them. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +22,11 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
 
 #include <svcenv/proxy.h>
 #include <svcenv/store.h>
@@ -130,11 +142,13 @@ static void run(unsigned n_svc)
         if (nl < 0 || tool < 0) {
                 printf("  skipped: no network namespaces (%s)\n", strerror(errno));
         } else {
-                timed(nl, &full, true, "full load");
-                timed(tool, &full, false, "full load");
                 printf("  one service added: build+write %.1f ms, %.1f KiB\n", (w1 - w0) * 1e3,
                        (double)one.len / 1024);
+                /* netlink's two in a row: the applier keeps its socket (and
+                 * what it knows of the table) while the namespace stays */
+                timed(nl, &full, true, "full load");
                 timed(nl, &one, true, "one service added, apply");
+                timed(tool, &full, false, "full load");
                 timed(tool, &one, false, "one service added, apply");
         }
         if (nl >= 0)
@@ -146,6 +160,195 @@ static void run(unsigned n_svc)
         se_strbuf_release(&one);
         se_proxy_tracker_free(tr);
         se_store_free(s);
+}
+
+/* ---- the kernel's floor ---- */
+
+struct raw {
+        char *buf;
+        size_t len, cap;
+        uint32_t seq;
+        struct nlmsghdr *last; /* the last nf_tables message */
+};
+
+static struct nlmsghdr *raw_msg(struct raw *r, uint16_t type, uint16_t flags)
+{
+        if (r->cap - r->len < 4096)
+                exit(1); /* sized for the largest batch below */
+        struct nlmsghdr *nh = nftnl_nlmsg_build_hdr(r->buf + r->len, type, NFPROTO_IPV4,
+                                                    flags | NLM_F_CREATE, r->seq++);
+        r->last = nh;
+        return nh;
+}
+
+static void raw_end(struct raw *r, struct nlmsghdr *nh)
+{
+        r->len += NLMSG_ALIGN(nh->nlmsg_len);
+}
+
+static void raw_batch_msg(struct raw *r, uint16_t type)
+{
+        struct nlmsghdr *nh = mnl_nlmsg_put_header(r->buf + r->len);
+        nh->nlmsg_type = type;
+        nh->nlmsg_flags = NLM_F_REQUEST;
+        nh->nlmsg_seq = r->seq++;
+        struct nfgenmsg *g = mnl_nlmsg_put_extra_header(nh, sizeof(*g));
+        g->nfgen_family = AF_UNSPEC;
+        g->version = NFNETLINK_V0;
+        g->res_id = htons(NFNL_SUBSYS_NFTABLES);
+        raw_end(r, nh);
+}
+
+static void map_name(char *nm, size_t size, unsigned i)
+{
+        /* as long as a service's dnat map name: the kernel compares names */
+        snprintf(nm, size, "dnat-service-%08u-bench-0/svc-%u/tcp/http", i, i);
+}
+
+/* map i (integer to address); one element, found by set id, when elems */
+static void raw_map(struct raw *r, unsigned i, bool elems)
+{
+        char nm[80];
+        map_name(nm, sizeof(nm), i);
+        struct nlmsghdr *nh = raw_msg(r, NFT_MSG_NEWSET, 0);
+        mnl_attr_put_strz(nh, NFTA_SET_TABLE, "floor");
+        mnl_attr_put_strz(nh, NFTA_SET_NAME, nm);
+        mnl_attr_put_u32(nh, NFTA_SET_FLAGS, htonl(NFT_SET_MAP));
+        mnl_attr_put_u32(nh, NFTA_SET_KEY_TYPE, htonl(4));
+        mnl_attr_put_u32(nh, NFTA_SET_KEY_LEN, htonl(4));
+        mnl_attr_put_u32(nh, NFTA_SET_DATA_TYPE, htonl(7));
+        mnl_attr_put_u32(nh, NFTA_SET_DATA_LEN, htonl(4));
+        mnl_attr_put_u32(nh, NFTA_SET_ID, htonl(i + 1));
+        raw_end(r, nh);
+        if (!elems)
+                return;
+        uint32_t key = 0, addr = htonl(0x0a800000 + i);
+        nh = raw_msg(r, NFT_MSG_NEWSETELEM, 0);
+        mnl_attr_put_strz(nh, NFTA_SET_ELEM_LIST_TABLE, "floor");
+        mnl_attr_put_u32(nh, NFTA_SET_ELEM_LIST_SET_ID, htonl(i + 1));
+        struct nlattr *list = mnl_attr_nest_start(nh, NFTA_SET_ELEM_LIST_ELEMENTS);
+        struct nlattr *e = mnl_attr_nest_start(nh, NFTA_LIST_ELEM);
+        struct nlattr *k = mnl_attr_nest_start(nh, NFTA_SET_ELEM_KEY);
+        mnl_attr_put(nh, NFTA_DATA_VALUE, 4, &key);
+        mnl_attr_nest_end(nh, k);
+        struct nlattr *d = mnl_attr_nest_start(nh, NFTA_SET_ELEM_DATA);
+        mnl_attr_put(nh, NFTA_DATA_VALUE, 4, &addr);
+        mnl_attr_nest_end(nh, d);
+        mnl_attr_nest_end(nh, e);
+        mnl_attr_nest_end(nh, list);
+        raw_end(r, nh);
+}
+
+/* chain i and its rule: "meta mark" looked up in map i (by name, as the
+ * kernel requires) when maps, counted otherwise */
+static void raw_chain(struct raw *r, unsigned i, bool maps)
+{
+        char chain[32], nm[80];
+        snprintf(chain, sizeof(chain), "c-%08u", i);
+        map_name(nm, sizeof(nm), i);
+        struct nlmsghdr *nh = raw_msg(r, NFT_MSG_NEWCHAIN, 0);
+        mnl_attr_put_strz(nh, NFTA_CHAIN_TABLE, "floor");
+        mnl_attr_put_strz(nh, NFTA_CHAIN_NAME, chain);
+        raw_end(r, nh);
+        struct nftnl_rule *ru = nftnl_rule_alloc();
+        struct nftnl_expr *m = nftnl_expr_alloc("meta");
+        struct nftnl_expr *l = nftnl_expr_alloc(maps ? "lookup" : "counter");
+        if (!ru || !m || !l)
+                exit(1);
+        nftnl_rule_set_str(ru, NFTNL_RULE_TABLE, "floor");
+        nftnl_rule_set_str(ru, NFTNL_RULE_CHAIN, chain);
+        nftnl_expr_set_u32(m, NFTNL_EXPR_META_KEY, NFT_META_MARK);
+        nftnl_expr_set_u32(m, NFTNL_EXPR_META_DREG, NFT_REG_1);
+        nftnl_rule_add_expr(ru, m);
+        if (maps) {
+                nftnl_expr_set_u32(l, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+                nftnl_expr_set_u32(l, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_1);
+                nftnl_expr_set_str(l, NFTNL_EXPR_LOOKUP_SET, nm);
+                nftnl_expr_set_u32(l, NFTNL_EXPR_LOOKUP_SET_ID, i + 1);
+        }
+        nftnl_rule_add_expr(ru, l);
+        nh = raw_msg(r, NFT_MSG_NEWRULE, NLM_F_APPEND);
+        nftnl_rule_nlmsg_build_payload(nh, ru);
+        nftnl_rule_free(ru);
+        raw_end(r, nh);
+}
+
+/* sends the batch: the kernel's answer to message last (acked), or the
+ * first error */
+static int raw_send(const struct raw *r, uint32_t last)
+{
+        struct mnl_socket *nl = mnl_socket_open(NETLINK_NETFILTER);
+        if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
+                return nl ? (mnl_socket_close(nl), -EIO) : -errno;
+        int size = (int)r->len + 4096, res = -EIO;
+        (void)setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
+        if (mnl_socket_sendto(nl, r->buf, r->len) < 0) {
+                res = -errno;
+                goto out;
+        }
+        for (;;) {
+                char buf[1u << 16];
+                ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+                if (n <= 0)
+                        goto out;
+                for (const struct nlmsghdr *nh = (const void *)buf; mnl_nlmsg_ok(nh, (int)n);
+                     nh = mnl_nlmsg_next(nh, (int *)&n)) {
+                        const struct nlmsgerr *e = mnl_nlmsg_get_payload(nh);
+                        if (nh->nlmsg_type == NLMSG_ERROR && (e->error || nh->nlmsg_seq == last)) {
+                                res = e->error;
+                                goto out;
+                        }
+                }
+        }
+out:
+        mnl_socket_close(nl);
+        return res;
+}
+
+/* one raw batch of n maps and/or n chains in a fresh namespace: its time */
+static void floor_run(unsigned n, bool maps, bool chains, bool elems, const char *what)
+{
+        struct raw r = { .cap = (size_t)n * 1024 + (1u << 20), .seq = 1 };
+        r.buf = calloc(1, r.cap);
+        if (!r.buf || unshare(CLONE_NEWNET) < 0) {
+                printf("  %-46s skipped: %s\n", what, strerror(errno));
+                free(r.buf);
+                return;
+        }
+        raw_batch_msg(&r, NFNL_MSG_BATCH_BEGIN);
+        struct nlmsghdr *nh = raw_msg(&r, NFT_MSG_NEWTABLE, 0);
+        mnl_attr_put_strz(nh, NFTA_TABLE_NAME, "floor");
+        raw_end(&r, nh);
+        for (unsigned i = 0; maps && i < n; i++)
+                raw_map(&r, i, elems);
+        for (unsigned i = 0; chains && i < n; i++)
+                raw_chain(&r, i, maps);
+        /* an ack for the last real message: the whole batch is in */
+        r.last->nlmsg_flags |= NLM_F_ACK;
+        uint32_t last = r.last->nlmsg_seq;
+        raw_batch_msg(&r, NFNL_MSG_BATCH_END);
+        double c0 = cpu(RUSAGE_SELF), t0 = now();
+        int res = raw_send(&r, last);
+        double t1 = now(), c1 = cpu(RUSAGE_SELF);
+        if (res < 0)
+                printf("  %-46s failed: %s\n", what, strerror(-res));
+        else
+                printf("  %-46s %9.1f ms wall %9.1f ms CPU\n", what, (t1 - t0) * 1e3,
+                       (c1 - c0) * 1e3);
+        free(r.buf);
+}
+
+static void floor_all(unsigned n)
+{
+        char what[96];
+        printf("kernel floor, %u of each (raw batches, libnftnl alone):\n", n);
+        snprintf(what, sizeof(what), "%u chains, a rule each", n);
+        floor_run(n, false, true, false, what);
+        snprintf(what, sizeof(what), "%u empty named maps", n);
+        floor_run(n, true, false, false, what);
+        snprintf(what, sizeof(what), "%u maps, chains, rules looking them up", n);
+        floor_run(n, true, true, false, what);
+        floor_run(n, true, true, true, "the same, an element a map (by set id)");
 }
 
 int main(void)
@@ -161,5 +364,8 @@ int main(void)
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
                 if (sizes[i] <= max)
                         run(sizes[i]);
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                if (sizes[i] <= max)
+                        floor_all(sizes[i]);
         return 0;
 }

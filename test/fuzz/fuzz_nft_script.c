@@ -3,7 +3,8 @@
  * script does not declare are described by a fake kernel: names starting
  * with 'v' are verdict maps keyed by address . protocol . port, 'd' data
  * maps of numgen to address . port, 'i' interval sets of addresses, 's'
- * plain address sets; others do not exist. */
+ * plain address sets; others do not exist. Of the sets a script declares,
+ * the kernel has those whose name starts with 'k' (the rest are new). */
 #include <errno.h>
 #include <linux/netfilter/nf_tables.h>
 #include <string.h>
@@ -46,13 +47,21 @@ static int fake_kernel(void *ctx, uint8_t family, const char *table, const char 
         }
 }
 
+static int fake_exists(void *ctx, uint8_t family, const char *table, const char *set)
+{
+        (void)ctx;
+        (void)family;
+        (void)table;
+        return set[0] == 'k';
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct nlb b;
         char err[256];
         proxy_nlb_init(&b);
-        (void)proxy_nft_translate((const char *)data, size, &b, fake_kernel, NULL, err,
-                                  sizeof(err));
+        struct nfp_kernel k = { .lookup = fake_kernel, .exists = fake_exists };
+        (void)proxy_nft_translate_for((const char *)data, size, &b, &k, err, sizeof(err));
         proxy_nlb_release(&b);
         return 0;
 }

@@ -5,6 +5,7 @@
  * prints them in hash order): every construct, the demo and upstream
  * clusters, random clusters of several seeds, and partial syncs after
  * changes. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -19,6 +20,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
 
 #include <svcenv/log.h>
 #include <svcenv/manifest.h>
@@ -545,6 +550,161 @@ static void test_nlapply__kernel_refusal_names_the_line(void **state)
         run_child(refused_child, NULL);
 }
 
+/* ---- sets new to the kernel: their elements by the batch's id ---- */
+
+/* a table of n maps of one element each, and a chain using each */
+static char *many_maps(unsigned n)
+{
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(&sb, "table ip t {\n");
+        for (unsigned i = 0; i < n; i++)
+                se_strbuf_printf(&sb,
+                                 "\tmap m%03u {\n\t\ttype ipv4_addr : ipv4_addr\n"
+                                 "\t\telements = { 10.0.%u.1 : 10.1.%u.1 }\n\t}\n",
+                                 i, i % 256, i % 256);
+        for (unsigned i = 0; i < n; i++)
+                se_strbuf_printf(&sb, "\tchain c%03u {\n\t\tdnat to ip daddr map @m%03u\n\t}\n", i,
+                                 i);
+        se_strbuf_puts(&sb, "}\n");
+        char *s = se_strbuf_detach(&sb, NULL);
+        return s ? s : strdup("");
+}
+
+struct kernel_says {
+        int fail; /* 0, or what every question gets */
+        unsigned asked;
+};
+
+/* the fake kernel has map m070 alone */
+static int fake_exists(void *ctx, uint8_t family, const char *table, const char *set)
+{
+        struct kernel_says *k = ctx;
+        k->asked++;
+        if (k->fail)
+                return k->fail;
+        return family == NFPROTO_IPV4 && strcmp(table, "t") == 0 && strcmp(set, "m070") == 0;
+}
+
+/* For each NEWSETELEM message of b in order: whether it names its set
+ * ('n') or gives the id alone ('i'). */
+static void elem_refs(const struct nlb *b, char *out, size_t size)
+{
+        size_t k = 0;
+        for (size_t off = 0; off + NLMSG_HDRLEN <= b->len;) {
+                const struct nlmsghdr *nh = (const void *)(b->buf + off);
+                if ((nh->nlmsg_type & 0xff) == NFT_MSG_NEWSETELEM && k + 1 < size) {
+                        bool named = false, id = false;
+                        size_t a = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+                        while (a + NLA_HDRLEN <= nh->nlmsg_len) {
+                                const struct nlattr *at = (const void *)((const char *)nh + a);
+                                named |= (at->nla_type & NLA_TYPE_MASK) == NFTA_SET_ELEM_LIST_SET;
+                                id |= (at->nla_type & NLA_TYPE_MASK) == NFTA_SET_ELEM_LIST_SET_ID;
+                                a += NLA_ALIGN(at->nla_len);
+                        }
+                        out[k++] = named ? 'n' : id ? 'i' : '?';
+                }
+                off += NLMSG_ALIGN(nh->nlmsg_len);
+        }
+        out[k] = 0;
+}
+
+/* A script declaring many sets asks the kernel which are new (from the
+ * 64th on: the answer costs a read of the table's sets); the elements of
+ * new ones give the batch's set id alone, so the kernel finds the set
+ * among the batch's new sets instead of walking the table's by name.
+ * Sets the kernel has, and one declared twice, keep their name. */
+static void test_nlapply__new_sets_elements_by_id(void **state)
+{
+        (void)state;
+        char *text = many_maps(100);
+        struct se_strbuf sb;
+        se_strbuf_init(&sb, 0);
+        se_strbuf_puts(&sb, text);
+        se_strbuf_puts(&sb, "table ip t {\n\tmap m099 {\n\t\ttype ipv4_addr : ipv4_addr\n"
+                            "\t\telements = { 10.0.99.2 : 10.1.99.2 }\n\t}\n}\n");
+        char want[128], got[128], err[256];
+        for (unsigned i = 0; i < 101; i++)
+                want[i] = i < 63 || i == 70 || i == 100 ? 'n' : 'i';
+        want[101] = 0;
+        struct kernel_says says = { 0 };
+        struct nfp_kernel k = { .exists = fake_exists, .ctx = &says };
+        struct nlb b;
+        proxy_nlb_init(&b);
+        assert_int_equal(proxy_nft_translate_for(sb.buf, sb.len, &b, &k, err, sizeof(err)), 0);
+        elem_refs(&b, got, sizeof(got));
+        assert_string_equal(got, want);
+        assert_int_equal(says.asked, 37); /* m063 .. m099, once each */
+        proxy_nlb_release(&b);
+        /* a kernel that cannot tell: asked once, names throughout */
+        says = (struct kernel_says){ .fail = -EIO };
+        proxy_nlb_init(&b);
+        assert_int_equal(proxy_nft_translate_for(sb.buf, sb.len, &b, &k, err, sizeof(err)), 0);
+        elem_refs(&b, got, sizeof(got));
+        memset(want, 'n', 101);
+        assert_string_equal(got, want);
+        assert_int_equal(says.asked, 1);
+        proxy_nlb_release(&b);
+        se_strbuf_release(&sb);
+        free(text);
+        /* answers at hand: asked from the first set */
+        text = many_maps(3);
+        says = (struct kernel_says){ 0 };
+        k.exists_cheap = true;
+        proxy_nlb_init(&b);
+        assert_int_equal(proxy_nft_translate_for(text, strlen(text), &b, &k, err, sizeof(err)), 0);
+        elem_refs(&b, got, sizeof(got));
+        assert_string_equal(got, "iii");
+        assert_int_equal(says.asked, 3);
+        proxy_nlb_release(&b);
+        free(text);
+}
+
+static int many_maps_child(void *arg)
+{
+        (void)arg;
+        struct pair p;
+        int code = pair_open(&p);
+        char *text = many_maps(200);
+        /* new maps (elements by id), then the same on top (by name) */
+        if (!code)
+                code = both(&p, text, "200 new maps");
+        if (!code)
+                code = both(&p, text, "200 maps again");
+        free(text);
+        /* one map more: the names read above are kept, it goes by id */
+        static const char one[] = "table ip t {\n\tmap m900 {\n\t\ttype ipv4_addr : "
+                                  "ipv4_addr\n\t\telements = { 10.9.0.1 : 10.9.0.2 }\n\t}\n}\n";
+        if (!code)
+                code = both(&p, one, "one map more");
+        /* another adds m901 behind our back: our names are stale, the
+         * batch bound to their generation is refused and sent again */
+        static const char other[] = "add map ip t m901 { type ipv4_addr : ipv4_addr; }\n";
+        static const char more[] = "table ip t {\n\tmap m901 {\n\t\ttype ipv4_addr : "
+                                   "ipv4_addr\n\t\telements = { 10.9.1.1 : 10.9.1.2 }\n\t}\n}\n";
+        char err[256];
+        for (int i = 0; i < 2 && !code; i++)
+                if (setns(i ? p.y : p.x, CLONE_NEWNET) < 0 ||
+                    se_proxy_nft_apply(SE_PROXY_NFT_TOOL, other, sizeof(other) - 1, NULL, 0, err,
+                                       sizeof(err)) < 0)
+                        code = 20;
+        unsigned long fallbacks = se_proxy_nft_netlink_fallbacks();
+        if (!code)
+                code = both(&p, more, "a map made behind our back");
+        if (!code && se_proxy_nft_netlink_fallbacks() != fallbacks)
+                code = 21;
+        pair_close(&p);
+        return code;
+}
+
+/* the kernel's answer, applied: the same listing as nft -f, new or not,
+ * and when the kernel changed behind the applier's back */
+static void test_nlapply__many_maps_equal_nft(void **state)
+{
+        (void)state;
+        run_child(many_maps_child, NULL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -552,6 +712,8 @@ int main(void)
                 cmocka_unit_test(test_nlapply__constructs_equal_nft),
                 cmocka_unit_test(test_nlapply__random_clusters_equal_nft),
                 cmocka_unit_test(test_nlapply__kernel_refusal_names_the_line),
+                cmocka_unit_test(test_nlapply__new_sets_elements_by_id),
+                cmocka_unit_test(test_nlapply__many_maps_equal_nft),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
