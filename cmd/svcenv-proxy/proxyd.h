@@ -91,7 +91,7 @@ int proxyd_uproxy_start(struct proxyd *d);
 bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const *t,
                            const struct se_uproxy_rules_opts *o, struct se_strbuf *last);
 /* The TPROXY policy route and the iptables jumps for one family (firewall:
- * the rules have SVCENV-USERSPACE-FIREWALL; else it and its jumps go). */
+ * the rules have SVCENV-USERSPACE-FIREWALL, jumped to as well). */
 void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam, bool firewall);
 /* iptables/nftables modes: after each sync, the routed ports to the
  * userspace proxy (route.c); proxyd_synced is the proxier's synced hook

@@ -62,9 +62,8 @@ static void firewall_remove(const char *tool)
 }
 
 /* The policy route TPROXY needs (marked packets are delivered locally) and
- * the jumps to our chains: made once, kept if present. The filter chain
- * (loadBalancerSourceRanges) is jumped to while the rules have it, and
- * goes with its jumps when they have it no more. */
+ * the jumps to our chains: made once, kept if present; the filter chain's
+ * (loadBalancerSourceRanges) too while the rules have it. */
 void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam, bool firewall)
 {
         bool v6 = fam == SE_IPV6;
@@ -88,8 +87,6 @@ void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam, boo
         if (firewall) {
                 n = se_uproxy_firewall_jumps(jumps);
                 iptables_jumps(tool, jumps, n);
-        } else {
-                firewall_remove(tool);
         }
 }
 
@@ -204,8 +201,16 @@ bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const 
                                                           SE_PROXY_IPTABLES_RESTORE,
                                            out.buf, out.len, err, sizeof(err));
                 if (w == 0 && !same) {
-                        proxyd_redirect_plumbing(d, d->fams[i],
-                                                 !d->flags.nft && se_uproxy_any_firewall(t[i], o));
+                        /* iptables' filter chain: written only while some
+                         * port has source ranges, so it and its jumps go
+                         * when the rules lose it (or nothing says they
+                         * were not there) */
+                        bool fw = !d->flags.nft && se_uproxy_any_firewall(t[i], o);
+                        bool had = !last || !last[i].len ||
+                                   memmem(last[i].buf, last[i].len, "\n*filter\n", 9);
+                        if (!d->flags.nft && !fw && had)
+                                firewall_remove(v6 ? "ip6tables" : "iptables");
+                        proxyd_redirect_plumbing(d, d->fams[i], fw);
                         if (last) {
                                 se_strbuf_reset(&last[i]);
                                 se_strbuf_append(&last[i], out.buf, out.len);

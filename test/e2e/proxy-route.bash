@@ -186,11 +186,21 @@ check "and retried past the refusing endpoint" \
 check "the unannotated Service is not in the proxy" \
         test "$(metric svcenv_proxy_connections_total e2e/plain:p)" -eq 0
 
-# the annotation goes: back on kube-proxy's rules
+# the annotation goes: back on kube-proxy's rules (fw's too; dns stays routed)
 write_cluster ""
+sed -i '/name: fw,/s/"true"/"false"/' "$tmp/cluster.yaml"
 kill -HUP "$proxy_pid"
 wait_for kernel_now
 check "annotation removed (SIGHUP): kernel rules back, its redirects gone" kernel_now
+fw_rules() {
+        { inns "$NODE" iptables-save; inns "$NODE" nft list table ip svcenv-userspace; } 2>/dev/null |
+                grep -E 'SVCENV-USERSPACE-FIREWALL|firewall-check|@firewall-'
+}
+check "the LB with source ranges on kernel rules: the redirects' firewall is gone" \
+        test -z "$(fw_rules)" -a -n "$(redirects | grep 10.96.0.22)"
+check "and kube-proxy's firewall drops the outside source instead" \
+        test "$(tcp_from 10.99.0.3 10.96.1.50 80 2 1 | grep -c '^ERR:timeout$')" -eq 2 -a \
+        "$(tcp_from 10.99.0.2 10.96.1.50 80 2 | grep -c '^b[23]$')" -eq 2
 before=$(metric svcenv_proxy_connections_total e2e/least:p)
 tcp 10.96.0.20 80 60 >"$tmp/least2"
 f=$(failed "$tmp/least2")
