@@ -146,6 +146,9 @@ void proxyd_platform_cleanup(const struct proxyd *d)
         }
         if (!d->flags.nft || d->userspace)
                 cleanup_nftables();
+        /* the userspace proxy's redirects written for the other tool go
+         * by the same rule (ours are the proxy's to rewrite) */
+        proxyd_redirect_remove_other(d);
 }
 
 /* --cleanup: everything we made, in every family and all modes. */
@@ -431,9 +434,10 @@ int main(int argc, char **argv)
         if (d.userspace)
                 proxyd_platform_cleanup(&d);
         /* the rule modes: a last run's redirects for routed Services point at
-         * a proxy that is gone; the first sync puts back those still routed */
+         * a proxy that is gone; the first sync puts back those still routed
+         * (the other tool's go after it, with that backend's rules) */
         if (!d.userspace)
-                proxyd_redirect_remove(!d.flags.nft, true);
+                proxyd_redirect_remove(!d.flags.nft, d.flags.nft);
 
         sigset_t set;
         sigemptyset(&set);
@@ -538,5 +542,6 @@ out:
         se_strbuf_release(&d.route_last[0]);
         se_strbuf_release(&d.route_last[1]);
         se_strbuf_release(&d.route_bad);
+        se_strv_release(&d.route_flows);
         return rc;
 }

@@ -12,6 +12,7 @@
 #include <svcenv/kube_watch.h>
 #include <svcenv/proxy_proxier.h>
 #include <svcenv/store.h>
+#include <svcenv/strv.h>
 #include <svcenv/uproxy.h>
 
 struct hc_server {
@@ -43,6 +44,7 @@ struct proxyd {
         bool other_cleaned; /* the other backend's rules removed (first sync) */
         struct se_strbuf route_bad; /* the invalid annotations said (route.c) */
         struct se_strbuf route_last[2]; /* the redirect rules applied, per family */
+        struct se_strv route_flows; /* the routed UDP flows, sorted (route.c) */
         pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
         pthread_cond_t us_cond;
         bool us_dirty, us_reload, us_stop; /* a change; SIGHUP with -f; the end */
@@ -76,6 +78,9 @@ void proxyd_userspace_cleanup(void);
 /* The redirect rules of one tool or both (iptables: jumps and chains; nft:
  * table svcenv-userspace) and the TPROXY ip rule, both families; quiet. */
 void proxyd_redirect_remove(bool iptables, bool nft);
+/* The other backend's redirect rules (a run with the other --backend left
+ * them), keeping the TPROXY ip rule that ours share; quiet. */
+void proxyd_redirect_remove_other(const struct proxyd *d);
 /* Starts the userspace proxy's workers (d->uproxy, d->uport). 0 or -errno,
  * logged. */
 int proxyd_uproxy_start(struct proxyd *d);
@@ -85,8 +90,9 @@ int proxyd_uproxy_start(struct proxyd *d);
  * not applied again. Returns whether every family applied; logs errors. */
 bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const *t,
                            const struct se_uproxy_rules_opts *o, struct se_strbuf *last);
-/* The TPROXY policy route and the iptables jumps for one family. */
-void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam);
+/* The TPROXY policy route and the iptables jumps for one family (firewall:
+ * the rules have SVCENV-USERSPACE-FIREWALL, jumped to as well). */
+void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam, bool firewall);
 /* iptables/nftables modes: after each sync, the routed ports to the
  * userspace proxy (route.c); proxyd_synced is the proxier's synced hook
  * (health-check ports, then routing). */

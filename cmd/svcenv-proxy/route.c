@@ -6,6 +6,7 @@
  * SIGHUP makes the store mirror the files again (the proxier keeps its
  * store, so objects are put and deleted, and its callbacks see them). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,82 @@ static void warn_bad(struct proxyd *d)
         d->route_bad = now;
 }
 
+/* The UDP flows of the routed ports of view, one string each, "F IP PORT"
+ * (F 4 or 6; IP "-" for a NodePort: any local address), into ret sorted. */
+static int routed_flows(const struct se_proxy_table *view, struct se_strv *ret)
+{
+        int r = 0;
+        char f = view->family == SE_IPV6 ? '6' : '4';
+        char line[96];
+        for (uint32_t i = 0; r == 0 && i < view->n_ports; i++) {
+                const struct se_proxy_svcport *sp = &view->ports[i];
+                if (sp->protocol != SE_PROTO_UDP)
+                        continue;
+#define FLOW(ip, port)                                                         \
+ do {                                                                          \
+  snprintf(line, sizeof(line), "%c %s %d", f, (ip) ? (ip) : "-", (int)(port)); \
+  if (r == 0)                                                                  \
+   r = se_strv_push(ret, line);                                                \
+ } while (0)
+                if (sp->cluster_ip)
+                        FLOW(sp->cluster_ip, sp->port);
+                for (uint32_t k = 0; k < sp->n_external_ips; k++)
+                        FLOW(sp->external_ips[k], sp->port);
+                for (uint32_t k = 0; k < sp->n_lb_vips; k++)
+                        FLOW(sp->lb_vips[k], sp->port);
+                if (sp->node_port)
+                        FLOW(NULL, sp->node_port);
+#undef FLOW
+        }
+        return r;
+}
+
+/* conntrack -D for one flow line of routed_flows, through the proxier's
+ * runner path (se_proxy_ct_argv, se_proxy_run): exit 1 is "none matched". */
+static void forget_flow(const char *line)
+{
+        struct se_proxy_ct_flow fl;
+        char ip[48];
+        int port = 0;
+        memset(&fl, 0, sizeof(fl));
+        if (sscanf(line + 2, "%47s %d", ip, &port) != 2)
+                return;
+        if (strcmp(ip, "-") != 0)
+                snprintf(fl.orig_dst, sizeof(fl.orig_dst), "%s", ip);
+        fl.orig_port_dst = port;
+        const char *argv[16];
+        char pbuf[12], err[256];
+        se_proxy_ct_argv(&fl, line[0] == '6' ? SE_IPV6 : SE_IPV4, pbuf, argv);
+        const struct se_proxy_runner *run = se_proxy_runner_system();
+        int r = run->run(run->ctx, argv, NULL, err, sizeof(err));
+        se_log_info(4, "conntrack -D -p udp --orig-dst %s --orig-port-dst %d: %s", ip, port,
+                    r == 0 ? "deleted" : err);
+}
+
+/* A UDP port that moved between the kernel rules and the proxy: its
+ * conntrack entries would keep a client's next datagrams on the old path
+ * (a TPROXY'd flow has no NAT, a DNATed one keeps its endpoint) until they
+ * time out, so they go, after the new rules are in place. Old and now are
+ * sorted; now becomes d->route_flows. TCP is left alone: a deleted entry
+ * would cut its established connections, which finish on their path. */
+static void flows_flipped(struct proxyd *d, struct se_strv *now)
+{
+        struct se_strv *old = &d->route_flows;
+        size_t i = 0, k = 0;
+        while (i < old->n || k < now->n) {
+                int c = i == old->n ? 1 : k == now->n ? -1 : strcmp(old->v[i], now->v[k]);
+                if (c < 0)
+                        forget_flow(old->v[i++]); /* back on kernel rules */
+                else if (c > 0)
+                        forget_flow(now->v[k++]); /* now through the proxy */
+                else
+                        i++, k++;
+        }
+        se_strv_release(old);
+        *old = *now;
+        memset(now, 0, sizeof(*now));
+}
+
 /* Nothing routed any more: the redirects go (the proxy stays, empty). */
 static void route_off(struct proxyd *d, struct se_uproxy_snapshot *empty)
 {
@@ -139,6 +216,8 @@ static void route_off(struct proxyd *d, struct se_uproxy_snapshot *empty)
         if (d->route_on)
                 se_log_info(0, "no Service routed to the userspace proxy: redirects removed");
         d->route_on = false;
+        struct se_strv none = SE_STRV_INIT;
+        flows_flipped(d, &none);
 }
 
 void proxyd_route_sync(struct proxyd *d)
@@ -147,6 +226,7 @@ void proxyd_route_sync(struct proxyd *d)
         const struct se_proxy_table *t[2] = { NULL, NULL };
         struct se_proxy_table view[2];
         struct se_uproxy_snapshot *snap = NULL;
+        struct se_strv flows = SE_STRV_INIT;
         bool any = false;
         int r = 0;
         memset(view, 0, sizeof(view));
@@ -159,8 +239,10 @@ void proxyd_route_sync(struct proxyd *d)
         /* the tables the proxier just synced: no second build */
         unsigned n_t = se_proxy_proxier_last_tables(d->proxier, t);
         for (unsigned i = 0; r == 0 && i < n_t; i++)
-                if ((r = routed_view(t[i], nft, &view[i])) == 0)
+                if ((r = routed_view(t[i], nft, &view[i])) == 0 &&
+                    (r = routed_flows(&view[i], &flows)) == 0)
                         any |= view[i].n_ports > 0;
+        se_strv_sort(&flows);
         const struct se_proxy_table *views[2] = { &view[0], &view[1] };
         if (r == 0)
                 r = se_uproxy_snapshot_build(views, n_t, d->store, d->scheduler, &snap);
@@ -183,12 +265,15 @@ void proxyd_route_sync(struct proxyd *d)
         struct se_uproxy_rules_opts o = { .port = (uint16_t)d->uport,
                                           .mark = SE_UPROXY_DEFAULT_MARK,
                                           .want = se_uproxy_routed,
-                                          .data = &nft };
+                                          .data = &nft,
+                                          .node = &d->flags.opt };
         if (!d->route_on)
                 se_log_info(0, "Services routed to the userspace proxy on port %d", d->uport);
         d->route_on = true;
-        (void)proxyd_redirect_apply(d, t, &o, d->route_last);
+        if (proxyd_redirect_apply(d, t, &o, d->route_last))
+                flows_flipped(d, &flows);
 out:
+        se_strv_release(&flows);
         se_uproxy_snapshot_free(snap);
         for (unsigned i = 0; i < 2; i++)
                 free(view[i].ports);

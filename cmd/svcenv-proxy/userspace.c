@@ -24,9 +24,47 @@ static void run_quiet(const char *const *argv)
         (void)se_proxy_run(argv, NULL, err, sizeof(err));
 }
 
+static void iptables_jumps(const char *tool, const char *const *const *jumps, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++) {
+                const char *argv[24] = { tool, "-w", "-t", jumps[i][0] };
+                size_t k = 4;
+                argv[k++] = "-C";
+                for (size_t j = 1; jumps[i][j] && k < 23; j++)
+                        argv[k++] = jumps[i][j];
+                char err[256];
+                if (se_proxy_run(argv, NULL, err, sizeof(err)) == 0)
+                        continue;
+                argv[4] = "-I";
+                if (se_proxy_run(argv, NULL, err, sizeof(err)) < 0)
+                        se_log_warn("%s: %s", argv[0], err);
+        }
+}
+
+/* The filter chain's jumps and the chain itself (quiet: absent is fine). */
+static void firewall_remove(const char *tool)
+{
+        const char *const *jumps[3];
+        unsigned n = se_uproxy_firewall_jumps(jumps);
+        for (unsigned i = 0; i < n; i++) {
+                const char *argv[24] = { tool, "-w", "-t", jumps[i][0], "-D" };
+                size_t k = 5;
+                for (size_t j = 1; jumps[i][j] && k < 23; j++)
+                        argv[k++] = jumps[i][j];
+                run_quiet(argv);
+        }
+        for (int op = 0; op < 2; op++) {
+                const char *argv[] = {
+                        tool, "-w", "-t", "filter", op ? "-X" : "-F", SE_UPROXY_FIREWALL_CHAIN, NULL
+                };
+                run_quiet(argv);
+        }
+}
+
 /* The policy route TPROXY needs (marked packets are delivered locally) and
- * the jumps to our chains: made once, kept if present. */
-void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam)
+ * the jumps to our chains: made once, kept if present; the filter chain's
+ * (loadBalancerSourceRanges) too while the rules have it. */
+void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam, bool firewall)
 {
         bool v6 = fam == SE_IPV6;
         char mark[32], table[16];
@@ -42,20 +80,13 @@ void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam)
         run_quiet(route);
         if (d->flags.nft)
                 return;
+        const char *tool = v6 ? "ip6tables" : "iptables";
         const char *const *jumps[3];
         unsigned n = se_uproxy_jumps(jumps);
-        for (unsigned i = 0; i < n; i++) {
-                const char *argv[16] = { v6 ? "ip6tables" : "iptables", "-w", "-t", jumps[i][0] };
-                size_t k = 4;
-                argv[k++] = "-C";
-                for (size_t j = 1; jumps[i][j] && k < 15; j++)
-                        argv[k++] = jumps[i][j];
-                char err[256];
-                if (se_proxy_run(argv, NULL, err, sizeof(err)) == 0)
-                        continue;
-                argv[4] = "-I";
-                if (se_proxy_run(argv, NULL, err, sizeof(err)) < 0)
-                        se_log_warn("%s: %s", argv[0], err);
+        iptables_jumps(tool, jumps, n);
+        if (firewall) {
+                n = se_uproxy_firewall_jumps(jumps);
+                iptables_jumps(tool, jumps, n);
         }
 }
 
@@ -97,7 +128,10 @@ void proxyd_userspace_cleanup(void)
         proxyd_redirect_remove(true, true);
 }
 
-void proxyd_redirect_remove(bool iptables, bool nft)
+/* The redirect rules of one tool or both, both families; the TPROXY ip
+ * rule too unless keep_route (another mode's rules going while ours, which
+ * share it, stay). */
+static void redirect_remove(bool iptables, bool nft, bool keep_route)
 {
         char mark[32], table[16];
         snprintf(mark, sizeof(mark), "%#x/%#x", SE_UPROXY_DEFAULT_MARK, SE_UPROXY_DEFAULT_MARK);
@@ -109,6 +143,8 @@ void proxyd_redirect_remove(bool iptables, bool nft)
                                                  { "mangle", SE_UPROXY_TPROXY_CHAIN } };
         for (int f = 0; f < 2; f++) {
                 const char *tool = f ? "ip6tables" : "iptables";
+                if (iptables)
+                        firewall_remove(tool);
                 for (unsigned i = 0; iptables && i < n; i++) {
                         const char *argv[16] = { tool, "-w", "-t", jumps[i][0], "-D" };
                         size_t k = 5;
@@ -131,8 +167,19 @@ void proxyd_redirect_remove(bool iptables, bool nft)
                         run_quiet(nftdel);
                 const char *rule[] = { "ip", f ? "-6" : "-4", "rule", "del", "fwmark",
                                        mark, "lookup",        table,  NULL };
-                run_quiet(rule);
+                if (!keep_route)
+                        run_quiet(rule);
         }
+}
+
+void proxyd_redirect_remove(bool iptables, bool nft)
+{
+        redirect_remove(iptables, nft, false);
+}
+
+void proxyd_redirect_remove_other(const struct proxyd *d)
+{
+        redirect_remove(d->flags.nft, !d->flags.nft, true);
 }
 
 bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const *t,
@@ -154,7 +201,16 @@ bool proxyd_redirect_apply(struct proxyd *d, const struct se_proxy_table *const 
                                                           SE_PROXY_IPTABLES_RESTORE,
                                            out.buf, out.len, err, sizeof(err));
                 if (w == 0 && !same) {
-                        proxyd_redirect_plumbing(d, d->fams[i]);
+                        /* iptables' filter chain: written only while some
+                         * port has source ranges, so it and its jumps go
+                         * when the rules lose it (or nothing says they
+                         * were not there) */
+                        bool fw = !d->flags.nft && se_uproxy_any_firewall(t[i], o);
+                        bool had = !last || !last[i].len ||
+                                   memmem(last[i].buf, last[i].len, "\n*filter\n", 9);
+                        if (!d->flags.nft && !fw && had)
+                                firewall_remove(v6 ? "ip6tables" : "iptables");
+                        proxyd_redirect_plumbing(d, d->fams[i], fw);
                         if (last) {
                                 se_strbuf_reset(&last[i]);
                                 se_strbuf_append(&last[i], out.buf, out.len);
@@ -220,7 +276,8 @@ static bool sync_userspace(struct proxyd *d)
                 ok = false;
         }
         struct se_uproxy_rules_opts o = { .port = (uint16_t)d->uport,
-                                          .mark = SE_UPROXY_DEFAULT_MARK };
+                                          .mark = SE_UPROXY_DEFAULT_MARK,
+                                          .node = &d->flags.opt };
         if (r == 0 && !proxyd_redirect_apply(d, (const struct se_proxy_table *const *)t, &o, NULL))
                 ok = false;
         for (unsigned i = 0; i < 2; i++)

@@ -152,13 +152,16 @@ static int routed_rules(const struct se_store *store, const struct se_proxy_opti
         struct se_uproxy_rules_opts ro = { .port = SE_UPROXY_DEFAULT_PORT,
                                            .mark = SE_UPROXY_DEFAULT_MARK,
                                            .want = se_uproxy_routed,
-                                           .data = &nft };
+                                           .data = &nft,
+                                           .node = o };
         se_strbuf_init(&sb, 0);
         se_strbuf_puts(&sb, nft ? "# svcenv userspace proxy (nft -f)\n" :
                                   "# svcenv userspace proxy (iptables-restore --noflush)\n");
         if (!nft) {
-                const char *const *jumps[3];
+                const char *const *jumps[6];
                 unsigned n = se_uproxy_jumps(jumps);
+                if (se_uproxy_any_firewall(t, &ro)) /* its chain is written then */
+                        n += se_uproxy_firewall_jumps(jumps + n);
                 for (unsigned k = 0; k < n; k++) {
                         se_strbuf_printf(&sb, "# %s -t %s -I",
                                          fam == SE_IPV6 ? "ip6tables" : "iptables", jumps[k][0]);
@@ -178,7 +181,8 @@ static int routed_rules(const struct se_store *store, const struct se_proxy_opti
 
 /* The service ports the userspace proxy serves, one comment line each:
  * what it balances with, over which endpoints. */
-static void userspace_summary(const struct se_uproxy_snapshot *snap, bool nft, struct se_strbuf *sb)
+static void userspace_summary(const struct se_uproxy_snapshot *snap, bool nft, bool fw,
+                              struct se_strbuf *sb)
 {
         se_strbuf_printf(sb, "# svcenv-proxy --mode userspace: %u service port(s) to port %u\n",
                          snap->n_svcs, SE_UPROXY_DEFAULT_PORT);
@@ -198,8 +202,10 @@ static void userspace_summary(const struct se_uproxy_snapshot *snap, bool nft, s
         }
         if (nft)
                 return; /* the nft tables hook themselves in */
-        const char *const *jumps[3];
+        const char *const *jumps[6];
         unsigned nj = se_uproxy_jumps(jumps);
+        if (fw) /* loadBalancerSourceRanges: the filter chain is written */
+                nj += se_uproxy_firewall_jumps(jumps + nj);
         for (unsigned i = 0; i < nj; i++) {
                 se_strbuf_printf(sb, "# jump: iptables -t %s -I", jumps[i][0]);
                 for (size_t j = 1; jumps[i][j]; j++) /* quoted as a shell would want */
@@ -217,7 +223,8 @@ static int emit_userspace(const struct se_store *store, const struct se_proxy_op
         struct se_uproxy_snapshot *snap = NULL;
         struct se_strbuf sb;
         struct se_uproxy_rules_opts ro = { .port = SE_UPROXY_DEFAULT_PORT,
-                                           .mark = SE_UPROXY_DEFAULT_MARK };
+                                           .mark = SE_UPROXY_DEFAULT_MARK,
+                                           .node = o };
         int r = 0;
         se_strbuf_init(&sb, 0);
         for (unsigned i = 0; r == 0 && i < nf; i++)
@@ -225,8 +232,11 @@ static int emit_userspace(const struct se_store *store, const struct se_proxy_op
         if (r == 0)
                 r = se_uproxy_snapshot_build((const struct se_proxy_table *const *)t, nf, store,
                                              NULL, &snap);
+        bool fw = false;
+        for (unsigned i = 0; r == 0 && i < nf; i++)
+                fw |= se_uproxy_any_firewall(t[i], &ro);
         if (r == 0)
-                userspace_summary(snap, nft, &sb);
+                userspace_summary(snap, nft, fw, &sb);
         for (unsigned i = 0; r == 0 && i < nf; i++) {
                 if (i > 0 && !nft)
                         se_strbuf_puts(&sb, "# ip6tables-restore\n");

@@ -41,6 +41,7 @@
 #define SE_UPROXY_NAT_CHAIN      "SVCENV-USERSPACE"
 #define SE_UPROXY_NODEPORT_CHAIN "SVCENV-USERSPACE-NODEPORTS"
 #define SE_UPROXY_TPROXY_CHAIN   "SVCENV-USERSPACE-TPROXY"
+#define SE_UPROXY_FIREWALL_CHAIN "SVCENV-USERSPACE-FIREWALL" /* filter */
 #define SE_UPROXY_NFT_TABLE      "svcenv-userspace"
 
 /* Checks an svcenv.io/scheduler value: "NAME[,FLAG...]" with NAME one of
@@ -107,6 +108,10 @@ struct se_uproxy_rules_opts {
         /* which service ports go to the proxy; NULL: all of them */
         bool (*want)(const struct se_proxy_svcport *sp, void *data);
         void *data;
+        /* the node's IPs (NULL: none known): a loadBalancerSourceRanges
+         * range holding the family's primary one lets the LB IPs in as
+         * sources too, as kube-proxy's firewall */
+        const struct se_proxy_options *node;
 };
 
 /* A want() for the iptables and nftables modes: the ports whose kernel
@@ -119,17 +124,28 @@ bool se_uproxy_any_routed(const struct se_proxy_table *t, bool nft);
 /* iptables-restore text (--noflush) for t's family: nat chain SVCENV-USERSPACE
  * (REDIRECT of TCP; NodePorts last, as kube-proxy's) and mangle chain
  * SVCENV-USERSPACE-TPROXY (UDP), both rewritten whole. The jumps to them from
- * PREROUTING/OUTPUT are se_uproxy_jumps()'s. 0 or -ENOMEM. */
+ * PREROUTING/OUTPUT are se_uproxy_jumps()'s. A port with
+ * loadBalancerSourceRanges has its LB IPs redirected only from those
+ * sources, and (only then) filter chain SVCENV-USERSPACE-FIREWALL drops the
+ * rest, as kube-proxy's KUBE-PROXY-FIREWALL (jumps:
+ * se_uproxy_firewall_jumps()). 0 or -ENOMEM. */
 int se_uproxy_rules_iptables(const struct se_proxy_table *t, const struct se_uproxy_rules_opts *o,
                              struct se_strbuf *out);
 /* The same as one nft script replacing table ip|ip6 svcenv-userspace whole
- * (hooks included). */
+ * (hooks included); loadBalancerSourceRanges as kube-proxy's nft firewall
+ * (pre-DNAT filter chains, a set of allowed sources per port). */
 int se_uproxy_rules_nft(const struct se_proxy_table *t, const struct se_uproxy_rules_opts *o,
                         struct se_strbuf *out);
 /* The iptables jumps to those chains, as NULL-terminated argv tails
  * {table, chain, match...}: `iptables -t TABLE -C|-I CHAIN match...`.
  * rules must hold 3; returns the count. */
 unsigned se_uproxy_jumps(const char *const **rules);
+/* Whether t has a port o selects whose LB IPs have loadBalancerSourceRanges
+ * (then the iptables text has the filter chain). */
+bool se_uproxy_any_firewall(const struct se_proxy_table *t, const struct se_uproxy_rules_opts *o);
+/* The jumps to SVCENV-USERSPACE-FIREWALL (filter INPUT, FORWARD, OUTPUT, new
+ * connections), as se_uproxy_jumps(); rules must hold 3. */
+unsigned se_uproxy_firewall_jumps(const char *const **rules);
 
 struct se_uproxy_config {
         uint16_t port; /* listen port (TCP and UDP, v4 and v6) */

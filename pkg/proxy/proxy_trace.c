@@ -605,10 +605,11 @@ static void cluster_ip(struct walk *w, const struct se_proxy_svcport *sp, const 
                 dispatch(w, sp, chain, p->cat.cluster, p->cat.n_cluster);
 }
 
-/* loadBalancerSourceRanges: whether the source is let through. */
-static bool firewall(struct walk *w, const struct se_proxy_svcport *sp, const struct plan *p)
+/* Whether loadBalancerSourceRanges let the source in; src: the range that
+ * does (or the source itself, a VIP looped back). */
+static bool source_allowed(struct walk *w, const struct se_proxy_svcport *sp, char *src,
+                           size_t size)
 {
-        struct se_proxy_trace *tr = w->tr;
         int allowed = -1;
         bool from_node = false;
         for (uint32_t i = 0; i < sp->n_source_ranges; i++) {
@@ -625,9 +626,16 @@ static bool firewall(struct walk *w, const struct se_proxy_svcport *sp, const st
         bool vip_source = false;
         for (uint32_t i = 0; from_node && allowed < 0 && i < sp->n_lb_vips; i++)
                 vip_source |= ip_is(sp->lb_vips[i], &w->q->from);
-        bool pass = allowed >= 0 || vip_source;
+        snprintf(src, size, "%s", allowed >= 0 ? sp->source_ranges[allowed] : w->from);
+        return allowed >= 0 || vip_source;
+}
+
+/* loadBalancerSourceRanges: whether the source is let through. */
+static bool firewall(struct walk *w, const struct se_proxy_svcport *sp, const struct plan *p)
+{
+        struct se_proxy_trace *tr = w->tr;
         char src[80];
-        snprintf(src, sizeof(src), "%s", allowed >= 0 ? sp->source_ranges[allowed] : w->from);
+        bool pass = source_allowed(w, sp, src, sizeof(src));
         if (w->nft) {
                 step(w, w->table,
                      w->q->from_local ? "filter-output-pre-dnat" : "filter-prerouting-pre-dnat",
@@ -905,11 +913,71 @@ static const struct se_proxy_svcport *find(struct walk *w, enum se_proxy_trace_d
 
 /* A port routed to the userspace proxy: the redirect rule is all the
  * packet meets of ours; the proxy picks the endpoint. */
+/* A routed port's loadBalancerSourceRanges (uproxy_rules.c's firewall):
+ * whether the source passes; src is then the source match of the
+ * redirect ("" for none). */
+static bool routed_firewall(struct walk *w, const struct se_proxy_svcport *sp,
+                            enum se_proxy_trace_dest dest, char *src, size_t size)
+{
+        struct se_proxy_trace *tr = w->tr;
+        src[0] = 0;
+        if (dest != SE_PROXY_TRACE_DEST_LOAD_BALANCER || !sp->n_source_ranges)
+                return true;
+        char range[80];
+        bool pass = source_allowed(w, sp, range, sizeof(range));
+        if (w->nft) {
+                unsigned set = 0; /* the port's set: one per firewalled routed port, in order */
+                for (uint32_t i = 0; i < w->t->n_ports && &w->t->ports[i] != sp; i++)
+                        set += w->t->ports[i].n_lb_vips && w->t->ports[i].n_source_ranges &&
+                               !se_proxy_in_kernel(&w->t->ports[i], true) &&
+                               (w->t->ports[i].protocol == SE_PROTO_TCP ||
+                                w->t->ports[i].protocol == SE_PROTO_UDP);
+                char table[40];
+                snprintf(table, sizeof(table), "%s svcenv-userspace", w->ip);
+                step(w, table,
+                     w->q->from_local ? "filter-output-pre-dnat" : "filter-prerouting-pre-dnat",
+                     "ct state new jump firewall-check");
+                step(w, table, "firewall-check",
+                     "%s daddr %s %s dport %d %s saddr != @firewall-%u "
+                     "drop: %s",
+                     w->ip, w->to, proto_of(sp->protocol), sp->port, w->ip, set,
+                     pass ? "the source is in the set, passes" : "the source is not in the set");
+        } else if (pass) {
+                snprintf(src, size, "-s %s%s ", range,
+                         strchr(range, '/')      ? "" :
+                         w->t->family == SE_IPV6 ? "/128" :
+                                                   "/32");
+        } else {
+                step(w, "nat", "SVCENV-USERSPACE",
+                     "no redirect of %s:%d from this source: its destination stays", w->to,
+                     sp->port);
+                step(w, "filter", "SVCENV-USERSPACE-FIREWALL",
+                     "\"%s traffic not accepted by its loadBalancerSourceRanges\" -d %s/%d -p %s "
+                     "-m %s --dport %d%s -j DROP",
+                     sp->spn, w->to, w->t->family == SE_IPV6 ? 128 : 32, proto_of(sp->protocol),
+                     proto_of(sp->protocol), sp->port,
+                     sp->protocol == SE_PROTO_UDP ? " -m mark ! --mark 0x800000/0x800000" : "");
+        }
+        if (pass)
+                return true;
+        tr->verdict = SE_PROXY_TRACE_DROP;
+        set_str(w, &tr->reason, "the source %s is not in loadBalancerSourceRanges of %s", w->from,
+                sp->spn);
+        note(w,
+             "%s is served by svcenv's userspace proxy: only the sources of its "
+             "loadBalancerSourceRanges reach it, the rest is dropped as kube-proxy's firewall "
+             "drops it",
+             sp->spn);
+        return false;
+}
+
 static void routed(struct walk *w, const struct se_proxy_svcport *sp, enum se_proxy_trace_dest dest)
 {
         struct se_proxy_trace *tr = w->tr;
         bool udp = sp->protocol == SE_PROTO_UDP, np = dest == SE_PROXY_TRACE_DEST_NODE_PORT;
-        char sched[64];
+        char sched[64], src[96];
+        if (!routed_firewall(w, sp, dest, src, sizeof(src)))
+                return;
         if (sp->sched_set)
                 snprintf(sched, sizeof(sched), "%s%s%s", se_lb_name(sp->sched),
                          sp->sched_flags & SE_LB_PORT ? ",port" : "",
@@ -925,9 +993,9 @@ static void routed(struct walk *w, const struct se_proxy_svcport *sp, enum se_pr
                      proto_of(sp->protocol), w->q->port, udp ? "tproxy to" : "redirect to",
                      USERSPACE_PORT);
         } else {
-                char dst[96] = "";
+                char dst[192] = "";
                 if (!np)
-                        snprintf(dst, sizeof(dst), "-d %s/%d ", w->to,
+                        snprintf(dst, sizeof(dst), "%s-d %s/%d ", src, w->to,
                                  w->t->family == SE_IPV6 ? 128 : 32);
                 else if (udp)
                         snprintf(dst, sizeof(dst), "-m addrtype --dst-type LOCAL ");

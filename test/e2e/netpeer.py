@@ -7,7 +7,9 @@
   netpeer.py tcp IP PORT COUNT [T]    COUNT connections; one line each: the
                                       answer, or ERR:<reason> (T: timeout s)
   netpeer.py udp IP PORT COUNT [T]    the same with one datagram each
-With NETPEER_TIME=1 each line ends with the milliseconds the attempt took.
+With NETPEER_TIME=1 each line ends with the milliseconds the attempt took;
+NETPEER_SRC=IP[,PORT] binds the client's sockets there first (a fixed
+source: the same conntrack tuple on every attempt with a PORT).
 """
 import errno
 import os
@@ -58,6 +60,8 @@ def reason(e):
 def client(proto, ip, port, count, timeout):
     fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
     timed = os.environ.get("NETPEER_TIME") == "1"
+    src = os.environ.get("NETPEER_SRC", "").split(",")
+    src = (src[0], int(src[1]) if len(src) > 1 else 0) if src[0] else None
     for _ in range(count):
         start = time.monotonic()
         suffix = lambda: " %d" % ((time.monotonic() - start) * 1000) if timed else ""
@@ -65,11 +69,16 @@ def client(proto, ip, port, count, timeout):
             if proto == "tcp":
                 s = socket.socket(fam, socket.SOCK_STREAM)
                 s.settimeout(timeout)
+                if src:
+                    s.bind(src)
                 s.connect((ip, port))
                 out = s.recv(256).decode().strip()
             else:
                 s = socket.socket(fam, socket.SOCK_DGRAM)
                 s.settimeout(timeout)
+                if src:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind(src)
                 s.sendto(b"hi", (ip, port))
                 out = s.recv(256).decode().strip()
             s.close()

@@ -700,6 +700,59 @@ static void test_trace__load_balancer_firewall(void **state)
         se_store_free(s);
 }
 
+/* A routed LoadBalancer port keeps loadBalancerSourceRanges: its redirect
+ * takes the ranges' sources only, the others are dropped (as the rules of
+ * se_uproxy_rules_* do); a range holding the node IP lets the LB IP in. */
+static void test_trace__routed_load_balancer_firewall(void **state)
+{
+        (void)state;
+        struct se_store *s = cluster_annotated("lb", "lc", lb_spec, "TCP", three);
+        struct se_store *node = cluster_annotated(
+                "lb", "lc",
+                "{type: LoadBalancer, clusterIP: 10.96.0.20, loadBalancerSourceRanges: "
+                "[10.99.0.0/24], ports: [{name: http, port: 80, targetPort: 8080}]}\n"
+                "status: {loadBalancer: {ingress: [{ip: 198.51.100.7}]}}",
+                "TCP", three);
+        for (int nft = 0; nft < 2; nft++) {
+                struct se_proxy_options o;
+                struct result r;
+                options(&o, nft);
+                trace(s, &o, nft, "203.0.113.9", "198.51.100.7:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                if (nft)
+                        want_step(&r, "firewall-check",
+                                  "saddr != @firewall-0 drop: the source "
+                                  "is in the set");
+                else
+                        want_step(&r, "SVCENV-USERSPACE",
+                                  "-s 203.0.113.0/25 -d 198.51.100.7/32 -p tcp");
+                done(&r);
+                trace(s, &o, nft, "203.0.113.200", "198.51.100.7:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DROP);
+                assert_string_equal(r.tr.reason, "the source 203.0.113.200 is not in "
+                                                 "loadBalancerSourceRanges of e2e/lb:http");
+                if (nft)
+                        want_step(&r, "firewall-check", "the source is not in the set");
+                else
+                        want_step(&r, "SVCENV-USERSPACE-FIREWALL",
+                                  "-d 198.51.100.7/32 -p tcp -m tcp --dport 80 -j DROP");
+                done(&r);
+                /* the ClusterIP is not subject to the ranges */
+                trace(s, &o, nft, "203.0.113.200", "10.96.0.20:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                done(&r);
+                /* the node IP is in a range: the LB IP as source passes */
+                trace(node, &o, nft, "198.51.100.7", "198.51.100.7:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_REDIRECT);
+                done(&r);
+                trace(node, &o, nft, "10.98.0.2", "198.51.100.7:80", &r);
+                assert_int_equal(r.tr.verdict, SE_PROXY_TRACE_DROP);
+                done(&r);
+        }
+        se_store_free(s);
+        se_store_free(node);
+}
+
 static const char *const one_local[] = { "10.244.1.2@node-a", "10.244.2.2@node-b", NULL };
 
 static void test_trace__external_policy_local(void **state)
@@ -1213,6 +1266,7 @@ int main(void)
                 cmocka_unit_test(test_trace__node_port),
                 cmocka_unit_test(test_trace__external_ip),
                 cmocka_unit_test(test_trace__load_balancer_firewall),
+                cmocka_unit_test(test_trace__routed_load_balancer_firewall),
                 cmocka_unit_test(test_trace__external_policy_local),
                 cmocka_unit_test(test_trace__internal_policy_local),
                 cmocka_unit_test(test_trace__affinity),

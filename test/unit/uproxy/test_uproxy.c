@@ -504,6 +504,118 @@ static void test_uproxy__rules_want(void **state)
         release(&f);
 }
 
+static const char lb_cluster[] =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: lb, namespace: ns,\n"
+        "  annotations: {svcenv.io/retry: 'true'}}\n"
+        "spec: {type: LoadBalancer, clusterIP: 10.96.0.12,\n"
+        "  loadBalancerSourceRanges: [10.99.0.0/24, 203.0.113.0/24],\n"
+        "  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30081},\n"
+        "          {name: dns, port: 53, protocol: UDP, targetPort: 8080, nodePort: 30082}]}\n"
+        "status: {loadBalancer: {ingress: [{ip: 192.0.2.50}]}}\n"
+        "---\n"
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n"
+        "metadata: {name: lb-1, namespace: ns, labels: {kubernetes.io/service-name: lb}}\n"
+        "addressType: IPv4\n"
+        "ports: [{name: http, port: 8080, protocol: TCP}, {name: dns, port: 8080, protocol: UDP}]\n"
+        "endpoints:\n- {addresses: [10.244.1.2], conditions: {ready: true}}\n";
+
+/* the rules text for lb_cluster with the node's primary IP node_ip */
+static void lb_rules(const char *node_ip, bool nft, struct se_strbuf *b)
+{
+        struct se_proxy_options opt;
+        se_proxy_options_init(&opt);
+        opt.node_name = "node-a";
+        assert_int_equal(se_parse_ip(node_ip, &opt.node_ips[0]), 0);
+        opt.n_node_ips = 1;
+        struct se_store *store = t_load(lb_cluster);
+        struct se_proxy_table *t = NULL;
+        assert_int_equal(se_proxy_table_build(store, &opt, SE_IPV4, &t), 0);
+        struct se_uproxy_rules_opts o = { .port = 10262,
+                                          .mark = SE_UPROXY_DEFAULT_MARK,
+                                          .node = &opt };
+        assert_true(se_uproxy_any_firewall(t, &o));
+        assert_int_equal(nft ? se_uproxy_rules_nft(t, &o, b) : se_uproxy_rules_iptables(t, &o, b),
+                         0);
+        se_proxy_table_free(t);
+        se_store_free(store);
+}
+
+static void want_all(const char *buf, const char *const *want, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!strstr(buf, want[i]))
+                        fail_msg("missing:\n%s\nin:\n%s", want[i], buf);
+}
+
+/* loadBalancerSourceRanges: the LB IP is redirected only from the ranges
+ * (and from the LB IP itself when a range holds the node IP); the rest is
+ * dropped, as kube-proxy's firewall. The ClusterIP and NodePorts are not
+ * filtered (kube-proxy's are not either). */
+static void test_uproxy__rules_source_ranges(void **state)
+{
+        (void)state;
+        struct se_strbuf b;
+        se_strbuf_init(&b, 0);
+        lb_rules("10.99.0.1", false, &b);
+        static const char *const ipt[] = {
+                "-A SVCENV-USERSPACE -m comment --comment \"ns/lb:http\" -d 10.96.0.12/32 -p tcp "
+                "-m tcp --dport 80 -j REDIRECT",
+                "-A SVCENV-USERSPACE -m comment --comment \"ns/lb:http\" -s 10.99.0.0/24 -d "
+                "192.0.2.50/32 -p tcp -m tcp --dport 80 -j REDIRECT --to-ports 10262\n",
+                "-A SVCENV-USERSPACE -m comment --comment \"ns/lb:http\" -s 203.0.113.0/24 -d "
+                "192.0.2.50/32 -p tcp -m tcp --dport 80 -j REDIRECT --to-ports 10262\n",
+                "-A SVCENV-USERSPACE -m comment --comment \"ns/lb:http\" -s 192.0.2.50/32 -d "
+                "192.0.2.50/32 -p tcp -m tcp --dport 80 -j REDIRECT --to-ports 10262\n",
+                "-A SVCENV-USERSPACE-TPROXY -m comment --comment \"ns/lb:dns\" -s 10.99.0.0/24 -d "
+                "192.0.2.50/32 -p udp -m udp --dport 53 -j TPROXY",
+                "COMMIT\n*filter\n:SVCENV-USERSPACE-FIREWALL - [0:0]\n"
+                "-A SVCENV-USERSPACE-FIREWALL -m comment --comment \"ns/lb:dns traffic not "
+                "accepted by its loadBalancerSourceRanges\" -d 192.0.2.50/32 -p udp -m udp --dport "
+                "53 -m mark ! --mark 0x800000/0x800000 -j DROP\n"
+                "-A SVCENV-USERSPACE-FIREWALL -m comment --comment \"ns/lb:http traffic not "
+                "accepted by its loadBalancerSourceRanges\" -d 192.0.2.50/32 -p tcp -m tcp --dport "
+                "80 -j DROP\nCOMMIT\n",
+        };
+        want_all(b.buf, ipt, SE_ARRAY_SIZE(ipt));
+        /* no unfiltered redirect of the LB IP */
+        assert_null(strstr(b.buf, "\"ns/lb:http\" -d 192.0.2.50/32"));
+        se_strbuf_reset(&b);
+        lb_rules("10.98.0.1", false, &b); /* node outside the ranges: no LB IP source */
+        assert_null(strstr(b.buf, "-s 192.0.2.50/32"));
+        assert_non_null(strstr(b.buf, "-s 203.0.113.0/24 -d 192.0.2.50/32"));
+        se_strbuf_reset(&b);
+        lb_rules("10.99.0.1", true, &b);
+        static const char *const nft[] = {
+                "\tset firewall-0 {\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\tauto-merge\n"
+                "\t\tcomment \"ns/lb:dns\"\n\t\telements = { 10.99.0.0/24, 203.0.113.0/24, "
+                "192.0.2.50 }\n\t}\n",
+                "\tchain filter-prerouting-pre-dnat {\n\t\ttype filter hook prerouting priority "
+                "-110; policy accept;\n\t\tct state new jump firewall-check\n\t}\n",
+                "\tchain filter-output-pre-dnat {\n\t\ttype filter hook output priority -110; "
+                "policy accept;\n\t\tct state new jump firewall-check\n\t}\n",
+                "\t\tip daddr 192.0.2.50 udp dport 53 ip saddr != @firewall-0 drop comment "
+                "\"ns/lb:dns\"\n",
+                "\t\tip daddr 192.0.2.50 tcp dport 80 ip saddr != @firewall-1 drop comment "
+                "\"ns/lb:http\"\n",
+                "\t\tip daddr 192.0.2.50 tcp dport 80 redirect to :10262 comment \"ns/lb:http\"\n",
+        };
+        want_all(b.buf, nft, SE_ARRAY_SIZE(nft));
+        se_strbuf_release(&b);
+        /* without ranges nothing of the firewall is written (the other tests' text) */
+        struct fixture f;
+        build(&f);
+        struct se_uproxy_rules_opts o = { .port = 1, .mark = 1 };
+        se_strbuf_init(&b, 0);
+        assert_false(se_uproxy_any_firewall(f.t, &o));
+        assert_int_equal(se_uproxy_rules_iptables(f.t, &o, &b), 0);
+        assert_null(strstr(b.buf, "*filter"));
+        se_strbuf_reset(&b);
+        assert_int_equal(se_uproxy_rules_nft(f.t, &o, &b), 0);
+        assert_null(strstr(b.buf, "firewall"));
+        se_strbuf_release(&b);
+        release(&f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -519,6 +631,7 @@ int main(void)
                 cmocka_unit_test(test_uproxy__affinity),
                 cmocka_unit_test(test_uproxy__rules),
                 cmocka_unit_test(test_uproxy__rules_want),
+                cmocka_unit_test(test_uproxy__rules_source_ranges),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
