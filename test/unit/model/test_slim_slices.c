@@ -223,7 +223,8 @@ static void test_slim_slices__dns_form(void **state)
                 assert_null(e->target_ref);
                 assert_null(e->node_name);
                 assert_null(e->zone);
-                assert_int_equal(e->hint_zones.n + e->hint_nodes.n, 0);
+                assert_int_equal(
+                        se_slice_endpoint_hint_zones(e)->n + se_slice_endpoint_hint_nodes(e)->n, 0);
         }
         assert_string_equal(dns->endpoints[1].hostname, "web-1");
         assert_int_equal(dns->endpoints[2].ready, SE_FALSE);
@@ -249,6 +250,26 @@ static void test_slim_slices__dns_form(void **state)
         json_decref(j);
 }
 
+/* What one more endpoint adds to a slice in the DNS form (svcenv-dns keeps
+ * 150,000): its 64-byte struct, one address pointer (no NULL after it) and
+ * the address text; nothing for the hints it does not have. */
+static void test_slim_slices__bytes_per_endpoint(void **state)
+{
+        (void)state;
+        json_t *j15 = controller_slice(15), *j30 = controller_slice(30);
+        struct se_endpoint_slice *a = decode(j15, SE_DECODE_DNS_SLICES),
+                                 *b = decode(j30, SE_DECODE_DNS_SLICES);
+        size_t per = (se_object_memory(&b->obj) - se_object_memory(&a->obj)) / 15;
+        print_message("DNS form: %zu bytes per endpoint\n", per);
+        assert_true(per <= 64 + 8 + 16);
+        for (uint32_t i = 0; i < b->n_endpoints; i++)
+                assert_null(b->endpoints[i].hints);
+        se_object_unref(&a->obj);
+        se_object_unref(&b->obj);
+        json_decref(j15);
+        json_decref(j30);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -256,6 +277,7 @@ int main(void)
                 cmocka_unit_test(test_slim_slices__digest_fields),
                 cmocka_unit_test(test_slim_slices__hints_and_errors),
                 cmocka_unit_test(test_slim_slices__dns_form),
+                cmocka_unit_test(test_slim_slices__bytes_per_endpoint),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
