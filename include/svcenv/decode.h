@@ -91,12 +91,19 @@ enum {
         /* EndpointSlices for a DNS server's cache: only what cluster DNS
          * reads is kept and checked: the metadata as for a slim pod
          * (no generateName, creationTimestamp, annotations or
-         * ownerReferences; generation checked, not kept), addressType, the
+         * ownerReferences; generation checked, not kept) but without the
+         * uid (unread, unchecked), addressType, the
          * ports, and of each endpoint its addresses, hostname and
          * conditions. targetRef, nodeName, zone and hints are NULL and not
          * checked. Such a slice is for the DNS
          * zone only, never for encoding or the controllers. */
         SE_DECODE_DNS_SLICES = 1u << 5,
+        /* Services for a DNS server's cache: the metadata as for
+         * SE_DECODE_DNS_SLICES without labels, and no selector (unread and
+         * unchecked); the rest of the spec and status as without the flag
+         * (and checked as without it). Such a Service is for the DNS zone
+         * only, never for encoding, the proxies or the controllers. */
+        SE_DECODE_DNS_SERVICES = 1u << 6,
 };
 
 /* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */

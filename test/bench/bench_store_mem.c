@@ -133,7 +133,7 @@ int main(int argc, char **argv)
         if (services <= 0 || per <= 0 || per > 1000)
                 return 1;
         /* svcenv-dns's informers (cmd/svcenv-dns/main.c) */
-        const unsigned svc_flags = SE_DECODE_INTERN,
+        const unsigned svc_flags = SE_DECODE_INTERN | SE_DECODE_DNS_SERVICES,
                        slice_flags = SE_DECODE_INTERN | SE_DECODE_DNS_SLICES;
         struct se_store *st = se_store_new();
         struct se_strbuf sb;
