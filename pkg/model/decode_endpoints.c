@@ -115,12 +115,14 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
         const char *addr_type = ctx;
         const json_t *cond, *hints = NULL;
         bool dns = d->flags & SE_DECODE_DNS_SLICES; /* what cluster DNS reads, no more */
+        bool proxy = d->flags & SE_DECODE_PROXY_SLICES; /* what a service proxy reads */
         int r;
+        /* nodeName and zone recur across slices: pooled with SE_DECODE_INTERN */
         if ((r = model_get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
-            (r = model_get_string(d, e, "hostname", &se->hostname)) < 0 ||
-            (!dns && (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0) ||
-            (!dns && (r = model_get_string(d, e, "nodeName", &se->node_name)) < 0) ||
-            (!dns && (r = model_get_string(d, e, "zone", &se->zone)) < 0) ||
+            (!proxy && (r = model_get_string(d, e, "hostname", &se->hostname)) < 0) ||
+            (!dns && !proxy && (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0) ||
+            (!dns && (r = model_get_shared_string(d, e, "nodeName", &se->node_name)) < 0) ||
+            (!dns && (r = model_get_shared_string(d, e, "zone", &se->zone)) < 0) ||
             (r = model_get_object(d, e, "conditions", &cond)) < 0 ||
             (!dns && (r = model_get_object(d, e, "hints", &hints)) < 0))
                 return r;

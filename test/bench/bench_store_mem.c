@@ -5,7 +5,11 @@
  * Prints per kind the bytes of the objects' arenas (and what they asked
  * for), the heap growth of the whole store (malloc overhead, indexes and
  * the intern pool included) per Service and per endpoint, and where a
- * slice's and a Service's arena bytes go by field.
+ * slice's and a Service's arena bytes go by field; then the RSS with the
+ * cluster zone built from that store (svcenv-dns without its threads).
+ *
+ * The same for svcenv-proxy, whose slices are written by the controller
+ * (targetRef, nodeName, zone, annotations), with its flags and without.
  *
  * Usage: bench_store_mem [SERVICES [ENDPOINTS]] */
 #include <malloc.h>
@@ -16,6 +20,8 @@
 #include <jansson.h>
 
 #include <svcenv/decode.h>
+#include <svcenv/diag.h>
+#include <svcenv/dns.h>
 #include <svcenv/store.h>
 #include <svcenv/strbuf.h>
 
@@ -23,6 +29,20 @@ static size_t heap_in_use(void)
 {
         struct mallinfo2 mi = mallinfo2();
         return mi.uordblks + mi.hblkhd;
+}
+
+/* VmRSS of this process, in MB. */
+static double rss_mb(void)
+{
+        char line[256];
+        double kb = 0;
+        FILE *f = fopen("/proc/self/status", "r");
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmRSS: %lf", &kb) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return kb / 1024;
 }
 
 static void gen_service(struct se_strbuf *sb, int i)
@@ -59,6 +79,40 @@ static void gen_slice(struct se_strbuf *sb, int i, int n)
                         "\"serving\":true,\"terminating\":false},\"targetRef\":{\"kind\":"
                         "\"Pod\",\"namespace\":\"bd1234-%d\",\"name\":\"s%d-%d\"}}",
                         p ? "," : "", (ip >> 16) & 255, (ip >> 8) & 255, ip & 255, i / 100, i, p);
+        }
+        se_strbuf_printf(sb,
+                         "],\"ports\":[{\"name\":\"http\",\"protocol\":\"TCP\",\"port\":8080}]}");
+}
+
+/* A slice as kube-controller-manager writes it for a Deployment's pods
+ * (what svcenv-proxy keeps): nodeName, zone, the pod as targetRef with its
+ * uid, the trigger-time annotation and the owner reference. */
+static void gen_controller_slice(struct se_strbuf *sb, int i, int n)
+{
+        se_strbuf_printf(
+                sb,
+                "{\"kind\":\"EndpointSlice\",\"apiVersion\":\"discovery.k8s.io/v1\",\"metadata\":"
+                "{\"name\":\"s%d-7xk2p\",\"generateName\":\"s%d-\",\"namespace\":\"bd1234-%d\","
+                "\"uid\":\"7a8b%04x-0000-4000-8000-%012d\",\"resourceVersion\":\"%d\","
+                "\"generation\":1,\"creationTimestamp\":\"2026-12-03T10:00:00Z\",\"labels\":"
+                "{\"endpointslice.kubernetes.io/managed-by\":\"endpointslice-controller.k8s.io\","
+                "\"kubernetes.io/service-name\":\"s%d\"},\"annotations\":{\"endpoints.kubernetes.io/"
+                "last-change-trigger-time\":\"2026-12-03T10:00:01Z\"},\"ownerReferences\":[{"
+                "\"apiVersion\":\"v1\",\"kind\":\"Service\",\"name\":\"s%d\",\"uid\":"
+                "\"5e6f%04x-0000-4000-8000-%012d\",\"controller\":true,\"blockOwnerDeletion\":"
+                "true}]},\"addressType\":\"IPv4\",\"endpoints\":[",
+                i, i, i / 100, i & 0xffff, i, 200000 + i, i, i, i & 0xffff, i);
+        for (int p = 0; p < n; p++) {
+                int ip = i * n + p + 65536;
+                se_strbuf_printf(
+                        sb,
+                        "%s{\"addresses\":[\"10.%d.%d.%d\"],\"conditions\":{\"ready\":true,"
+                        "\"serving\":true,\"terminating\":false},\"targetRef\":{\"kind\":\"Pod\","
+                        "\"namespace\":\"bd1234-%d\",\"name\":\"s%d-6d4f8b7c9-%05d\",\"uid\":"
+                        "\"3f1c%04x-0000-4000-8000-%012d\"},\"nodeName\":\"node-%d\",\"zone\":"
+                        "\"zone-%c\"}",
+                        p ? "," : "", (ip >> 16) & 255, (ip >> 8) & 255, ip & 255, i / 100, i, p,
+                        ip & 0xffff, ip, ip % 500, 'a' + ip % 3);
         }
         se_strbuf_printf(sb,
                          "],\"ports\":[{\"name\":\"http\",\"protocol\":\"TCP\",\"port\":8080}]}");
@@ -106,7 +160,7 @@ static void slice_fields(const struct se_endpoint_slice *es, struct slice_fields
         for (uint32_t i = 0; i < es->n_endpoints; i++) {
                 const struct se_slice_endpoint *e = &es->endpoints[i];
                 if (owned(o, e->addresses.v))
-                        f->addr_arrays += (e->addresses.n + 1) * sizeof(char *);
+                        f->addr_arrays += (e->addresses.n ? e->addresses.n : 1) * sizeof(char *);
                 for (uint32_t k = 0; k < e->addresses.n; k++)
                         f->addr_strings += str_own(o, e->addresses.v[k]);
                 f->other_strings +=
@@ -126,15 +180,11 @@ struct kind_sum {
         size_t n, total, requested;
 };
 
-int main(int argc, char **argv)
+/* Decodes SERVICES Services and their slices with the flags into a store
+ * and prints where its bytes go. */
+static int measure(const char *label, int services, int per, bool controller_slices,
+                   unsigned svc_flags, unsigned slice_flags, bool zone)
 {
-        int services = argc > 1 ? atoi(argv[1]) : 10000;
-        int per = argc > 2 ? atoi(argv[2]) : 15;
-        if (services <= 0 || per <= 0 || per > 1000)
-                return 1;
-        /* svcenv-dns's informers (cmd/svcenv-dns/main.c) */
-        const unsigned svc_flags = SE_DECODE_INTERN | SE_DECODE_DNS_SERVICES,
-                       slice_flags = SE_DECODE_INTERN | SE_DECODE_DNS_SLICES;
         struct se_store *st = se_store_new();
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
@@ -146,6 +196,8 @@ int main(int argc, char **argv)
                 se_strbuf_reset(&sb);
                 if (svc)
                         gen_service(&sb, i);
+                else if (controller_slices)
+                        gen_controller_slice(&sb, i - services, per);
                 else
                         gen_slice(&sb, i - services, per);
                 json_error_t jerr;
@@ -170,9 +222,10 @@ int main(int argc, char **argv)
         se_strbuf_release(&sb);
         size_t heap = heap_in_use() - before;
         size_t eps = (size_t)services * (size_t)per;
-        printf("store_mem: %d Services, %zu endpoints (svcenv-dns's decode flags): heap %.2f MB "
+        printf("store_mem: %d Services, %zu endpoints, %s: heap %.2f MB "
                "(%.0f B per Service and its slice, %.1f B per endpoint)\n",
-               services, eps, (double)heap / 1e6, (double)heap / services, (double)heap / eps);
+               services, eps, label, (double)heap / 1e6, (double)heap / services,
+               (double)heap / eps);
         static const char *const names[2] = { "Services", "EndpointSlices" };
         for (int k = 0; k < 2; k++)
                 printf("  %-15s %6zu objects: arenas %.2f MB, %.0f B each (asked for %.0f B)\n",
@@ -185,15 +238,41 @@ int main(int argc, char **argv)
                (double)rest / 1e6, (double)rest / (2.0 * services));
         double ns = services;
         printf("  a slice's arena by field, B per slice (per endpoint): struct %.0f, metadata "
-               "strings %.0f, labels %.0f, endpoints %.0f (%.1f), address arrays %.0f (%.1f), "
-               "address text %.0f (%.1f), other endpoint fields %.0f, ports %.0f\n",
+               "strings %.0f, labels and annotations %.0f, endpoints %.0f (%.1f), address arrays "
+               "%.0f (%.1f), address text %.0f (%.1f), other endpoint fields %.0f (%.1f), ports "
+               "%.0f\n",
                f.head / ns, f.meta / ns, f.labels / ns, f.endpoints / ns, (double)f.endpoints / eps,
                f.addr_arrays / ns, (double)f.addr_arrays / eps, f.addr_strings / ns,
-               (double)f.addr_strings / eps, f.other_strings / ns, f.ports / ns);
+               (double)f.addr_strings / eps, f.other_strings / ns, (double)f.other_strings / eps,
+               f.ports / ns);
         printf("  a Service's arena: struct %zu B, ports %zu B each, the rest %.0f B\n",
                sizeof(struct se_service), sizeof(struct se_service_port),
                (double)sum[0].total / ns - (double)sizeof(struct se_service) -
                        (double)sizeof(struct se_service_port));
+        if (zone) { /* svcenv-dns's memory but for its threads and sockets */
+                struct se_dns_options o = { .ttl = 30, .serial = 1 };
+                struct se_dns_zone *z = NULL;
+                struct se_diag d;
+                if (se_dns_zone_build(st, &o, &z, &d) < 0)
+                        return 1;
+                printf("  with the cluster zone built from it: RSS %.1f MB\n", rss_mb());
+                se_dns_zone_unref(z);
+        }
         se_store_free(st);
         return 0;
+}
+
+int main(int argc, char **argv)
+{
+        int services = argc > 1 ? atoi(argv[1]) : 10000;
+        int per = argc > 2 ? atoi(argv[2]) : 15;
+        if (services <= 0 || per <= 0 || per > 1000)
+                return 1;
+        /* the informers' flags of cmd/svcenv-dns/main.c and cmd/svcenv-proxy/main.c */
+        return measure("svcenv-dns's decode flags", services, per, false,
+                       SE_DECODE_INTERN | SE_DECODE_DNS_SERVICES,
+                       SE_DECODE_INTERN | SE_DECODE_DNS_SLICES, true) ||
+               measure("controller-written slices, svcenv-proxy's decode flags", services, per,
+                       true, SE_DECODE_INTERN, SE_DECODE_INTERN | SE_DECODE_PROXY_SLICES, false) ||
+               measure("the same, full objects (no flags)", services, per, true, 0, 0, false);
 }
