@@ -311,12 +311,13 @@ static int start_online(struct dnsd *d, struct source *src)
         unsigned n = d->zopts.pods == SE_DNS_PODS_VERIFIED || d->autopath ? 4 : 3;
         for (unsigned i = 0; i < n; i++) {
                 /* pods: only what `pods verified` reads (IPs, phase, deletion);
-                 * slices: only what the zone reads (the pod's name too with
-                 * --endpoint-pod-names) */
-                unsigned slim = kinds[i] == SE_KIND_POD ? SE_DECODE_SLIM_POD :
+                 * Services and slices: only what the zone reads (a slice's
+                 * pod names too with --endpoint-pod-names) */
+                unsigned slim = kinds[i] == SE_KIND_POD     ? SE_DECODE_SLIM_POD :
+                                kinds[i] == SE_KIND_SERVICE ? SE_DECODE_DNS_SERVICES :
                                 kinds[i] == SE_KIND_ENDPOINT_SLICE && !d->zopts.endpoint_pod_names ?
-                                                          SE_DECODE_DNS_SLICES :
-                                                          0;
+                                                              SE_DECODE_DNS_SLICES :
+                                                              0;
                 struct se_kube_informer_opts io = { .decode_flags = SE_DECODE_INTERN | slim };
                 if (se_store_subscribe(d->store, kinds[i], dnsd_on_store_change, d) < 0 ||
                     !(src->inf[i] = se_kube_informer_new(src->client, kinds[i], d->store, &io,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/decode.h>
 #include <svcenv/log.h>
 #include <svcenv/macro.h>
 #include <svcenv/manifest.h>
@@ -183,14 +184,19 @@ static int start_informers(struct proxyd *d, const char *kubeconfig, const char 
         snprintf(field, sizeof(field), "metadata.name=%s", d->hostname);
         /* kube-proxy's selectors: no headless slices; no ClusterIP None
          * Services and none of another proxy (--proxy-name must see its own) */
+        /* Services and slices share many short strings (namespaces, labels,
+         * node names, zones); of a slice only what a proxy reads is kept */
+        const unsigned flags = SE_DECODE_INTERN;
         const struct se_kube_informer_opts opts[] = {
-                { .field_selector = field },
+                { .field_selector = field, .decode_flags = flags },
                 { .field_selector = "spec.clusterIP!=None",
                   .label_selector = d->flags.opt.proxy_name ?
                                             NULL :
-                                            "!service.kubernetes.io/service-proxy-name" },
-                { .label_selector = "!service.kubernetes.io/headless" },
-                { 0 },
+                                            "!service.kubernetes.io/service-proxy-name",
+                  .decode_flags = flags },
+                { .label_selector = "!service.kubernetes.io/headless",
+                  .decode_flags = flags | SE_DECODE_PROXY_SLICES },
+                { .decode_flags = flags },
         };
         static const enum se_kind kinds[] = { SE_KIND_NODE, SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE,
                                               SE_KIND_SERVICE_CIDR };

@@ -69,7 +69,8 @@ enum {
         /* Any kind: short strings that recur across objects point into one
          * process-wide pool instead of the object's arena: metadata
          * namespace, label keys and values, a Service's selector, a pod's
-         * nodeName and (slim pods) its container and port names. A string
+         * nodeName and (slim pods) its container and port names, a slice
+         * endpoint's nodeName and zone. A string
          * enters the pool the second time it is decoded; strings over 64
          * bytes never do. The pool is never freed and is capped (65,536
          * strings, 4 MiB of text, 1 MiB of table); once full, strings are
@@ -91,12 +92,27 @@ enum {
         /* EndpointSlices for a DNS server's cache: only what cluster DNS
          * reads is kept and checked: the metadata as for a slim pod
          * (no generateName, creationTimestamp, annotations or
-         * ownerReferences; generation checked, not kept), addressType, the
+         * ownerReferences; generation checked, not kept) but without the
+         * uid (unread, unchecked), addressType, the
          * ports, and of each endpoint its addresses, hostname and
          * conditions. targetRef, nodeName, zone and hints are NULL and not
          * checked. Such a slice is for the DNS
          * zone only, never for encoding or the controllers. */
         SE_DECODE_DNS_SLICES = 1u << 5,
+        /* Services for a DNS server's cache: the metadata as for
+         * SE_DECODE_DNS_SLICES without labels, and no selector (unread and
+         * unchecked); the rest of the spec and status as without the flag
+         * (and checked as without it). Such a Service is for the DNS zone
+         * only, never for encoding, the proxies or the controllers. */
+        SE_DECODE_DNS_SERVICES = 1u << 6,
+        /* EndpointSlices for a service proxy's cache: the endpoints'
+         * targetRef and hostname, and the metadata's uid, generateName,
+         * creationTimestamp and ownerReferences are neither kept nor
+         * checked (generation is checked, not kept); labels, annotations
+         * (the trigger time), addressType, ports and the rest of each
+         * endpoint are as without the flag. Such a slice is for the
+         * proxies only, never for encoding, DNS or the controllers. */
+        SE_DECODE_PROXY_SLICES = 1u << 7,
 };
 
 /* se_decode_object_as with flags (SE_DECODE_*; 0 is se_decode_object_as). */

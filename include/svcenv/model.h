@@ -37,8 +37,9 @@ enum se_kind {
         SE_KIND_COUNT
 };
 
-/* Tri-state boolean for optional API booleans. */
-enum se_opt_bool { SE_UNSET = 0, SE_FALSE, SE_TRUE };
+/* Tri-state boolean for optional API booleans; one byte (packed), so that
+ * the three conditions of an EndpointSlice endpoint take 3 bytes, not 12. */
+enum __attribute__((packed)) se_opt_bool { SE_UNSET = 0, SE_FALSE, SE_TRUE };
 
 enum se_protocol { SE_PROTO_TCP = 0, SE_PROTO_UDP, SE_PROTO_SCTP };
 
@@ -393,18 +394,45 @@ int se_endpoint_port_cmp(const struct se_endpoint_port *a, const struct se_endpo
 
 /* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
 
+/* The topology hints of an endpoint: hints.forZones and forNodes names. */
+struct se_slice_endpoint_hints {
+        struct se_strs zones;
+        struct se_strs nodes;
+};
+
+/* 64 bytes: a store of 150,000 endpoints keeps 150,000 of them. */
 struct se_slice_endpoint {
         struct se_strs addresses;
-        enum se_opt_bool ready;
-        enum se_opt_bool serving;
-        enum se_opt_bool terminating;
         const char *hostname;
         struct se_object_ref *target_ref;
         const char *node_name;
         const char *zone;
-        struct se_strs hint_zones;
-        struct se_strs hint_nodes;
+        /* NULL when the endpoint has no hint (most have none): read them with
+         * se_slice_endpoint_hint_zones/_nodes, set them with
+         * se_slice_endpoint_set_hints */
+        const struct se_slice_endpoint_hints *hints;
+        enum se_opt_bool ready;
+        enum se_opt_bool serving;
+        enum se_opt_bool terminating;
 };
+
+/* e's hints.forZones / forNodes names (an empty list when it has none). */
+static inline const struct se_strs *se_slice_endpoint_hint_zones(const struct se_slice_endpoint *e)
+{
+        static const struct se_strs none;
+        return e->hints ? &e->hints->zones : &none;
+}
+static inline const struct se_strs *se_slice_endpoint_hint_nodes(const struct se_slice_endpoint *e)
+{
+        static const struct se_strs none;
+        return e->hints ? &e->hints->nodes : &none;
+}
+/* Makes zones and nodes (not copied: their arrays and strings must live as
+ * long as e, in a or elsewhere) e's hints; both empty, e->hints is NULL.
+ * The hints struct is allocated in a (the arena of e's slice). 0 or
+ * -ENOMEM. */
+int se_slice_endpoint_set_hints(struct se_slice_endpoint *e, struct se_arena *a,
+                                struct se_strs zones, struct se_strs nodes);
 
 struct se_slice_port {
         const char *name; /* NULL: unnamed (nil in the API) */
@@ -413,12 +441,6 @@ struct se_slice_port {
         bool has_protocol;
         enum se_protocol protocol;
         const char *app_protocol;
-};
-
-/* The hints of one endpoint of a slim slice. */
-struct se_slice_endpoint_hints {
-        struct se_strs zones;
-        struct se_strs nodes;
 };
 
 /* What the EndpointSlice controller needs of an endpoint it compares (the

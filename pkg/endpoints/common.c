@@ -294,8 +294,8 @@ void endpoints_slice_ep_hints(const struct se_endpoint_slice *s, uint32_t k, str
                               struct se_strs *nodes)
 {
         if (!s->slim) {
-                *zones = s->endpoints[k].hint_zones;
-                *nodes = s->endpoints[k].hint_nodes;
+                *zones = *se_slice_endpoint_hint_zones(&s->endpoints[k]);
+                *nodes = *se_slice_endpoint_hint_nodes(&s->endpoints[k]);
                 return;
         }
         uint32_t h = s->digests[k].hints;

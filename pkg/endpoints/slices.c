@@ -579,27 +579,27 @@ static int hints_update(struct se_arena *a, enum hints mode, struct se_slice_end
         if (mode == HINTS_AUTO)
                 return 0;
         if (mode == HINTS_NONE) {
-                e->hint_zones = e->hint_nodes = (struct se_strs){ NULL, 0 };
+                e->hints = NULL;
                 return 0;
         }
         if (e->ready != SE_TRUE)
                 return 0; /* not-ready endpoints keep what they have */
-        e->hint_zones = e->hint_nodes = (struct se_strs){ NULL, 0 };
+        struct se_strs zones = { NULL, 0 }, nodes = { NULL, 0 };
         if (e->zone) {
-                e->hint_zones.v = se_arena_array(a, 1, sizeof(char *));
-                if (!e->hint_zones.v)
+                zones.v = se_arena_array(a, 1, sizeof(char *));
+                if (!zones.v)
                         return -ENOMEM;
-                e->hint_zones.v[0] = e->zone;
-                e->hint_zones.n = 1;
+                zones.v[0] = e->zone;
+                zones.n = 1;
         }
         if (e->node_name && mode == HINTS_ZONE_NODE) {
-                e->hint_nodes.v = se_arena_array(a, 1, sizeof(char *));
-                if (!e->hint_nodes.v)
+                nodes.v = se_arena_array(a, 1, sizeof(char *));
+                if (!nodes.v)
                         return -ENOMEM;
-                e->hint_nodes.v[0] = e->node_name;
-                e->hint_nodes.n = 1;
+                nodes.v[0] = e->node_name;
+                nodes.n = 1;
         }
-        return 0;
+        return se_slice_endpoint_set_hints(e, a, zones, nodes);
 }
 
 static int copy_strs(struct se_arena *a, struct se_strs *dst, const struct se_strs *src)
@@ -615,6 +615,16 @@ static int copy_strs(struct se_arena *a, struct se_strs *dst, const struct se_st
                         return -ENOMEM;
         dst->n = src->n;
         return 0;
+}
+
+/* Copies of zones and nodes as e's hints. 0 or -ENOMEM. */
+static int copy_hints(struct se_arena *a, struct se_slice_endpoint *e, const struct se_strs *zones,
+                      const struct se_strs *nodes)
+{
+        struct se_strs z, n;
+        if (copy_strs(a, &z, zones) < 0 || copy_strs(a, &n, nodes) < 0)
+                return -ENOMEM;
+        return se_slice_endpoint_set_hints(e, a, z, n);
 }
 
 static int cmp_slice_name(const void *a, const void *b)
@@ -648,10 +658,8 @@ static int copy_endpoint(struct se_arena *a, struct se_slice_endpoint *dst,
         if (!ok || (src->hostname && !dst->hostname) || (src->node_name && !dst->node_name) ||
             (src->zone && !dst->zone))
                 return -ENOMEM;
-        if (copy_strs(a, &dst->hint_zones, &src->hint_zones) < 0 ||
-            copy_strs(a, &dst->hint_nodes, &src->hint_nodes) < 0)
-                return -ENOMEM;
-        return 0;
+        return copy_hints(a, dst, se_slice_endpoint_hint_zones(src),
+                          se_slice_endpoint_hint_nodes(src));
 }
 
 static int copy_ports(struct se_arena *a, struct se_endpoint_slice *s,
@@ -783,8 +791,7 @@ static int materialize(struct ctx *c, const struct work *w, const char *family,
                         if (r == 0 && i < w->n_kept) {
                                 struct se_strs zones, nodes;
                                 endpoints_slice_ep_hints(w->src, i, &zones, &nodes);
-                                if ((r = copy_strs(a, &e->hint_zones, &zones)) == 0)
-                                        r = copy_strs(a, &e->hint_nodes, &nodes);
+                                r = copy_hints(a, e, &zones, &nodes);
                         }
                         if (r == 0)
                                 r = hints_update(a, c->hints, e);

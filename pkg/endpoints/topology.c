@@ -506,8 +506,7 @@ static int topo_remove_from_slices(struct topo_slices *si)
                 uint32_t n = pass ? si->n_update : si->n_create;
                 for (uint32_t i = 0; i < n; i++)
                         for (uint32_t k = 0; k < v[i]->n_endpoints; k++)
-                                v[i]->endpoints[k].hint_zones = v[i]->endpoints[k].hint_nodes =
-                                        (struct se_strs){ NULL, 0 };
+                                v[i]->endpoints[k].hints = NULL;
         }
         uint32_t j = 0;
         for (uint32_t i = 0; i < si->n_unchanged; i++) {
@@ -527,8 +526,7 @@ static int topo_remove_from_slices(struct topo_slices *si)
                 if (r < 0)
                         return r;
                 for (uint32_t k = 0; k < c->n_endpoints; k++)
-                        c->endpoints[k].hint_zones = c->endpoints[k].hint_nodes =
-                                (struct se_strs){ NULL, 0 };
+                        c->endpoints[k].hints = NULL;
                 if ((r = push_update(si, c)) < 0)
                         return r;
         }
@@ -597,9 +595,8 @@ static int set_zone_hint(struct se_endpoint_slice *s, struct se_slice_endpoint *
         if (!v || !z)
                 return -ENOMEM;
         v[0] = z;
-        e->hint_zones = (struct se_strs){ v, 1 };
-        e->hint_nodes = (struct se_strs){ NULL, 0 };
-        return 0;
+        return se_slice_endpoint_set_hints(e, &s->obj.arena, (struct se_strs){ v, 1 },
+                                           (struct se_strs){ NULL, 0 });
 }
 
 /* upstream getMost: the zone with the greatest positive value (first by

@@ -43,7 +43,10 @@ static unsigned kind_flags(enum se_kind kind, unsigned flags)
         case SE_KIND_ENDPOINTS:
                 return common | (flags & SE_DECODE_SLIM_ENDPOINTS);
         case SE_KIND_ENDPOINT_SLICE:
-                return common | (flags & (SE_DECODE_SLIM_SLICES | SE_DECODE_DNS_SLICES));
+                return common | (flags & (SE_DECODE_SLIM_SLICES | SE_DECODE_DNS_SLICES |
+                                          SE_DECODE_PROXY_SLICES));
+        case SE_KIND_SERVICE:
+                return common | (flags & SE_DECODE_DNS_SERVICES);
         default:
                 return common;
         }

@@ -115,12 +115,14 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
         const char *addr_type = ctx;
         const json_t *cond, *hints = NULL;
         bool dns = d->flags & SE_DECODE_DNS_SLICES; /* what cluster DNS reads, no more */
+        bool proxy = d->flags & SE_DECODE_PROXY_SLICES; /* what a service proxy reads */
         int r;
+        /* nodeName and zone recur across slices: pooled with SE_DECODE_INTERN */
         if ((r = model_get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
-            (r = model_get_string(d, e, "hostname", &se->hostname)) < 0 ||
-            (!dns && (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0) ||
-            (!dns && (r = model_get_string(d, e, "nodeName", &se->node_name)) < 0) ||
-            (!dns && (r = model_get_string(d, e, "zone", &se->zone)) < 0) ||
+            (!proxy && (r = model_get_string(d, e, "hostname", &se->hostname)) < 0) ||
+            (!dns && !proxy && (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0) ||
+            (!dns && (r = model_get_shared_string(d, e, "nodeName", &se->node_name)) < 0) ||
+            (!dns && (r = model_get_shared_string(d, e, "zone", &se->zone)) < 0) ||
             (r = model_get_object(d, e, "conditions", &cond)) < 0 ||
             (!dns && (r = model_get_object(d, e, "hints", &hints)) < 0))
                 return r;
@@ -149,10 +151,10 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
         }
         if (hints) {
                 size_t old = model_dctx_push_key(d, "hints");
-                if ((r = GET_LIST(d, hints, "forZones", decode_hint, NULL, se->hint_zones.v,
-                                  se->hint_zones.n)) < 0 ||
-                    (r = GET_LIST(d, hints, "forNodes", decode_hint, NULL, se->hint_nodes.v,
-                                  se->hint_nodes.n)) < 0)
+                struct se_strs zones = { NULL, 0 }, nodes = { NULL, 0 };
+                if ((r = GET_LIST(d, hints, "forZones", decode_hint, NULL, zones.v, zones.n)) < 0 ||
+                    (r = GET_LIST(d, hints, "forNodes", decode_hint, NULL, nodes.v, nodes.n)) < 0 ||
+                    (r = se_slice_endpoint_set_hints(se, d->arena, zones, nodes)) < 0)
                         return r;
                 model_dctx_pop(d, old);
         }
@@ -204,7 +206,7 @@ static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_e
         memcpy(d->seen, seen, sizeof(seen));
         uint32_t n_hints = 0;
         for (uint32_t i = 0; r == 0 && i < n; i++)
-                n_hints += eps[i].hint_zones.n || eps[i].hint_nodes.n;
+                n_hints += eps[i].hints != NULL;
         struct se_slice_endpoint_digest *dg = NULL;
         struct se_slice_endpoint_hints *h = NULL;
         if (r == 0 && n && !(dg = model_dctx_array(d, n, sizeof(*dg))))
@@ -214,10 +216,10 @@ static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_e
         n_hints = 0;
         for (uint32_t i = 0; r == 0 && i < n; i++) {
                 se_slice_endpoint_digest(&eps[i], &dg[i]);
-                if (!eps[i].hint_zones.n && !eps[i].hint_nodes.n)
+                if (!eps[i].hints)
                         continue;
-                if ((r = copy_hint_strs(d, &h[n_hints].zones, &eps[i].hint_zones)) < 0 ||
-                    (r = copy_hint_strs(d, &h[n_hints].nodes, &eps[i].hint_nodes)) < 0)
+                if ((r = copy_hint_strs(d, &h[n_hints].zones, &eps[i].hints->zones)) < 0 ||
+                    (r = copy_hint_strs(d, &h[n_hints].nodes, &eps[i].hints->nodes)) < 0)
                         break;
                 dg[i].hints = ++n_hints;
         }

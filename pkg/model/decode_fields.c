@@ -349,7 +349,9 @@ int model_get_strarray(struct dctx *d, const json_t *obj, const char *key, struc
         if (r < 0 || !a)
                 return r;
         size_t n = json_array_size(a);
-        const char **v = model_dctx_array(d, n + 1, sizeof(*v));
+        /* no NULL after the last (the count says where it ends); one slot
+         * for an empty list, which stays told apart from an absent one */
+        const char **v = model_dctx_array(d, n ? n : 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
         size_t old = model_dctx_push_key(d, key);

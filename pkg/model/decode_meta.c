@@ -60,19 +60,25 @@ int model_decode_meta(struct dctx *d, const json_t *json, enum se_kind kind, con
                 return model_dctx_fail(d, "metadata.name", "Required value: name is required");
         size_t old = model_dctx_push_key(d, "metadata");
         /* (each flag reaches only its own kind: decode.c kind_flags) */
-        bool slim = d->flags & (SE_DECODE_SLIM_POD | SE_DECODE_DNS_SLICES);
+        bool dns = d->flags & (SE_DECODE_DNS_SLICES | SE_DECODE_DNS_SERVICES);
+        bool proxy = d->flags & SE_DECODE_PROXY_SLICES;
+        bool slim = dns || proxy || (d->flags & SE_DECODE_SLIM_POD);
+        /* a DNS server reads the labels of slices (the service name), not
+         * of Services, and no uid */
+        bool labels = !(d->flags & SE_DECODE_DNS_SERVICES);
         struct se_meta_more more = { 0 };
         if ((r = model_get_string(d, meta, "name", &m->name)) < 0 ||
             (!slim && (r = model_get_string(d, meta, "generateName", &more.generate_name)) < 0) ||
             (r = model_get_shared_string(d, meta, "namespace", &m->namespace)) < 0 ||
-            (r = model_get_string(d, meta, "uid", &m->uid)) < 0 ||
+            (!dns && !proxy && (r = model_get_string(d, meta, "uid", &m->uid)) < 0) ||
             (r = model_get_string(d, meta, "resourceVersion", &m->resource_version)) < 0 ||
             (!slim &&
              (r = model_get_string(d, meta, "creationTimestamp", &more.creation_timestamp)) < 0) ||
             (r = model_get_string(d, meta, "deletionTimestamp", &m->deletion_timestamp)) < 0 ||
             (r = model_get_int64(d, meta, "generation", &more.generation)) < 0 ||
-            (r = model_get_shared_strmap(d, meta, "labels", &m->labels)) < 0 ||
-            (!slim && (r = model_get_strmap(d, meta, "annotations", &m->annotations)) < 0) ||
+            (labels && (r = model_get_shared_strmap(d, meta, "labels", &m->labels)) < 0) ||
+            ((!slim || proxy) &&
+             (r = model_get_strmap(d, meta, "annotations", &m->annotations)) < 0) ||
             (!slim && (r = GET_LIST(d, meta, "ownerReferences", decode_owner_ref, NULL,
                                     more.owner_refs, more.n_owner_refs)) < 0))
                 return r;

@@ -243,7 +243,8 @@ int model_decode_service(struct dctx *d, const json_t *json, struct se_service *
                     (r = GET_LIST(d, spec, "ports", decode_port, NULL, svc->ports, svc->n_ports)) <
                             0 ||
                     (r = check_ports(d, svc)) < 0 ||
-                    (r = model_get_shared_strmap(d, spec, "selector", &svc->selector)) < 0 ||
+                    (!(d->flags & SE_DECODE_DNS_SERVICES) &&
+                     (r = model_get_shared_strmap(d, spec, "selector", &svc->selector)) < 0) ||
                     (r = decode_affinity(d, spec, svc)) < 0 ||
                     (r = model_get_strarray(d, spec, "externalIPs", &svc->external_ips)) < 0 ||
                     (r = model_get_string(d, spec, "loadBalancerIP", &svc->load_balancer_ip)) < 0 ||

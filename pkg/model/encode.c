@@ -186,13 +186,12 @@ static bool encode_slice(json_t *o, const struct se_endpoint_slice *es)
                     (e->target_ref && !set_new(j, "targetRef", object_ref(e->target_ref))) ||
                     !set_str(j, "nodeName", e->node_name) || !set_str(j, "zone", e->zone))
                         return false;
-                if (e->hint_zones.n || e->hint_nodes.n) {
+                if (e->hints) {
                         json_t *hints = json_object();
+                        const struct se_strs *zones = &e->hints->zones, *nodes = &e->hints->nodes;
                         if (!set_new(j, "hints", hints) ||
-                            (e->hint_zones.n &&
-                             !set_new(hints, "forZones", hint_list(&e->hint_zones))) ||
-                            (e->hint_nodes.n &&
-                             !set_new(hints, "forNodes", hint_list(&e->hint_nodes))))
+                            (zones->n && !set_new(hints, "forZones", hint_list(zones))) ||
+                            (nodes->n && !set_new(hints, "forNodes", hint_list(nodes))))
                                 return false;
                 }
         }

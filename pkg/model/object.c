@@ -1,4 +1,5 @@
 /* Object lifecycle, kind tables and small shared helpers (see model.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -147,6 +148,20 @@ struct se_pod_more *se_pod_more(struct se_pod *pod)
         if (!pod->more)
                 pod->more = se_arena_alloc(&o->arena, sizeof(*pod->more));
         return pod->more;
+}
+
+int se_slice_endpoint_set_hints(struct se_slice_endpoint *e, struct se_arena *a,
+                                struct se_strs zones, struct se_strs nodes)
+{
+        e->hints = NULL;
+        if (!zones.n && !nodes.n)
+                return 0;
+        struct se_slice_endpoint_hints *h = se_arena_alloc(a, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        *h = (struct se_slice_endpoint_hints){ zones, nodes };
+        e->hints = h;
+        return 0;
 }
 
 bool se_pod_is_ready(const struct se_pod *pod)

@@ -23,6 +23,7 @@ struct ns_bucket {
         struct ptab by_name; /* objects (one reference each) by meta.name */
         struct ptab by_label; /* struct posting* by label */
         bool index_broken; /* an index update failed: select scans instead */
+        bool labels_indexed; /* by_label is kept (its kind's labels_indexed) */
 };
 
 static const char *obj_name(const void *entry)
@@ -44,14 +45,22 @@ struct subscriber {
 struct kind_table {
         struct se_hashmap by_ns; /* namespace -> struct ns_bucket* */
         size_t count;
+        /* The label indexes exist from the kind's first select on: most
+         * kinds of a daemon are never selected (svcenv-dns selects none),
+         * and their postings would cost a store of 10,000 slices 1.4 MB.
+         * Built by the first select (a reader) under index_lock, which it
+         * sets last; writers hold the write lock, so no reader builds
+         * meanwhile. */
+        bool labels_indexed;
         struct subscriber *subs;
         size_t n_subs;
 };
 
 struct se_store {
         struct kind_table kinds[SE_KIND_COUNT];
-        /* behind a pointer so that const readers can lock */
+        /* behind pointers so that const readers can lock */
         pthread_rwlock_t *lock;
+        pthread_mutex_t *index_lock; /* readers building a kind's label index */
 };
 
 struct se_store *se_store_new(void)
@@ -60,8 +69,17 @@ struct se_store *se_store_new(void)
         if (!s)
                 return NULL;
         s->lock = se_malloc(sizeof(*s->lock));
-        if (!s->lock || pthread_rwlock_init(s->lock, NULL) != 0) {
+        s->index_lock = se_malloc(sizeof(*s->index_lock));
+        if (!s->lock || !s->index_lock || pthread_rwlock_init(s->lock, NULL) != 0) {
                 free(s->lock);
+                free(s->index_lock);
+                free(s);
+                return NULL;
+        }
+        if (pthread_mutex_init(s->index_lock, NULL) != 0) {
+                pthread_rwlock_destroy(s->lock);
+                free(s->lock);
+                free(s->index_lock);
                 free(s);
                 return NULL;
         }
@@ -101,6 +119,8 @@ struct se_store *se_store_free(struct se_store *s)
         }
         pthread_rwlock_destroy(s->lock);
         free(s->lock);
+        pthread_mutex_destroy(s->index_lock);
+        free(s->index_lock);
         free(s);
         return NULL;
 }
@@ -132,6 +152,7 @@ static struct ns_bucket *bucket_get(struct kind_table *t, const char *ns, bool c
                 return NULL;
         b->by_name = PTAB_INIT(obj_name);
         b->by_label = PTAB_INIT(posting_label);
+        b->labels_indexed = __atomic_load_n(&t->labels_indexed, __ATOMIC_ACQUIRE);
         b->ns = se_strdup(ns);
         if (!b->ns || se_hashmap_put(&t->by_ns, b->ns, b, NULL) < 0) {
                 free(b->ns);
@@ -158,6 +179,8 @@ static bool label_key(char *buf, size_t size, const struct se_kv *kv)
 
 static void index_add(struct ns_bucket *b, const struct se_object *o)
 {
+        if (!b->labels_indexed)
+                return;
         for (uint32_t i = 0; i < o->meta.labels.n && !b->index_broken; i++) {
                 char key[512];
                 if (!label_key(key, sizeof(key), &o->meta.labels.items[i])) {
@@ -195,7 +218,7 @@ static void index_add(struct ns_bucket *b, const struct se_object *o)
 
 static void index_remove(struct ns_bucket *b, const struct se_object *o)
 {
-        if (b->index_broken)
+        if (b->index_broken || !b->labels_indexed)
                 return;
         for (uint32_t i = 0; i < o->meta.labels.n; i++) {
                 char key[512];
@@ -346,6 +369,28 @@ static void collect(const struct ns_bucket *b, const struct se_kvlist *selector,
         }
 }
 
+/* The label indexes of kind t, built on its first select. */
+static void ensure_label_index(const struct se_store *s, const struct kind_table *t)
+{
+        if (__atomic_load_n(&t->labels_indexed, __ATOMIC_ACQUIRE))
+                return;
+        pthread_mutex_lock(s->index_lock);
+        struct kind_table *w = SE_UNCONST(struct kind_table, t);
+        if (!w->labels_indexed) {
+                const char *k;
+                void *v;
+                for (size_t i = 0; se_hashmap_next(&w->by_ns, &i, &k, &v);) {
+                        struct ns_bucket *b = v;
+                        const struct se_object *o;
+                        b->labels_indexed = true;
+                        for (uint32_t j = 0; (o = model_ptab_next(&b->by_name, &j));)
+                                index_add(b, o);
+                }
+                __atomic_store_n(&w->labels_indexed, true, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(s->index_lock);
+}
+
 static long list_matching(const struct se_store *s, enum se_kind kind, const char *ns,
                           const struct se_kvlist *selector, bool sorted,
                           const struct se_object ***ret)
@@ -354,6 +399,8 @@ static long list_matching(const struct se_store *s, enum se_kind kind, const cha
         if ((unsigned)kind >= SE_KIND_COUNT)
                 return -EINVAL;
         const struct kind_table *t = &s->kinds[kind];
+        if (selector && selector->n)
+                ensure_label_index(s, t);
         const struct ns_bucket *b = ns ? se_hashmap_get(&t->by_ns, ns) : NULL;
         const struct posting *best = NULL;
         size_t cap = ns ? (b ? b->by_name.n : 0) : t->count;

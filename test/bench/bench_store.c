@@ -2,7 +2,9 @@
  * indexes, namespace buckets) for the controller bench's pods: SERVICES
  * services of PODS pods each, 100 services per namespace, each pod labelled
  * app=s<service>. Objects are built first; the heap growth while they are
- * put is the store's own. Also times puts, gets and label selects.
+ * put and selected (the first select builds the label index) is the
+ * store's own. Also times puts, gets and label selects (the first one
+ * included).
  *
  * Usage: bench_store [SERVICES [PODS]] */
 #include <malloc.h>
@@ -62,7 +64,6 @@ int main(int argc, char **argv)
                 if (se_store_put(st, objs[k]) < 0)
                         return 1;
         uint64_t t1 = se_now_mono_ns();
-        size_t bytes = heap_in_use() - before;
         size_t found = 0;
         for (size_t k = 0; k < n; k++)
                 found += se_store_get(st, SE_KIND_POD, objs[k]->meta.namespace,
@@ -83,6 +84,7 @@ int main(int argc, char **argv)
                 free(out);
         }
         uint64_t t3 = se_now_mono_ns();
+        size_t bytes = heap_in_use() - before;
         printf("bench_store: %zu pods in %d namespaces: store indexes %.2f MB (%.1f B per pod); "
                "put %.0f ns, get %.0f ns per pod; select %.0f ns per service (%zu found, %ld "
                "selected)\n",

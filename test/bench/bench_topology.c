@@ -139,7 +139,9 @@ static double run(struct se_store *st, struct se_service **svcs, struct se_topol
                                 out[i][k] = p.create[k];
                                 se_object_ref(&p.create[k]->obj);
                                 for (uint32_t e = 0; e < p.create[k]->n_endpoints; e++)
-                                        *hinted += p.create[k]->endpoints[e].hint_zones.n > 0;
+                                        *hinted += se_slice_endpoint_hint_zones(
+                                                           &p.create[k]->endpoints[e])
+                                                           ->n > 0;
                         }
                         n_out[i] = p.n_create;
                 }

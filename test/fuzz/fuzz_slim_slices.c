@@ -45,11 +45,14 @@ static void check_forms(const struct se_endpoint_slice *full, const struct se_en
                 se_slice_endpoint_digest(e, &d);
                 const struct se_slice_endpoint_digest *s = &slim->digests[i];
                 check(d.identity == s->identity && d.beyond == s->beyond && d.ready == s->ready);
-                bool hinted = e->hint_zones.n || e->hint_nodes.n;
+                bool hinted =
+                        se_slice_endpoint_hint_zones(e)->n || se_slice_endpoint_hint_nodes(e)->n;
                 check(hinted ? s->hints == ++n_hints : s->hints == 0);
                 if (hinted)
-                        check(strs_equal(&e->hint_zones, &slim->hints[s->hints - 1].zones) &&
-                              strs_equal(&e->hint_nodes, &slim->hints[s->hints - 1].nodes));
+                        check(strs_equal(se_slice_endpoint_hint_zones(e),
+                                         &slim->hints[s->hints - 1].zones) &&
+                              strs_equal(se_slice_endpoint_hint_nodes(e),
+                                         &slim->hints[s->hints - 1].nodes));
         }
         json_t *j = se_encode_object(&slim->obj);
         check(!j); /* the encoder refuses a slim slice */

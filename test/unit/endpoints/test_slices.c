@@ -709,12 +709,15 @@ static void test_slices__update_in_place(void **state)
         /* hints on an otherwise unchanged slice are removed */
         f->pods[1]->conditions[0].status = "True";
         struct se_slice_endpoint *e = &f->existing[0]->endpoints[0];
-        e->hint_zones.v = se_arena_array(&f->existing[0]->obj.arena, 1, sizeof(char *));
-        e->hint_zones.v[0] = "zone-a";
-        e->hint_zones.n = 1;
+        const char **zv = se_arena_array(&f->existing[0]->obj.arena, 1, sizeof(char *));
+        zv[0] = "zone-a";
+        assert_int_equal(se_slice_endpoint_set_hints(e, &f->existing[0]->obj.arena,
+                                                     (struct se_strs){ zv, 1 },
+                                                     (struct se_strs){ NULL, 0 }),
+                         0);
         const struct se_slices_plan *q = plan(f);
         assert_int_equal(q->n_update, 1);
-        assert_int_equal(q->update[0]->endpoints[0].hint_zones.n, 0);
+        assert_int_equal(se_slice_endpoint_hint_zones(&q->update[0]->endpoints[0])->n, 0);
         fx_free(f);
 }
 
@@ -732,10 +735,11 @@ static void test_slices__traffic_distribution_hints(void **state)
         f->svc->traffic_distribution = "PreferClose";
         const struct se_slices_plan *p = plan(f);
         const struct se_slice_endpoint *e = p->create[0]->endpoints;
-        assert_int_equal(e[0].hint_zones.n, 1);
-        assert_string_equal(e[0].hint_zones.v[0], "zone-a");
-        assert_int_equal(e[0].hint_nodes.n, 0);
-        assert_int_equal(e[1].hint_zones.n + e[1].hint_nodes.n, 0);
+        assert_int_equal(se_slice_endpoint_hint_zones(&e[0])->n, 1);
+        assert_string_equal(se_slice_endpoint_hint_zones(&e[0])->v[0], "zone-a");
+        assert_int_equal(se_slice_endpoint_hint_nodes(&e[0])->n, 0);
+        assert_int_equal(
+                se_slice_endpoint_hint_zones(&e[1])->n + se_slice_endpoint_hint_nodes(&e[1])->n, 0);
         apply(f);
         p = plan(f);
         assert_int_equal(p->action, SE_EP_UNCHANGED);
@@ -743,9 +747,9 @@ static void test_slices__traffic_distribution_hints(void **state)
         p = plan(f);
         assert_int_equal(p->n_update, 1);
         e = p->update[0]->endpoints;
-        assert_int_equal(e[0].hint_nodes.n, 1);
-        assert_string_equal(e[0].hint_nodes.v[0], "node-1");
-        assert_string_equal(e[0].hint_zones.v[0], "zone-a");
+        assert_int_equal(se_slice_endpoint_hint_nodes(&e[0])->n, 1);
+        assert_string_equal(se_slice_endpoint_hint_nodes(&e[0])->v[0], "node-1");
+        assert_string_equal(se_slice_endpoint_hint_zones(&e[0])->v[0], "zone-a");
         apply(f);
         p = plan(f);
         assert_int_equal(p->action, SE_EP_UNCHANGED);
@@ -753,13 +757,13 @@ static void test_slices__traffic_distribution_hints(void **state)
               "Auto");
         p = plan(f);
         assert_int_equal(p->n_update, 1);
-        assert_int_equal(p->update[0]->endpoints[0].hint_zones.n, 0);
+        assert_int_equal(se_slice_endpoint_hint_zones(&p->update[0]->endpoints[0])->n, 0);
         f->svc->obj.meta.annotations.n = 0;
         f->svc->traffic_distribution = NULL;
         p = plan(f);
         assert_int_equal(p->n_update, 1);
-        assert_int_equal(p->update[0]->endpoints[0].hint_zones.n, 0);
-        assert_int_equal(p->update[0]->endpoints[0].hint_nodes.n, 0);
+        assert_int_equal(se_slice_endpoint_hint_zones(&p->update[0]->endpoints[0])->n, 0);
+        assert_int_equal(se_slice_endpoint_hint_nodes(&p->update[0]->endpoints[0])->n, 0);
         fx_free(f);
 }
 
@@ -820,13 +824,13 @@ static void hint_counts(const struct se_endpoint_slice *s, int counts[3])
         counts[0] = counts[1] = counts[2] = 0;
         for (uint32_t i = 0; i < s->n_endpoints; i++) {
                 const struct se_slice_endpoint *e = &s->endpoints[i];
-                assert_int_equal(e->hint_nodes.n, 0);
+                assert_int_equal(se_slice_endpoint_hint_nodes(e)->n, 0);
                 if (e->ready != SE_TRUE) {
-                        assert_int_equal(e->hint_zones.n, 0);
+                        assert_int_equal(se_slice_endpoint_hint_zones(e)->n, 0);
                         continue;
                 }
-                assert_int_equal(e->hint_zones.n, 1);
-                counts[e->hint_zones.v[0][5] - 'a']++;
+                assert_int_equal(se_slice_endpoint_hint_zones(e)->n, 1);
+                counts[se_slice_endpoint_hint_zones(e)->v[0][5] - 'a']++;
         }
 }
 
@@ -858,7 +862,8 @@ static void test_slices__topology_auto(void **state)
         /* the endpoints given to zone-a: the first of zone-b and of zone-c */
         const struct se_slice_endpoint *e = p->create[0]->endpoints;
         for (uint32_t i = 0; i < p->create[0]->n_endpoints; i++)
-                if (e[i].ready == SE_TRUE && strcmp(e[i].hint_zones.v[0], e[i].zone) != 0)
+                if (e[i].ready == SE_TRUE &&
+                    strcmp(se_slice_endpoint_hint_zones(&e[i])->v[0], e[i].zone) != 0)
                         assert_true(strcmp(e[i].addresses.v[0], "10.1.0.3") == 0 ||
                                     strcmp(e[i].addresses.v[0], "10.1.0.6") == 0);
         assert_int_equal(p->n_events, 1);
@@ -906,7 +911,7 @@ static void test_slices__topology_auto_zones(void **state)
         p = plan(f);
         assert_int_equal(p->n_update, 1);
         for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++)
-                assert_int_equal(p->update[0]->endpoints[i].hint_zones.n, 0);
+                assert_int_equal(se_slice_endpoint_hint_zones(&p->update[0]->endpoints[i])->n, 0);
         assert_int_equal(p->n_events, 1);
         expect_event(p, 0, true, "TopologyAwareHintsDisabled",
                      "One or more endpoints do not have a zone specified, addressType: IPv4");
@@ -921,7 +926,8 @@ static void test_slices__topology_auto_zones(void **state)
                      "Insufficient number of endpoints (2 endpoints, 3 zones), addressType: IPv4");
         for (uint32_t i = 0; i < p->n_update; i++)
                 for (uint32_t k = 0; k < p->update[i]->n_endpoints; k++)
-                        assert_int_equal(p->update[i]->endpoints[k].hint_zones.n, 0);
+                        assert_int_equal(
+                                se_slice_endpoint_hint_zones(&p->update[i]->endpoints[k])->n, 0);
         fx_free(f);
 }
 
@@ -956,8 +962,8 @@ static void test_slices__topology_precedence(void **state)
         assert_int_equal(p->n_update, 1);
         const struct se_slice_endpoint *e = p->update[0]->endpoints;
         for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++) {
-                assert_int_equal(e[i].hint_nodes.n, 1);
-                assert_string_equal(e[i].hint_nodes.v[0], e[i].node_name);
+                assert_int_equal(se_slice_endpoint_hint_nodes(&e[i])->n, 1);
+                assert_string_equal(se_slice_endpoint_hint_nodes(&e[i])->v[0], e[i].node_name);
         }
         apply(f);
         /* disabled once: no second event */
@@ -972,9 +978,10 @@ static void test_slices__topology_precedence(void **state)
         p = plan(f);
         assert_int_equal(p->n_update, 1);
         for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++)
-                assert_int_equal(p->update[0]->endpoints[i].hint_zones.n +
-                                         p->update[0]->endpoints[i].hint_nodes.n,
-                                 0);
+                assert_int_equal(
+                        se_slice_endpoint_hint_zones(&p->update[0]->endpoints[i])->n +
+                                se_slice_endpoint_hint_nodes(&p->update[0]->endpoints[i])->n,
+                        0);
         assert_int_equal(p->n_events, 0);
         f->topo = t;
         f->topo_slim = ts;
@@ -1161,9 +1168,11 @@ static void test_slices__slim_fill_keeps_hints(void **state)
         assert_int_equal(s->n_endpoints, 2);
         assert_int_equal(s->endpoints[1].ready, SE_FALSE);
         struct se_slice_endpoint *e = &s->endpoints[1];
-        e->hint_zones.v = se_arena_array(&s->obj.arena, 1, sizeof(char *));
-        e->hint_zones.v[0] = fx_str(&s->obj, "zone-x");
-        e->hint_zones.n = 1;
+        const char **zv = se_arena_array(&s->obj.arena, 1, sizeof(char *));
+        zv[0] = fx_str(&s->obj, "zone-x");
+        assert_int_equal(se_slice_endpoint_set_hints(e, &s->obj.arena, (struct se_strs){ zv, 1 },
+                                                     (struct se_strs){ NULL, 0 }),
+                         0);
         const struct se_slices_plan *p = plan(f);
         assert_int_equal(p->action, SE_EP_UNCHANGED);
         add_pod(f, "pod-new", "10.1.9.9", true);
@@ -1171,10 +1180,12 @@ static void test_slices__slim_fill_keeps_hints(void **state)
         assert_int_equal(p->n_update, 1);
         assert_int_equal(p->update[0]->n_endpoints, 3);
         const struct se_slice_endpoint *u = &p->update[0]->endpoints[1];
-        assert_int_equal(u->hint_zones.n, 1);
-        assert_string_equal(u->hint_zones.v[0], "zone-x");
-        assert_string_equal(p->update[0]->endpoints[0].hint_zones.v[0], "zone-a");
-        assert_string_equal(p->update[0]->endpoints[2].hint_zones.v[0], "zone-a");
+        assert_int_equal(se_slice_endpoint_hint_zones(u)->n, 1);
+        assert_string_equal(se_slice_endpoint_hint_zones(u)->v[0], "zone-x");
+        assert_string_equal(se_slice_endpoint_hint_zones(&p->update[0]->endpoints[0])->v[0],
+                            "zone-a");
+        assert_string_equal(se_slice_endpoint_hint_zones(&p->update[0]->endpoints[2])->v[0],
+                            "zone-a");
         /* relabelled only: upstream writes a copy too (no new endpoints) */
         f->n = 2;
         se_object_unref(&f->pods[2]->obj);
@@ -1184,8 +1195,8 @@ static void test_slices__slim_fill_keeps_hints(void **state)
         assert_int_equal(p->endpoints_added + p->endpoints_removed, 0);
         assert_string_equal(se_kvlist_get(&p->update[0]->obj.meta.labels, "tier"), "front");
         u = &p->update[0]->endpoints[1];
-        assert_int_equal(u->hint_zones.n, 1);
-        assert_string_equal(u->hint_zones.v[0], "zone-x");
+        assert_int_equal(se_slice_endpoint_hint_zones(u)->n, 1);
+        assert_string_equal(se_slice_endpoint_hint_zones(u)->v[0], "zone-x");
         fx_free(f);
 }
 

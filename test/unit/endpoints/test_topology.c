@@ -53,9 +53,12 @@ static struct se_endpoint_slice *mk_slice(const char *spec)
                 e->ready = t[1] == 'T' ? SE_TRUE : t[1] == 'F' ? SE_FALSE : SE_UNSET;
                 if (t[2] == '>' && t[3]) {
                         snprintf(z, sizeof(z), "zone-%c", t[3]);
-                        e->hint_zones.v = se_arena_array(&o->arena, 1, sizeof(char *));
-                        e->hint_zones.v[0] = fx_str(o, z);
-                        e->hint_zones.n = 1;
+                        const char **zv = se_arena_array(&o->arena, 1, sizeof(char *));
+                        zv[0] = fx_str(o, z);
+                        assert_int_equal(se_slice_endpoint_set_hints(e, &o->arena,
+                                                                     (struct se_strs){ zv, 1 },
+                                                                     (struct se_strs){ NULL, 0 }),
+                                         0);
                 }
         }
         return s;
@@ -72,9 +75,11 @@ static void render(struct se_endpoint_slice *const *v, uint32_t n, char *buf, si
                         len += (size_t)snprintf(buf + len, size - len, "|");
                 for (uint32_t k = 0; k < v[i]->n_endpoints; k++) {
                         const struct se_slice_endpoint *e = &v[i]->endpoints[k];
-                        char c = e->hint_zones.n ? e->hint_zones.v[0][5] : '-';
-                        assert_true(e->hint_zones.n <= 1);
-                        assert_int_equal(e->hint_nodes.n, 0);
+                        char c = se_slice_endpoint_hint_zones(e)->n ?
+                                         se_slice_endpoint_hint_zones(e)->v[0][5] :
+                                         '-';
+                        assert_true(se_slice_endpoint_hint_zones(e)->n <= 1);
+                        assert_int_equal(se_slice_endpoint_hint_nodes(e)->n, 0);
                         len += (size_t)snprintf(buf + len, size - len, "%c", c);
                 }
         }

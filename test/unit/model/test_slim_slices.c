@@ -223,7 +223,8 @@ static void test_slim_slices__dns_form(void **state)
                 assert_null(e->target_ref);
                 assert_null(e->node_name);
                 assert_null(e->zone);
-                assert_int_equal(e->hint_zones.n + e->hint_nodes.n, 0);
+                assert_int_equal(
+                        se_slice_endpoint_hint_zones(e)->n + se_slice_endpoint_hint_nodes(e)->n, 0);
         }
         assert_string_equal(dns->endpoints[1].hostname, "web-1");
         assert_int_equal(dns->endpoints[2].ready, SE_FALSE);
@@ -249,6 +250,85 @@ static void test_slim_slices__dns_form(void **state)
         json_decref(j);
 }
 
+/* SE_DECODE_PROXY_SLICES: what a service proxy reads (conditions,
+ * nodeName, zone, hints, labels and the trigger-time annotation) is as in a
+ * full decode; the pod references, hostnames and the metadata no proxy
+ * reads are dropped unread; nodeName and zone come from the pool. */
+static void test_slim_slices__proxy_form(void **state)
+{
+        (void)state;
+        json_t *j = controller_slice(15);
+        json_t *eps = json_object_get(j, "endpoints");
+        json_object_set_new(json_array_get(eps, 1), "hostname", json_string("web-1"));
+        json_object_set_new(json_array_get(eps, 2), "hints",
+                            json_pack("{s:[{s:s}]}", "forZones", "name", "zone-b"));
+        json_object_set_new(json_object_get(j, "metadata"), "annotations",
+                            json_pack("{s:s}", "endpoints.kubernetes.io/last-change-trigger-time",
+                                      "2026-12-03T10:00:01Z"));
+        json_object_set_new(json_array_get(eps, 3), "targetRef", json_string("not read"));
+        const unsigned flags = SE_DECODE_PROXY_SLICES | SE_DECODE_INTERN;
+        struct se_endpoint_slice *px = decode(j, flags), *again = decode(j, flags);
+        json_object_del(json_array_get(eps, 3), "targetRef");
+        struct se_endpoint_slice *full = decode(j, 0);
+        assert_false(px->slim);
+        assert_int_equal(px->n_endpoints, 15);
+        for (uint32_t i = 0; i < 15; i++) {
+                const struct se_slice_endpoint *f = &full->endpoints[i], *e = &px->endpoints[i];
+                assert_int_equal(e->addresses.n, 1);
+                assert_string_equal(e->addresses.v[0], f->addresses.v[0]);
+                assert_int_equal(e->ready, f->ready);
+                assert_int_equal(e->serving, f->serving);
+                assert_int_equal(e->terminating, f->terminating);
+                assert_string_equal(e->node_name, f->node_name);
+                assert_string_equal(e->zone, f->zone);
+                assert_int_equal(se_slice_endpoint_hint_zones(e)->n,
+                                 se_slice_endpoint_hint_zones(f)->n);
+                assert_null(e->target_ref);
+                assert_null(e->hostname);
+                /* one copy for all slices */
+                assert_ptr_equal(e->node_name, again->endpoints[i].node_name);
+                assert_ptr_equal(e->zone, again->endpoints[i].zone);
+        }
+        assert_string_equal(se_slice_endpoint_hint_zones(&px->endpoints[2])->v[0], "zone-b");
+        assert_string_equal(se_kvlist_get(&px->obj.meta.labels, "kubernetes.io/service-name"),
+                            "web");
+        assert_string_equal(se_kvlist_get(&px->obj.meta.annotations,
+                                          "endpoints.kubernetes.io/last-change-trigger-time"),
+                            "2026-12-03T10:00:01Z");
+        assert_string_equal(px->obj.meta.resource_version, "123456");
+        assert_null(px->obj.meta.uid);
+        assert_null(px->obj.meta.more);
+        assert_int_equal(px->n_ports, 1);
+        assert_int_equal(px->ports[0].port, 8080);
+        size_t fm = se_object_memory(&full->obj), pm = se_object_memory(&px->obj);
+        print_message("15-endpoint slice: full %zu bytes, proxy form %zu bytes\n", fm, pm);
+        assert_true(pm * 5 < fm * 3);
+        se_object_unref(&full->obj);
+        se_object_unref(&px->obj);
+        se_object_unref(&again->obj);
+        json_decref(j);
+}
+
+/* What one more endpoint adds to a slice in the DNS form (svcenv-dns keeps
+ * 150,000): its 64-byte struct, one address pointer (no NULL after it) and
+ * the address text; nothing for the hints it does not have. */
+static void test_slim_slices__bytes_per_endpoint(void **state)
+{
+        (void)state;
+        json_t *j15 = controller_slice(15), *j30 = controller_slice(30);
+        struct se_endpoint_slice *a = decode(j15, SE_DECODE_DNS_SLICES),
+                                 *b = decode(j30, SE_DECODE_DNS_SLICES);
+        size_t per = (se_object_memory(&b->obj) - se_object_memory(&a->obj)) / 15;
+        print_message("DNS form: %zu bytes per endpoint\n", per);
+        assert_true(per <= 64 + 8 + 16);
+        for (uint32_t i = 0; i < b->n_endpoints; i++)
+                assert_null(b->endpoints[i].hints);
+        se_object_unref(&a->obj);
+        se_object_unref(&b->obj);
+        json_decref(j15);
+        json_decref(j30);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -256,6 +336,8 @@ int main(void)
                 cmocka_unit_test(test_slim_slices__digest_fields),
                 cmocka_unit_test(test_slim_slices__hints_and_errors),
                 cmocka_unit_test(test_slim_slices__dns_form),
+                cmocka_unit_test(test_slim_slices__bytes_per_endpoint),
+                cmocka_unit_test(test_slim_slices__proxy_form),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
