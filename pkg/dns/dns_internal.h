@@ -181,11 +181,6 @@ enum dns_node_kind {
         DNS_NODE_REVERSE, /* a PTR name */
 };
 
-struct dns_srv_seen {
-        const struct dns_node *node;
-        int32_t port;
-};
-
 struct dns_node {
         const char *key; /* lower case, no final dot; the hashmap key */
         uint8_t kind;
@@ -193,8 +188,6 @@ struct dns_node {
          * are written from its block's endpoint table when asked for */
         bool from_table;
         uint32_t srv_pairs; /* while building: what SRV weights divide */
-        uint32_t n_seen; /* while building, an endpoint name: the SRV records */
-        struct dns_srv_seen *seen; /* to it already made (freed once built) */
         struct dns_rr_set rrs;
         const char *target; /* EXTERNAL: the CNAME target's key */
         const uint8_t *wire; /* written from a table: its name, the SRV target */

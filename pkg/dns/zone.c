@@ -37,7 +37,6 @@ void dns_node_list_release(struct dns_node_list *l)
         for (size_t i = 0; i < l->n; i++) {
                 if (l->v[i]->rrs.cap) /* (0: in a block's slab) */
                         free(l->v[i]->rrs.v);
-                free(l->v[i]->seen); /* a build that failed half way */
         }
         free(l->v);
         *l = (struct dns_node_list){ 0 };

@@ -734,9 +734,6 @@ static void finish(struct dns_node_list *l)
 {
         for (size_t i = 0; i < l->n; i++) {
                 struct dns_node *n = l->v[i];
-                free(n->seen);
-                n->seen = NULL;
-                n->n_seen = 0;
                 if (n->rrs.cap > n->rrs.n && n->rrs.n > 0) {
                         struct dns_rr *v = se_reallocarray(n->rrs.v, n->rrs.n, sizeof(*v));
                         if (v) { /* else keep the bigger one */
