@@ -19,6 +19,7 @@ struct reply {
         bool reverse; /* the SOA of in-addr.arpa / ip6.arpa, not the cluster's */
         size_t apex_label; /* where the zone's labels start in q->qname */
         const struct dns_rr_set *last_add; /* additionals already written */
+        struct dns_scratch *scratch; /* names written from tables */
 };
 
 /* ---- what the question asks ---- */
@@ -235,7 +236,7 @@ static enum outcome external(struct reply *r, const struct dns_node *n)
                 const char *target = chain[len - 1]->target;
                 if (!ends_with(target, strlen(target), r->z->zone))
                         break; /* leaves the zone */
-                end = dns_zone_find(r->z, target);
+                end = dns_zone_find(r->z, target, r->scratch);
                 if (!end || end->kind != DNS_NODE_EXTERNAL)
                         break;
                 for (size_t i = 0; i < len; i++)
@@ -276,7 +277,7 @@ static enum outcome insecure_pod(struct reply *r, const char *key, size_t rel_la
         char *dashed = labels[0], *ns = labels[1];
         char nskey[KEY_MAX];
         snprintf(nskey, sizeof(nskey), "%s.svc.%s", ns, r->z->zone);
-        const struct dns_node *nsn = dns_zone_find(r->z, nskey);
+        const struct dns_node *nsn = dns_zone_find(r->z, nskey, r->scratch);
         if (!nsn || nsn->kind != DNS_NODE_NAMESPACE)
                 return NXDOMAIN;
         size_t dashes = 0;
@@ -322,7 +323,7 @@ static enum outcome cluster(struct reply *r, char *key, size_t rel_labels)
         uint16_t t = r->q->qtype;
         key = pod_key(key, &rel_labels, z->zone);
         drop_port_underscores(key, rel_labels);
-        const struct dns_node *n = dns_zone_find(z, key);
+        const struct dns_node *n = dns_zone_find(z, key, r->scratch);
         if (t == DNS_T_SOA) {
                 if (n && n->kind == DNS_NODE_APEX) {
                         emit_soa(r, 0);
@@ -361,7 +362,7 @@ static enum outcome cluster(struct reply *r, char *key, size_t rel_labels)
 
 static enum outcome reverse(struct reply *r, const char *key)
 {
-        const struct dns_node *n = dns_zone_find(r->z, key);
+        const struct dns_node *n = dns_zone_find(r->z, key, r->scratch);
         bool at_apex = strcmp(key, "in-addr.arpa") == 0 || strcmp(key, "ip6.arpa") == 0;
         const char *parent = at_apex ? key : strchr(key, '.') + 1;
         if (r->q->qtype == DNS_T_SOA) {
@@ -457,7 +458,14 @@ enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_d
         if (!in_cluster && !in_v4 && !in_v6)
                 return SE_DNS_FORWARD;
 
-        struct reply r = { .z = z, .q = &q };
+        /* per query, on the stack; its buffer is not zeroed (only what is
+         * taken from it is) */
+        struct dns_scratch scratch, *sc = &scratch;
+        sc->used = 0;
+        sc->why = false;
+        sc->want = q.qtype;
+        sc->heap = (struct se_arena){ 0 };
+        struct reply r = { .z = z, .q = &q, .scratch = sc };
         r.w.buf = out;
         size_t max = c && c->transport == SE_DNS_TCP ? SE_DNS_MAX_MSG : q.udp_size;
         r.w.limit = (max < cap ? max : cap) - (q.edns ? 11 : 0);
@@ -482,6 +490,8 @@ enum se_dns_verdict se_dns_answer(const struct se_dns_zone *z, const struct se_d
                 o = cluster(&r, key, total - zone_labels);
         else
                 o = reverse(&r, key);
+        /* what the table wrote is in the message now */
+        dns_scratch_release(sc);
         if (o == FORWARD)
                 return SE_DNS_FORWARD;
         unsigned rcode = o == NXDOMAIN ? DNS_RC_NXDOMAIN : o == REFUSED ? DNS_RC_REFUSED : 0;

@@ -181,21 +181,16 @@ enum dns_node_kind {
         DNS_NODE_REVERSE, /* a PTR name */
 };
 
-struct dns_srv_seen {
-        const struct dns_node *node;
-        int32_t port;
-};
-
 struct dns_node {
         const char *key; /* lower case, no final dot; the hashmap key */
-        int refs; /* REVERSE: the zones that hold it (others: 0) */
         uint8_t kind;
-        bool cluster_ip_ptr; /* REVERSE: its PTR is a Service's ClusterIP */
+        /* a headless Service's own name or one of its ports: the records
+         * are written from its block's endpoint table when asked for */
+        bool from_table;
         uint32_t srv_pairs; /* while building: what SRV weights divide */
-        uint32_t n_seen; /* while building, an endpoint name: the SRV records */
-        struct dns_srv_seen *seen; /* to it already made (freed once built) */
         struct dns_rr_set rrs;
         const char *target; /* EXTERNAL: the CNAME target's key */
+        const uint8_t *wire; /* written from a table: its name, the SRV target */
 };
 
 struct dns_node_list {
@@ -203,32 +198,48 @@ struct dns_node_list {
         size_t n, cap;
 };
 
-/* A PTR record a Service asks for. Reverse names are shared between
- * Services (the first ClusterIP wins, endpoint PTRs add up), so they are
- * made per zone from these, in Service order. */
-struct dns_ptr_want {
-        const char *key; /* the reverse name, in the block's arena */
-        const uint8_t *target;
-        const char *why;
-        uint32_t hash_hi; /* the key's se_hash_str >> 32 */
-        bool cluster_ip;
+/* One address of a ready endpoint: what its name's A/AAAA and SRV
+ * records, a headless Service's records and its PTR are written from. */
+struct dns_ep {
+        /* the endpoint's name when it is not the dashed form of addr: its
+         * hostname or pod name (in a slice the block holds) or a copy in
+         * the slab */
+        const char *label;
+        uint8_t addr[16];
+        uint8_t v6;
+        uint16_t slice; /* in the block's slices: its ports and why */
+        /* where the entries of its name start in the block's by_name
+         * (they follow there, in index order) */
+        uint32_t name_pos;
 };
 
-/* The reverse names are split by their key's hash into shards: a zone
- * built after a change shares every shard none of whose names changed
- * with the previous zone, so it copies and references DNS_REV_SHARDS
- * pointers, not every reverse name. */
+/* A ClusterIP of a block, for its PTR. */
+struct dns_cip {
+        uint8_t addr[16];
+        uint8_t v6;
+};
+
+/* Reverse lookups: every (address, block, entry) in arrays sorted by
+ * address, split by the address's hash into shards; a zone built after a
+ * change shares every shard none of whose addresses changed with the
+ * previous zone (so its blocks are all in that zone too). */
 #define DNS_REV_SHARDS 1024
-static inline size_t dns_rev_shard_of(uint64_t hash)
-{
-        return (size_t)(hash >> 54); /* the top 10 bits; the table uses the low ones */
-}
+#define DNS_REV_CIP    0x80000000u /* idx: blk->cips[idx & ~DNS_REV_CIP] */
+
+struct dns_rev {
+        uint8_t addr[16];
+        uint8_t v6;
+        uint32_t idx; /* in blk->eps, or a ClusterIP */
+        const struct dns_block *blk;
+};
 
 struct dns_rev_shard {
         int refs; /* the zones that hold it */
-        struct se_hashmap names; /* key -> reverse node (each refcounted by shards) */
+        struct dns_rev *v; /* by (address, block in store order, idx) */
+        size_t n;
 };
 
+size_t dns_rev_shard_of(const uint8_t addr[16], bool v6);
 void dns_rev_shard_unref(struct dns_rev_shard *s); /* NULL-safe */
 
 /* The arena of the blocks one build made: one arena per block would waste
@@ -239,27 +250,62 @@ struct dns_slab {
 };
 
 /* Everything one Service puts in the zone: its names (which no other
- * Service can make) and the PTRs it wants. Immutable once built and shared
- * by every zone built from the same objects: a change rebuilds only the
- * blocks of the Services it touched. */
+ * Service can make) and its addresses for PTRs. Immutable once built and
+ * shared by every zone built from the same objects: a change rebuilds
+ * only the blocks of the Services it touched. */
 struct dns_block {
         int refs;
         const char *key; /* "<ns>/<name>" */
+        const char *fqdn; /* "<name>.<ns>.svc.<zone>" */
+        const uint8_t *fqdn_wire; /* the same as a wire name */
         struct se_object *svc; /* the objects it was built from, referenced: */
         struct se_object **slices; /* the same pointers again mean the same */
         uint32_t n_slices; /* contents (store objects are immutable) */
         bool ns_exists;
+        bool names; /* the endpoints have names (else PTRs alone) */
+        /* --explain names the Service behind its endpoints' PTRs (a
+         * Service without names or ports: CoreDNS finds them through it) */
+        bool ptrs_by_service;
         struct dns_node_list nodes; /* sorted by key once built */
-        struct dns_ptr_want *ptrs;
-        size_t n_ptrs, cap_ptrs;
-        struct dns_slab *slab; /* keys, rdata, names, nodes */
+        struct dns_ep *eps; /* in slice, endpoint, address order */
+        uint32_t *by_name; /* eps' indexes by (name, index) */
+        uint32_t n_eps;
+        struct dns_cip *cips;
+        uint32_t n_cips;
+        struct dns_slab *slab; /* keys, rdata, names, nodes, tables */
 };
 
 void dns_slab_unref(struct dns_slab *slab); /* NULL-safe */
-void dns_rev_unref(struct dns_node *n); /* NULL-safe */
 void dns_block_unref(struct dns_block *blk);
 /* Frees what a list's nodes own (record arrays, build scratch) and the list. */
 void dns_node_list_release(struct dns_node_list *l);
+
+/* The endpoint name of e ("10-1-2-3" or its label) into out (64 bytes). */
+void dns_ep_label(const struct dns_ep *e, char out[64]);
+/* The block of "<ns>/<name>" for "[...].<svc>.<ns>.svc.<zone>", or NULL. */
+const struct dns_block *dns_block_for(const struct se_dns_zone *z, const char *key, size_t len);
+
+/* Where nodes written at answer time live: a query's buffer first, then
+ * the heap (a big headless Service; a whole zone for --zone). */
+struct dns_scratch {
+        bool why; /* fill dns_rr.why (for --explain) */
+        uint16_t want; /* the type asked: records of others may be left out (0: all) */
+        size_t used;
+        struct se_arena heap;
+        _Alignas(16) uint8_t buf[16384];
+};
+void *dns_scratch_alloc(struct dns_scratch *s, size_t n); /* zeroed; NULL: no memory */
+void dns_scratch_release(struct dns_scratch *s);
+
+/* The node of a name written from a block's table: an endpoint's name
+ * (the entries by_name[lo, hi)), or a from_table node. NULL: no memory. */
+const struct dns_node *dns_table_endpoint(const struct se_dns_zone *z, const struct dns_block *blk,
+                                          uint32_t lo, uint32_t hi, struct dns_scratch *s);
+const struct dns_node *dns_table_fill(const struct se_dns_zone *z, const struct dns_block *blk,
+                                      const struct dns_node *n, struct dns_scratch *s);
+/* The PTR node of an address (the entries v[0, n) of one shard). */
+const struct dns_node *dns_table_reverse(const struct se_dns_zone *z, const struct dns_rev *v,
+                                         size_t n, struct dns_scratch *s);
 
 /* What se_dns_changes_note saw (zone_changes.c). */
 struct se_dns_changes {
@@ -282,20 +328,23 @@ struct se_dns_zone {
          * in the block, found through block_of; no key is in both) */
         struct se_hashmap own_names;
         size_t n_namespaces; /* the <ns>.svc.<zone> names among them */
-        /* the reverse names (each node its own allocation, refcounted by
-         * the shards that hold it): the previous zone's shards, those with
-         * a name the changed blocks want made afresh; NULL: none there */
+        /* the reverse index: the previous zone's shards, those with an
+         * address the changed blocks have made afresh; NULL: none there */
         struct dns_rev_shard *rev[DNS_REV_SHARDS];
-        struct dns_node_list own; /* the frame, namespaces, reverse names, pods */
+        struct dns_node_list own; /* the frame, namespaces, pods */
         struct dns_block **blocks; /* one per Service with names, in store order */
         size_t n_blocks;
         struct se_hashmap block_of; /* "<ns>/<name>" -> struct dns_block */
         struct se_arena arena; /* the own nodes' keys, rdata, names, nodes */
 };
 
-const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key);
-/* Every node (own, the blocks', the reverse ones) in a new array, for
- * listing; *n its length. -ENOMEM. */
-int dns_zone_nodes(const struct se_dns_zone *z, const struct dns_node ***ret, size_t *n);
+/* The node of key; names written from a table are written into s. */
+const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key,
+                                     struct dns_scratch *s);
+/* Every node (own, the blocks', those of endpoint names and reverse
+ * names, written into s) in a new array, for listing; *n its length.
+ * -ENOMEM. */
+int dns_zone_nodes(const struct se_dns_zone *z, struct dns_scratch *s, const struct dns_node ***ret,
+                   size_t *n);
 
 #endif

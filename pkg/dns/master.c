@@ -155,8 +155,15 @@ static int master(const struct se_dns_zone *z, bool why, char **ret)
         se_strbuf_init(&sb, 0);
         const struct dns_node **v = NULL;
         size_t n_nodes = 0;
-        if (dns_zone_nodes(z, &v, &n_nodes) < 0)
+        struct dns_scratch *sc = se_calloc(1, sizeof(*sc));
+        if (!sc)
                 return -ENOMEM;
+        sc->why = why;
+        if (dns_zone_nodes(z, sc, &v, &n_nodes) < 0) {
+                dns_scratch_release(sc);
+                free(sc);
+                return -ENOMEM;
+        }
         qsort(v, n_nodes, sizeof(*v), cmp_node);
         static const char *const apex[] = { NULL, "in-addr.arpa", "ip6.arpa" };
         int group = -1;
@@ -173,6 +180,8 @@ static int master(const struct se_dns_zone *z, bool why, char **ret)
                                         put_rr(&sb, v[i], &v[i]->rrs.v[k], why);
         }
         free(v);
+        dns_scratch_release(sc);
+        free(sc);
         if (se_strbuf_failed(&sb)) {
                 se_strbuf_release(&sb);
                 return -ENOMEM;
@@ -216,8 +225,15 @@ int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **re
         }
         const struct dns_node **v = NULL;
         size_t n_nodes = 0;
-        if (dns_zone_nodes(z, &v, &n_nodes) < 0)
+        struct dns_scratch *sc = se_calloc(1, sizeof(*sc));
+        if (!sc)
                 return -ENOMEM;
+        sc->why = true;
+        if (dns_zone_nodes(z, sc, &v, &n_nodes) < 0) {
+                dns_scratch_release(sc);
+                free(sc);
+                return -ENOMEM;
+        }
         if (strcmp(want, z->zone) == 0 || strcmp(want, "in-addr.arpa") == 0 ||
             strcmp(want, "ip6.arpa") == 0)
                 put_soa(&sb, want, z);
@@ -232,6 +248,8 @@ int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **re
                                         put_rr(&sb, n, &n->rrs.v[k], true);
         }
         free(v);
+        dns_scratch_release(sc);
+        free(sc);
         if (se_strbuf_failed(&sb)) {
                 se_strbuf_release(&sb);
                 return -ENOMEM;

@@ -37,28 +37,16 @@ void dns_node_list_release(struct dns_node_list *l)
         for (size_t i = 0; i < l->n; i++) {
                 if (l->v[i]->rrs.cap) /* (0: in a block's slab) */
                         free(l->v[i]->rrs.v);
-                free(l->v[i]->seen); /* a build that failed half way */
         }
         free(l->v);
         *l = (struct dns_node_list){ 0 };
-}
-
-void dns_rev_unref(struct dns_node *n)
-{
-        if (!n || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) > 0)
-                return;
-        free(n->rrs.v);
-        free(n);
 }
 
 void dns_rev_shard_unref(struct dns_rev_shard *s)
 {
         if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
                 return;
-        void *v;
-        for (size_t it = 0; se_hashmap_next(&s->names, &it, NULL, &v);)
-                dns_rev_unref(v);
-        se_hashmap_release(&s->names);
+        free(s->v);
         free(s);
 }
 
@@ -75,7 +63,6 @@ void dns_block_unref(struct dns_block *blk)
         if (!blk || __atomic_sub_fetch(&blk->refs, 1, __ATOMIC_ACQ_REL) > 0)
                 return;
         dns_node_list_release(&blk->nodes);
-        free(blk->ptrs);
         se_object_unref(blk->svc);
         for (uint32_t i = 0; i < blk->n_slices; i++)
                 se_object_unref(blk->slices[i]);
@@ -108,7 +95,7 @@ static const struct dns_node *block_find(const struct dns_block *blk, const char
 
 /* Every name of a Service's block ends in "<svc>.<ns>.svc.<zone>": the
  * block is the one of the two labels before "svc". */
-static const struct dns_node *service_find(const struct se_dns_zone *z, const char *key, size_t len)
+const struct dns_block *dns_block_for(const struct se_dns_zone *z, const char *key, size_t len)
 {
         size_t zl = strlen(z->zone);
         if (len < zl + 5 + 3 || memcmp(key + len - zl, z->zone, zl) != 0 ||
@@ -131,46 +118,188 @@ static const struct dns_node *service_find(const struct se_dns_zone *z, const ch
         bkey[nl] = '/';
         memcpy(bkey + nl + 1, key + svc, sl);
         bkey[nl + 1 + sl] = '\0';
-        const struct dns_block *blk = se_hashmap_get(&z->block_of, bkey);
-        return blk ? block_find(blk, key) : NULL;
+        return se_hashmap_get(&z->block_of, bkey);
 }
 
-const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key)
+/* The entries of an endpoint name: by_name[*lo, *hi), empty when none. */
+static void label_range(const struct dns_block *blk, const char *want, uint32_t *lo, uint32_t *hi)
+{
+        char label[64];
+        uint32_t a = 0, b = blk->n_eps;
+        while (a < b) { /* the first not below want */
+                uint32_t mid = a + (b - a) / 2;
+                dns_ep_label(&blk->eps[blk->by_name[mid]], label);
+                if (strcmp(label, want) < 0)
+                        a = mid + 1;
+                else
+                        b = mid;
+        }
+        *lo = *hi = a;
+        if (a == blk->n_eps)
+                return;
+        dns_ep_label(&blk->eps[blk->by_name[a]], label);
+        if (strcmp(label, want) != 0)
+                return;
+        uint32_t pos = blk->eps[blk->by_name[a]].name_pos;
+        for (b = a; b < blk->n_eps && blk->eps[blk->by_name[b]].name_pos == pos; b++)
+                ;
+        *hi = b;
+}
+
+static const struct dns_node *service_find(const struct se_dns_zone *z, const char *key, size_t len,
+                                           struct dns_scratch *s)
+{
+        const struct dns_block *blk = dns_block_for(z, key, len);
+        if (!blk)
+                return NULL;
+        const struct dns_node *n = block_find(blk, key);
+        if (n)
+                return n->from_table ? dns_table_fill(z, blk, n, s) : n;
+        /* "<label>.<fqdn>": an endpoint's name */
+        size_t fl = strlen(blk->fqdn);
+        if (!blk->names || len < fl + 2 || key[len - fl - 1] != '.' ||
+            memcmp(key + len - fl, blk->fqdn, fl) != 0)
+                return NULL;
+        size_t wl = len - fl - 1;
+        char want[64];
+        if (wl > 63 || memchr(key, '.', wl))
+                return NULL;
+        memcpy(want, key, wl);
+        want[wl] = '\0';
+        uint32_t lo, hi;
+        label_range(blk, want, &lo, &hi);
+        return lo < hi ? dns_table_endpoint(z, blk, lo, hi, s) : NULL;
+}
+
+/* The address of a reverse name as the zone spells them ("d.c.b.a" in
+ * decimal without leading zeros, or 32 lower-case nibbles). */
+static bool reverse_addr(const char *key, size_t len, uint8_t addr[16], bool *v6)
+{
+        memset(addr, 0, 16);
+        if (len > 13 && strcmp(key + len - 13, ".in-addr.arpa") == 0) {
+                *v6 = false;
+                const char *p = key;
+                for (int i = 3; i >= 0; i--) {
+                        unsigned v = 0, d = 0;
+                        for (; *p >= '0' && *p <= '9' && d < 4; p++, d++)
+                                v = v * 10 + (unsigned)(*p - '0');
+                        if (d == 0 || d > 3 || v > 255 || (d > 1 && p[-(int)d] == '0') || *p != '.')
+                                return false;
+                        addr[i] = (uint8_t)v;
+                        p++;
+                }
+                return (size_t)(p - key) == len - 12;
+        }
+        if (len != 64 + 8 || strcmp(key + 64, "ip6.arpa") != 0)
+                return false;
+        *v6 = true;
+        for (int i = 0; i < 32; i++) {
+                char c = key[2 * i];
+                unsigned v;
+                if (c >= '0' && c <= '9')
+                        v = (unsigned)(c - '0');
+                else if (c >= 'a' && c <= 'f')
+                        v = (unsigned)(c - 'a' + 10);
+                else
+                        return false;
+                if (key[2 * i + 1] != '.')
+                        return false;
+                /* nibble i counts from the address's end, the low one first */
+                int byte = 15 - i / 2;
+                addr[byte] |= (uint8_t)(i % 2 ? v << 4 : v);
+        }
+        return true;
+}
+
+static int cmp_rev_addr(const struct dns_rev *r, const uint8_t addr[16], bool v6)
+{
+        if (r->v6 != v6)
+                return r->v6 < v6 ? -1 : 1;
+        return memcmp(r->addr, addr, 16);
+}
+
+static const struct dns_node *reverse_find(const struct se_dns_zone *z, const char *key, size_t len,
+                                           struct dns_scratch *s)
+{
+        uint8_t addr[16];
+        bool v6;
+        if (!reverse_addr(key, len, addr, &v6))
+                return NULL;
+        const struct dns_rev_shard *sh = z->rev[dns_rev_shard_of(addr, v6)];
+        if (!sh)
+                return NULL;
+        size_t a = 0, b = sh->n;
+        while (a < b) {
+                size_t mid = a + (b - a) / 2;
+                if (cmp_rev_addr(&sh->v[mid], addr, v6) < 0)
+                        a = mid + 1;
+                else
+                        b = mid;
+        }
+        for (b = a; b < sh->n && cmp_rev_addr(&sh->v[b], addr, v6) == 0; b++)
+                ;
+        return a < b ? dns_table_reverse(z, sh->v + a, b - a, s) : NULL;
+}
+
+const struct dns_node *dns_zone_find(const struct se_dns_zone *z, const char *key,
+                                     struct dns_scratch *s)
 {
         /* no key is in two places */
         size_t len = strlen(key);
-        const struct dns_node *n = NULL;
         if (len >= 4 && memcmp(key + len - 4, "arpa", 4) == 0) {
-                uint64_t h = se_hash_str(key);
-                const struct dns_rev_shard *s = z->rev[dns_rev_shard_of(h)];
-                if (s && (n = se_hashmap_get_hashed(&s->names, key, h)))
+                const struct dns_node *n = reverse_find(z, key, len, s);
+                if (n)
                         return n;
         }
-        n = service_find(z, key, len);
+        const struct dns_node *n = service_find(z, key, len, s);
         return n ? n : se_hashmap_get(&z->own_names, key);
 }
 
-int dns_zone_nodes(const struct se_dns_zone *z, const struct dns_node ***ret, size_t *n)
+int dns_zone_nodes(const struct se_dns_zone *z, struct dns_scratch *s, const struct dns_node ***ret,
+                   size_t *n)
 {
         size_t total = z->own.n;
         for (size_t i = 0; i < DNS_REV_SHARDS; i++)
-                total += z->rev[i] ? z->rev[i]->names.n : 0;
+                total += z->rev[i] ? z->rev[i]->n : 0;
         for (size_t i = 0; i < z->n_blocks; i++)
-                total += z->blocks[i]->nodes.n;
+                total += z->blocks[i]->nodes.n + z->blocks[i]->n_eps;
         const struct dns_node **v = se_calloc(total ? total : 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
         size_t k = 0;
         for (size_t i = 0; i < z->own.n; i++)
                 v[k++] = z->own.v[i];
-        for (size_t i = 0; i < z->n_blocks; i++)
-                for (size_t j = 0; j < z->blocks[i]->nodes.n; j++)
-                        v[k++] = z->blocks[i]->nodes.v[j];
-        void *p;
-        for (size_t i = 0; i < DNS_REV_SHARDS; i++)
-                for (size_t it = 0; z->rev[i] && se_hashmap_next(&z->rev[i]->names, &it, NULL, &p);)
-                        v[k++] = p;
+        for (size_t i = 0; i < z->n_blocks; i++) {
+                const struct dns_block *blk = z->blocks[i];
+                for (size_t j = 0; j < blk->nodes.n; j++) {
+                        const struct dns_node *nd = blk->nodes.v[j];
+                        if (nd->from_table && !(nd = dns_table_fill(z, blk, nd, s)))
+                                goto nomem;
+                        v[k++] = nd;
+                }
+                for (uint32_t lo = 0, hi; blk->names && lo < blk->n_eps; lo = hi) {
+                        char want[64];
+                        dns_ep_label(&blk->eps[blk->by_name[lo]], want);
+                        label_range(blk, want, &lo, &hi);
+                        if (!(v[k++] = dns_table_endpoint(z, blk, lo, hi, s)))
+                                goto nomem;
+                }
+        }
+        for (size_t i = 0; i < DNS_REV_SHARDS; i++) {
+                const struct dns_rev_shard *sh = z->rev[i];
+                for (size_t lo = 0, hi; sh && lo < sh->n; lo = hi) {
+                        for (hi = lo + 1; hi < sh->n && cmp_rev_addr(&sh->v[hi], sh->v[lo].addr,
+                                                                     sh->v[lo].v6) == 0;
+                             hi++)
+                                ;
+                        if (!(v[k++] = dns_table_reverse(z, sh->v + lo, hi - lo, s)))
+                                goto nomem;
+                }
+        }
         *ret = v;
         *n = k;
         return 0;
+nomem:
+        free(v);
+        return -ENOMEM;
 }

@@ -39,12 +39,16 @@ struct build {
         struct dns_slab *slab; /* of the blocks this build makes */
         bool slab_reserved; /* the slabs from here on are SLAB_BYTES */
         struct se_hashmap blk_names; /* the names of the block being built */
-        struct se_hashmap dirty; /* reverse names to make afresh: (void *)1 */
-        /* a bit per (hash_hi & 0xffff) of the dirty names: most wishes
-         * are told apart from them without a lookup */
-        uint64_t dirty_bits[65536 / 64];
-        bool rev_own[DNS_REV_SHARDS]; /* z->rev[i] is this build's, to change */
-        struct dns_node_list fresh; /* the reverse nodes made (not owned) */
+        /* the reverse shards to make afresh (an address of a block made
+         * or gone is in them) */
+        bool dirty_shard[DNS_REV_SHARDS];
+        struct dns_block **made; /* the blocks this build made */
+        size_t n_made, cap_made;
+        /* the block being built: its endpoint table and ClusterIPs */
+        struct dns_ep *eps;
+        size_t n_eps, cap_eps;
+        struct dns_cip cips[8];
+        uint32_t n_cips;
         bool endpoint_pod_names;
         struct se_hashmap ns; /* namespaces that exist: name -> (void *)1 */
         struct se_hashmap slices; /* "ns/svc" -> struct slice_list */
@@ -214,123 +218,6 @@ static const uint8_t *wire_name(struct build *b, const char *text)
         return n < 0 ? NULL : arena_copy(b, w, (size_t)n);
 }
 
-/* "d.c.b.a.in-addr.arpa" or the 32 nibbles of ip6.arpa; false when ip is
- * not an address. */
-static bool reverse_key(const char *ip, char *out, size_t cap)
-{
-        uint8_t b[16];
-        if (inet_pton(AF_INET, ip, b) == 1) {
-                snprintf(out, cap, "%u.%u.%u.%u.in-addr.arpa", b[3], b[2], b[1], b[0]);
-                return true;
-        }
-        if (inet_pton(AF_INET6, ip, b) != 1 || cap < 74)
-                return false;
-        static const char hex[] = "0123456789abcdef";
-        size_t o = 0;
-        for (int i = 15; i >= 0; i--) {
-                out[o++] = hex[b[i] & 0xf];
-                out[o++] = '.';
-                out[o++] = hex[b[i] >> 4];
-                out[o++] = '.';
-        }
-        memcpy(out + o, "ip6.arpa", 9);
-        return true;
-}
-
-/* A PTR record. CoreDNS answers an address that is a ClusterIP with the
- * first such Service alone (services come in namespace/name order here);
- * only an address that is no ClusterIP gets one PTR per endpoint name. */
-/* Shard i of the zone being built, its own to change: made (from the
- * previous zone's, whose nodes it then references too) the first time. */
-static struct dns_rev_shard *own_shard(struct build *b, size_t i)
-{
-        struct se_dns_zone *z = b->z;
-        if (b->rev_own[i])
-                return z->rev[i];
-        struct dns_rev_shard *s = se_calloc(1, sizeof(*s));
-        if (!s)
-                return NULL;
-        s->refs = 1;
-        struct dns_rev_shard *shared = z->rev[i];
-        if (shared) {
-                if (se_hashmap_copy(&s->names, &shared->names) < 0) {
-                        free(s);
-                        return NULL;
-                }
-                void *v;
-                for (size_t it = 0; se_hashmap_next(&s->names, &it, NULL, &v);)
-                        __atomic_add_fetch(&((struct dns_node *)v)->refs, 1, __ATOMIC_RELAXED);
-                dns_rev_shard_unref(shared);
-        }
-        z->rev[i] = s;
-        b->rev_own[i] = true;
-        return s;
-}
-
-static int make_ptr(struct build *b, const char *key, const uint8_t *target, bool cluster_ip,
-                    const char *why)
-{
-        struct dns_rr rr = { .type = DNS_T_PTR, .ttl = b->z->ttl, .name = target, .why = why };
-        uint64_t h = se_hash_str(key);
-        struct dns_rev_shard *s = own_shard(b, dns_rev_shard_of(h));
-        if (!s)
-                return -ENOMEM;
-        struct dns_node *n = se_hashmap_get_hashed(&s->names, key, h);
-        if (!n) {
-                if (!(n = se_calloc(1, sizeof(*n))))
-                        return -ENOMEM;
-                *n = (struct dns_node){ .key = key, .refs = 1, .kind = DNS_NODE_REVERSE };
-                if (se_hashmap_put(&s->names, key, n, NULL) < 0) {
-                        free(n);
-                        return -ENOMEM;
-                }
-                if (list_push(&b->fresh, n) < 0)
-                        return -ENOMEM;
-        }
-        if (n->cluster_ip_ptr)
-                return 0;
-        if (cluster_ip) {
-                n->cluster_ip_ptr = true;
-                n->rrs.n = 0; /* endpoint PTRs give way */
-        }
-        return node_add(n, &rr);
-}
-
-/* While a block is built its PTRs are only noted (place_ptrs makes them). */
-static int add_ptr(struct build *b, const char *ip, const uint8_t *target, bool cluster_ip,
-                   const char *why)
-{
-        struct dns_block *blk = b->blk;
-        char rkey[KEY_MAX];
-        if (!reverse_key(ip, rkey, sizeof(rkey)))
-                return 0;
-        const char *key = se_arena_strdup(b->arena, rkey);
-        if (!key)
-                return -ENOMEM;
-        if (!blk)
-                return make_ptr(b, key, target, cluster_ip, why);
-        if (blk->n_ptrs == blk->cap_ptrs) {
-                size_t cap = blk->cap_ptrs ? 2 * blk->cap_ptrs : 4;
-                struct dns_ptr_want *v = se_reallocarray(blk->ptrs, cap, sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                blk->ptrs = v;
-                blk->cap_ptrs = cap;
-        }
-        blk->ptrs[blk->n_ptrs++] =
-                (struct dns_ptr_want){ .key = key,
-                                       .target = target,
-                                       .why = why,
-                                       .hash_hi = (uint32_t)(se_hash_str(key) >> 32),
-                                       .cluster_ip = cluster_ip };
-        return 0;
-}
-
-/* A Service whose namespace does not exist has no names, but CoreDNS still
- * answers PTR for its addresses (its reverse index ignores namespaces). */
-static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
-                           const char *why);
-
 /* An SRV record to target; the weight is filled in by finish. */
 static int make_srv(struct build *b, int32_t port, const uint8_t *target,
                     const struct dns_rr_set *add, const char *why, struct dns_rr *rr)
@@ -356,31 +243,6 @@ static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint
         return r < 0 ? r : node_add(n, &rr);
 }
 
-/* An SRV to the endpoint name en on node n (en itself, its headless
- * service, a port of it), made once per (n, port): the same name and port
- * again (a second address, a hostname two endpoints share, the IPv6 slice
- * of a dual-stack pod) only counts for the weight. Without a scan of n's
- * records: a headless service may have thousands. */
-static int add_endpoint_srv(struct build *b, struct dns_node *en, struct dns_node *n, int32_t port,
-                            const uint8_t *target, const char *why)
-{
-        n->srv_pairs++;
-        for (uint32_t i = 0; i < en->n_seen; i++)
-                if (en->seen[i].node == n && en->seen[i].port == port)
-                        return 0;
-        if ((en->n_seen & (en->n_seen - 1)) == 0) { /* 0, 1, 2, 4...: grow */
-                struct dns_srv_seen *v =
-                        se_reallocarray(en->seen, en->n_seen ? 2 * en->n_seen : 1, sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                en->seen = v;
-        }
-        en->seen[en->n_seen++] = (struct dns_srv_seen){ n, port };
-        struct dns_rr rr;
-        int r = make_srv(b, port, target, &en->rrs, why, &rr);
-        return r < 0 ? r : set_push(&n->rrs, &rr);
-}
-
 static const char *why_of(struct build *b, const char *kind, const struct se_object *o)
 {
         char buf[KEY_MAX];
@@ -398,16 +260,27 @@ static const char *proto_label(enum se_protocol p)
 /* The name CoreDNS gives an endpoint: its hostname; with endpoint_pod_names
  * the pod's name next; else the address with '-' for '.' and ':' (an IPv6
  * name that would start or end with '-' gets a 0 there). */
+/* The name an endpoint has besides its address: its hostname; with
+ * endpoint_pod_names the pod's name next; else NULL. */
+static const char *endpoint_own_name(const struct build *b, const struct se_slice_endpoint *e)
+{
+        if (label_ok(e->hostname))
+                return e->hostname;
+        if (b->endpoint_pod_names && e->target_ref && label_ok(e->target_ref->name) &&
+            (!e->target_ref->kind || strcmp(e->target_ref->kind, "Pod") == 0))
+                return e->target_ref->name;
+        return NULL;
+}
+
+/* The name CoreDNS gives an endpoint: endpoint_own_name, else the address
+ * with '-' for '.' and ':' (an IPv6 name that would start or end with '-'
+ * gets a 0 there). */
 static bool endpoint_label(const struct build *b, const struct se_slice_endpoint *e, const char *ip,
                            char *out, size_t cap)
 {
-        if (label_ok(e->hostname)) {
-                snprintf(out, cap, "%s", e->hostname);
-                return true;
-        }
-        if (b->endpoint_pod_names && e->target_ref && label_ok(e->target_ref->name) &&
-            (!e->target_ref->kind || strcmp(e->target_ref->kind, "Pod") == 0)) {
-                snprintf(out, cap, "%s", e->target_ref->name);
+        const char *own = endpoint_own_name(b, e);
+        if (own) {
+                snprintf(out, cap, "%s", own);
                 return true;
         }
         size_t o = 0;
@@ -430,8 +303,35 @@ static bool endpoint_ready(const struct se_slice_endpoint *e)
 
 /* ---- services ---- */
 
+/* An address of the block's for PTRs; false when ip is not one. */
+static bool parse_addr(const char *ip, uint8_t addr[16], uint8_t *v6)
+{
+        memset(addr, 0, 16);
+        if (!ip)
+                return false;
+        if (inet_pton(AF_INET, ip, addr) == 1) {
+                *v6 = 0;
+                return true;
+        }
+        *v6 = 1;
+        return inet_pton(AF_INET6, ip, addr) == 1;
+}
+
+/* The Service's ClusterIPs that are addresses, for their PTRs. */
+static void note_cluster_ips(struct build *b, const struct se_service *s)
+{
+        const char *one[1] = { s->cluster_ip };
+        const char *const *v = s->cluster_ips.n ? s->cluster_ips.v : one;
+        uint32_t n = s->cluster_ips.n ? s->cluster_ips.n : (s->cluster_ip ? 1 : 0);
+        for (uint32_t i = 0; i < n && b->n_cips < SE_ARRAY_SIZE(b->cips); i++) {
+                struct dns_cip *c = &b->cips[b->n_cips];
+                if (parse_addr(v[i], c->addr, &c->v6))
+                        b->n_cips++;
+        }
+}
+
 static int add_cluster_ips(struct build *b, const struct se_service *s, struct dns_node *svc,
-                           const uint8_t *target, const char *why)
+                           const char *why)
 {
         const char *one[1] = { s->cluster_ip };
         const char *const *v = s->cluster_ips.v;
@@ -445,8 +345,6 @@ static int add_cluster_ips(struct build *b, const struct se_service *s, struct d
                 if (!addr_rr(b, v[i], why, &rr))
                         continue;
                 int r = node_add(svc, &rr);
-                if (r == 0)
-                        r = add_ptr(b, v[i], target, true, why);
                 if (r < 0)
                         return r;
         }
@@ -456,16 +354,11 @@ static int add_cluster_ips(struct build *b, const struct se_service *s, struct d
 static int build_cluster_ip(struct build *b, const struct se_service *s, const char *fqdn,
                             const char *why)
 {
-        if (s->n_ports == 0) {
-                /* CoreDNS finds a ClusterIP service through its ports: none
-                 * (possible in a manifest, not in the API) is NXDOMAIN */
-                return build_ptrs_only(b, s, fqdn, why) < 0 ? -ENOMEM : 0;
-        }
         struct dns_node *svc = get_node(b, fqdn, DNS_NODE_SERVICE);
         const uint8_t *target = wire_name(b, fqdn);
         if (!svc || !target)
                 return -ENOMEM;
-        int r = add_cluster_ips(b, s, svc, target, why);
+        int r = add_cluster_ips(b, s, svc, why);
         if (r < 0)
                 return r;
         /* the service's own A/AAAA records are the additionals of its SRV
@@ -494,132 +387,88 @@ static int build_cluster_ip(struct build *b, const struct se_service *s, const c
         return 0;
 }
 
-/* What one ready endpoint adds beyond its name: for a headless service
- * the service's A/AAAA and SRV records and those of its named ports; SRV
- * on the endpoint's own name (one per port). */
-static int endpoint_records(struct build *b, const struct se_endpoint_slice *es,
-                            struct dns_node *svc, const char *fqdn, struct dns_node *en,
-                            const uint8_t *target, const struct dns_rr_set *own, const char *why)
+/* A headless Service's own name and named ports (of a slice with an
+ * endpoint in the table): nodes whose records the table writes. */
+static int headless_nodes(struct build *b, const struct se_endpoint_slice *es, const char *fqdn)
 {
-        int r = 0;
-        for (uint32_t a = 0; svc && a < own->n && r == 0; a++)
-                r = set_push(&svc->rrs, &own->v[a]);
-        for (uint32_t p = 0; p < es->n_ports && r == 0; p++) {
+        struct dns_node *n = get_node(b, fqdn, DNS_NODE_SERVICE);
+        if (!n)
+                return -ENOMEM;
+        n->from_table = true;
+        for (uint32_t p = 0; p < es->n_ports; p++) {
                 const struct se_slice_port *sp = &es->ports[p];
-                if (!sp->has_port)
+                if (!sp->has_port || !sp->name || !label_ok(sp->name))
                         continue;
-                for (uint32_t a = 0; a < own->n && r == 0; a++) {
-                        r = add_endpoint_srv(b, en, en, sp->port, target, why);
-                        if (r == 0 && svc)
-                                r = add_endpoint_srv(b, en, svc, sp->port, target, why);
-                }
-                if (r < 0 || !svc || !sp->name || !label_ok(sp->name))
-                        continue;
-                char pkey[KEY_MAX];
+                char key[KEY_MAX];
                 enum se_protocol proto = sp->has_protocol ? sp->protocol : SE_PROTO_TCP;
-                keyf(pkey, sizeof(pkey), "%s.%s.%s", sp->name, proto_label(proto), fqdn);
-                struct dns_node *pn = get_node(b, pkey, DNS_NODE_PORT);
-                if (!pn)
+                keyf(key, sizeof(key), "%s.%s.%s", sp->name, proto_label(proto), fqdn);
+                if (!(n = get_node(b, key, DNS_NODE_PORT)))
                         return -ENOMEM;
-                for (uint32_t a = 0; a < own->n && r == 0; a++) {
-                        r = set_push(&pn->rrs, &own->v[a]);
-                        if (r == 0)
-                                r = add_endpoint_srv(b, en, pn, sp->port, target, why);
-                }
-        }
-        return r;
-}
-
-/* The endpoints of a service, headless or not: names and PTRs for every
- * ready endpoint; for a headless service also the service's own A/AAAA and
- * SRV records. */
-static int build_endpoints(struct build *b, const struct se_service *s, const char *fqdn,
-                           bool headless)
-{
-        char key[KEY_MAX];
-        (void)ns_key(key, s->obj.meta.namespace, s->obj.meta.name);
-        const struct slice_list *sl = se_hashmap_get(&b->slices, key);
-        if (!sl)
-                return 0;
-        struct dns_node *svc = NULL; /* headless only */
-        for (size_t i = 0; i < sl->n; i++) {
-                const struct se_endpoint_slice *es = sl->v[i];
-                const char *why = why_of(b, "EndpointSlice", &es->obj);
-                if (!why)
-                        return -ENOMEM;
-                for (uint32_t e = 0; e < es->n_endpoints; e++) {
-                        const struct se_slice_endpoint *ep = &es->endpoints[e];
-                        if (!endpoint_ready(ep) || ep->addresses.n == 0)
-                                continue;
-                        char label[128], efqdn[KEY_MAX];
-                        if (!endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
-                                continue;
-                        keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
-                        struct dns_node *en = get_node(b, efqdn, DNS_NODE_ENDPOINT);
-                        const uint8_t *target = wire_name(b, efqdn);
-                        if (!en || !target)
-                                return -ENOMEM;
-                        /* this endpoint's own addresses; the SRV additionals
-                         * are all of its name's (two endpoints may share a
-                         * hostname: both answer) */
-                        struct dns_rr_set own_set = { 0 }, *own = &own_set;
-                        for (uint32_t a = 0; a < ep->addresses.n && a < 100; a++) {
-                                struct dns_rr rr;
-                                if (!addr_rr(b, ep->addresses.v[a], why, &rr))
-                                        continue;
-                                int r = node_add(en, &rr);
-                                if (r == 0)
-                                        r = set_push(own, &rr);
-                                if (r == 0)
-                                        r = add_ptr(b, ep->addresses.v[a], target, false, why);
-                                if (r < 0) {
-                                        free(own->v);
-                                        return r;
-                                }
-                        }
-                        if (own->n == 0)
-                                continue;
-                        if (headless && !svc && !(svc = get_node(b, fqdn, DNS_NODE_SERVICE))) {
-                                free(own->v);
-                                return -ENOMEM;
-                        }
-                        int r = endpoint_records(b, es, svc, fqdn, en, target, own, why);
-                        free(own->v);
-                        if (r < 0)
-                                return r;
-                }
+                n->from_table = true;
         }
         return 0;
 }
 
-static int build_ptrs_only(struct build *b, const struct se_service *s, const char *fqdn,
-                           const char *why)
+static int push_ep(struct build *b, const struct dns_ep *e)
 {
-        const char *one[1] = { s->cluster_ip };
-        const char *const *v = s->cluster_ips.n ? s->cluster_ips.v : one;
-        uint32_t n = s->cluster_ips.n ? s->cluster_ips.n : (s->cluster_ip ? 1 : 0);
-        const uint8_t *target = wire_name(b, fqdn);
-        int r = target ? 0 : -ENOMEM;
-        for (uint32_t i = 0; i < n && r == 0; i++)
-                r = add_ptr(b, v[i], target, true, why);
+        if (b->n_eps == b->cap_eps) {
+                size_t cap = b->cap_eps ? 2 * b->cap_eps : 64;
+                struct dns_ep *v = se_reallocarray(b->eps, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                b->eps = v;
+                b->cap_eps = cap;
+        }
+        b->eps[b->n_eps++] = *e;
+        return 0;
+}
+
+/* The table of the ready endpoints' addresses (their names, A/AAAA, SRV,
+ * PTRs, and a headless Service's records are written from it); for a
+ * headless Service with names also the nodes of its own name and ports. */
+static int collect_endpoints(struct build *b, const struct se_service *s, const char *fqdn,
+                             bool headless)
+{
         char key[KEY_MAX];
         (void)ns_key(key, s->obj.meta.namespace, s->obj.meta.name);
         const struct slice_list *sl = se_hashmap_get(&b->slices, key);
-        for (size_t i = 0; sl && i < sl->n && r == 0; i++)
-                for (uint32_t e = 0; e < sl->v[i]->n_endpoints && r == 0; e++) {
-                        const struct se_slice_endpoint *ep = &sl->v[i]->endpoints[e];
-                        char label[128], efqdn[KEY_MAX];
+        for (size_t i = 0; sl && i < sl->n && i <= UINT16_MAX; i++) {
+                const struct se_endpoint_slice *es = sl->v[i];
+                bool any = false;
+                for (uint32_t k = 0; k < es->n_endpoints; k++) {
+                        const struct se_slice_endpoint *ep = &es->endpoints[k];
+                        char label[128], dashed[64];
                         if (!endpoint_ready(ep) || ep->addresses.n == 0 ||
                             !endpoint_label(b, ep, ep->addresses.v[0], label, sizeof(label)))
                                 continue;
-                        keyf(efqdn, sizeof(efqdn), "%s.%s", label, fqdn);
-                        const uint8_t *etarget = wire_name(b, efqdn);
-                        if (!etarget)
+                        /* the name as the table would spell it, else kept */
+                        const char *kept = endpoint_own_name(b, ep);
+                        /* a name too long is taken for no memory, as
+                         * every record to it would be */
+                        if (!b->blk->fqdn_wire ||
+                            dns_wire_len(b->blk->fqdn_wire) + 1 + strlen(label) > SE_DNS_MAX_NAME)
                                 return -ENOMEM;
-                        for (uint32_t a = 0; a < ep->addresses.n && a < 100 && r == 0; a++)
-                                r = add_ptr(b, ep->addresses.v[a], etarget, false, why);
+                        for (uint32_t a = 0; a < ep->addresses.n && a < 100; a++) {
+                                struct dns_ep e = { .slice = (uint16_t)i };
+                                if (!parse_addr(ep->addresses.v[a], e.addr, &e.v6))
+                                        continue;
+                                e.label = kept;
+                                if (!kept) {
+                                        dns_ep_label(&e, dashed);
+                                        if (strcmp(dashed, label) != 0 &&
+                                            !(e.label = se_arena_strdup(b->arena, label)))
+                                                return -ENOMEM;
+                                }
+                                if (push_ep(b, &e) < 0)
+                                        return -ENOMEM;
+                                any = true;
+                        }
                 }
-        return r;
+                int r = any && headless ? headless_nodes(b, es, fqdn) : 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static bool is_ip(const char *s)
@@ -655,6 +504,12 @@ static int build_external(struct build *b, const struct se_service *s, const cha
         return node_add(node, &rr);
 }
 
+/* A Service whose namespace does not exist has no names, but CoreDNS
+ * still answers PTR for its addresses (its reverse index ignores
+ * namespaces). A ClusterIP Service without ports (possible in a manifest,
+ * not in the API) has no name of its own: CoreDNS finds one through its
+ * ports. A headless one without a ready endpoint has none either:
+ * NXDOMAIN for every type (spec 2.4.1). */
 static int build_service(struct build *b, const struct se_service *s)
 {
         const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
@@ -662,20 +517,29 @@ static int build_service(struct build *b, const struct se_service *s)
                 return 0;
         char fqdn[KEY_MAX];
         keyf(fqdn, sizeof(fqdn), "%s.%s.svc.%s", name, ns, b->z->zone);
+        if (!(b->blk->fqdn = se_arena_strdup(b->arena, fqdn)))
+                return -ENOMEM;
+        /* (NULL when too long: no record can name it) */
+        b->blk->fqdn_wire = wire_name(b, fqdn);
         const char *why = why_of(b, "Service", &s->obj);
         if (!why)
                 return -ENOMEM;
-        if (!se_hashmap_get(&b->ns, ns))
-                return s->type == SE_SVC_EXTERNAL_NAME ? 0 : build_ptrs_only(b, s, fqdn, why);
+        bool names = se_hashmap_get(&b->ns, ns) != NULL;
         if (s->type == SE_SVC_EXTERNAL_NAME)
-                return build_external(b, s, fqdn, why);
+                return names ? build_external(b, s, fqdn, why) : 0;
         const char *first = s->cluster_ips.n ? s->cluster_ips.v[0] : s->cluster_ip;
         bool headless = first && strcmp(first, "None") == 0;
-        /* a headless service without a ready endpoint gets no node at all:
-         * NXDOMAIN for every type (spec 2.4.1) */
-        int r = headless ? 0 : build_cluster_ip(b, s, fqdn, why);
+        /* a name too long is taken for no memory, as every record to it
+         * would be */
+        if (!b->blk->fqdn_wire && !(names && headless))
+                return -ENOMEM;
+        b->blk->names = names;
+        b->blk->ptrs_by_service = !names || (!headless && s->n_ports == 0);
+        if (!names || !headless)
+                note_cluster_ips(b, s);
+        int r = names && !headless && s->n_ports ? build_cluster_ip(b, s, fqdn, why) : 0;
         if (r == 0)
-                r = build_endpoints(b, s, fqdn, headless);
+                r = collect_endpoints(b, s, fqdn, names && headless);
         return r;
 }
 
@@ -870,9 +734,6 @@ static void finish(struct dns_node_list *l)
 {
         for (size_t i = 0; i < l->n; i++) {
                 struct dns_node *n = l->v[i];
-                free(n->seen);
-                n->seen = NULL;
-                n->n_seen = 0;
                 if (n->rrs.cap > n->rrs.n && n->rrs.n > 0) {
                         struct dns_rr *v = se_reallocarray(n->rrs.v, n->rrs.n, sizeof(*v));
                         if (v) { /* else keep the bigger one */
@@ -922,8 +783,8 @@ static int check_zone_name(const char *zone, char *out, struct se_diag *diag)
 static void build_release(struct build *b)
 {
         dns_slab_unref(b->slab);
-        free(b->fresh.v); /* (the nodes are the zone's) */
-        se_hashmap_release(&b->dirty);
+        free(b->made); /* (the blocks are the zone's) */
+        free(b->eps);
         se_hashmap_release(&b->blk_names);
         se_hashmap_release(&b->slices);
         se_hashmap_release(&b->sliced_ns);
@@ -982,13 +843,52 @@ static void seal_block(struct dns_block *blk)
                         l->cap = l->n;
                 }
         }
-        if (blk->cap_ptrs > blk->n_ptrs && blk->n_ptrs > 0) {
-                struct dns_ptr_want *v = se_reallocarray(blk->ptrs, blk->n_ptrs, sizeof(*v));
-                if (v) {
-                        blk->ptrs = v;
-                        blk->cap_ptrs = blk->n_ptrs;
-                }
+}
+
+static int cmp_by_name(const void *x, const void *y, void *labels)
+{
+        uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
+        const char(*l)[64] = labels;
+        int d = strcmp(l[a], l[c]);
+        return d ? d : (a > c) - (a < c);
+}
+
+/* The block's endpoint table and ClusterIPs into its slab, with the
+ * index of the table by name. */
+static int seal_table(struct build *b, struct dns_block *blk)
+{
+        struct se_arena *a = &blk->slab->arena;
+        uint32_t n = (uint32_t)b->n_eps;
+        if (b->n_cips) {
+                if (!(blk->cips = se_arena_array(a, b->n_cips, sizeof(*blk->cips))))
+                        return -ENOMEM;
+                memcpy(blk->cips, b->cips, b->n_cips * sizeof(*blk->cips));
+                blk->n_cips = b->n_cips;
         }
+        if (n == 0)
+                return 0;
+        char(*labels)[64] = se_calloc(n, sizeof(*labels));
+        blk->eps = se_arena_array(a, n, sizeof(*blk->eps));
+        blk->by_name = se_arena_array(a, n, sizeof(*blk->by_name));
+        if (!labels || !blk->eps || !blk->by_name) {
+                free(labels);
+                return -ENOMEM;
+        }
+        memcpy(blk->eps, b->eps, n * sizeof(*blk->eps));
+        for (uint32_t i = 0; i < n; i++) {
+                dns_ep_label(&blk->eps[i], labels[i]);
+                blk->by_name[i] = i;
+        }
+        qsort_r(blk->by_name, n, sizeof(*blk->by_name), cmp_by_name, labels);
+        for (uint32_t k = 0, pos = 0; k < n; k++) {
+                uint32_t i = blk->by_name[k];
+                if (k > 0 && strcmp(labels[i], labels[blk->by_name[k - 1]]) != 0)
+                        pos = k;
+                blk->eps[i].name_pos = pos;
+        }
+        blk->n_eps = n;
+        free(labels);
+        return 0;
 }
 
 static int new_block(struct build *b, const char *key, const struct se_service *s,
@@ -1030,11 +930,15 @@ static int new_block(struct build *b, const char *key, const struct se_service *
                         se_object_ref(SE_UNCONST(struct se_object, &sl->v[i]->obj));
         if (r == 0 && !(blk->key = se_arena_strdup(&b->slab->arena, key)))
                 r = -ENOMEM;
+        b->n_eps = 0;
+        b->n_cips = 0;
         if (r == 0) {
                 b->arena = &b->slab->arena;
                 b->list = &blk->nodes;
                 b->blk = blk;
                 r = build_service(b, s);
+                if (r == 0)
+                        r = seal_table(b, blk);
                 b->arena = &b->z->arena;
                 b->list = &b->z->own;
                 b->blk = NULL;
@@ -1051,17 +955,15 @@ static int new_block(struct build *b, const char *key, const struct se_service *
         return 0;
 }
 
-/* The reverse names a block wants are to be made afresh (it is new, or
- * gone since the previous zone); a build without one makes them all. */
-static int mark_dirty(struct build *b, const struct dns_block *blk)
+/* The reverse shards with an address of blk are to be made afresh (it
+ * is new, or gone since the previous zone); a build without a previous
+ * zone makes them all. */
+static void mark_dirty(struct build *b, const struct dns_block *blk)
 {
-        for (size_t i = 0; b->prev && i < blk->n_ptrs; i++) {
-                uint32_t bit = blk->ptrs[i].hash_hi & 0xffff;
-                b->dirty_bits[bit / 64] |= (uint64_t)1 << (bit % 64);
-                if (se_hashmap_put(&b->dirty, blk->ptrs[i].key, (void *)1, NULL) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
+        for (uint32_t i = 0; b->prev && i < blk->n_cips; i++)
+                b->dirty_shard[dns_rev_shard_of(blk->cips[i].addr, blk->cips[i].v6)] = true;
+        for (uint32_t i = 0; b->prev && i < blk->n_eps; i++)
+                b->dirty_shard[dns_rev_shard_of(blk->eps[i].addr, blk->eps[i].v6)] = true;
 }
 
 /* The Service's block, referenced for the caller: the previous zone's
@@ -1085,10 +987,18 @@ static int service_block(struct build *b, const struct se_service *s, struct dns
                 int r = new_block(b, key, s, sl, ns_exists, &blk);
                 if (r < 0)
                         return r;
-                if ((r = mark_dirty(b, blk)) < 0) {
-                        dns_block_unref(blk);
-                        return r;
+                if (b->n_made == b->cap_made) {
+                        size_t cap = b->cap_made ? 2 * b->cap_made : 16;
+                        struct dns_block **v = se_reallocarray(b->made, cap, sizeof(*v));
+                        if (!v) {
+                                dns_block_unref(blk);
+                                return -ENOMEM;
+                        }
+                        b->made = v;
+                        b->cap_made = cap;
                 }
+                b->made[b->n_made++] = blk; /* (the zone's reference) */
+                mark_dirty(b, blk);
         }
         *out = blk;
         return 0;
@@ -1109,49 +1019,126 @@ static int add_service(struct build *b, const struct se_service *s)
  * changed or went); their names went with them. */
 static int drop_gone(struct build *b)
 {
-        int r = 0;
-        for (size_t i = 0; b->prev && i < b->prev->n_blocks && r == 0; i++) {
+        for (size_t i = 0; b->prev && i < b->prev->n_blocks; i++) {
                 const struct dns_block *old = b->prev->blocks[i];
                 if (se_hashmap_get(&b->z->block_of, old->key) != old)
-                        r = mark_dirty(b, old);
+                        mark_dirty(b, old);
+        }
+        return 0;
+}
+
+/* Store order: namespace, then name. */
+static int cmp_block(const struct dns_block *x, const struct dns_block *y)
+{
+        int c = strcmp(x->svc->meta.namespace, y->svc->meta.namespace);
+        return c ? c : strcmp(x->svc->meta.name, y->svc->meta.name);
+}
+
+/* By address, then in Service order as CoreDNS ranks a ClusterIP's
+ * Services, a block's ClusterIPs before its endpoints. */
+static int cmp_rev(const void *x, const void *y)
+{
+        const struct dns_rev *a = x, *c = y;
+        if (a->v6 != c->v6)
+                return a->v6 < c->v6 ? -1 : 1;
+        int d = memcmp(a->addr, c->addr, 16);
+        if (d == 0 && a->blk != c->blk)
+                d = cmp_block(a->blk, c->blk);
+        if (d == 0 && (a->idx & DNS_REV_CIP) != (c->idx & DNS_REV_CIP))
+                d = a->idx & DNS_REV_CIP ? -1 : 1;
+        return d ? d : (a->idx > c->idx) - (a->idx < c->idx);
+}
+
+struct rev_fill {
+        struct dns_rev *v[DNS_REV_SHARDS];
+        size_t n[DNS_REV_SHARDS], cap[DNS_REV_SHARDS];
+};
+
+static int rev_push(struct rev_fill *f, const uint8_t addr[16], uint8_t v6, uint32_t idx,
+                    const struct dns_block *blk)
+{
+        size_t i = dns_rev_shard_of(addr, v6);
+        if (f->n[i] == f->cap[i]) {
+                size_t cap = f->cap[i] ? 2 * f->cap[i] : 16;
+                struct dns_rev *v = se_reallocarray(f->v[i], cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                f->v[i] = v;
+                f->cap[i] = cap;
+        }
+        struct dns_rev *r = &f->v[i][f->n[i]++];
+        memcpy(r->addr, addr, 16);
+        r->v6 = v6;
+        r->idx = idx;
+        r->blk = blk;
+        return 0;
+}
+
+/* A block's addresses into the shards being made (dirty only, or all). */
+static int rev_add_block(struct rev_fill *f, const struct build *b, const struct dns_block *blk,
+                         bool all)
+{
+        int r = 0;
+        for (uint32_t i = 0; i < blk->n_cips && r == 0; i++) {
+                const struct dns_cip *c = &blk->cips[i];
+                if (all || b->dirty_shard[dns_rev_shard_of(c->addr, c->v6)])
+                        r = rev_push(f, c->addr, c->v6, DNS_REV_CIP | i, blk);
+        }
+        for (uint32_t i = 0; i < blk->n_eps && r == 0; i++) {
+                const struct dns_ep *e = &blk->eps[i];
+                if (all || b->dirty_shard[dns_rev_shard_of(e->addr, e->v6)])
+                        r = rev_push(f, e->addr, e->v6, i, blk);
         }
         return r;
 }
 
-/* Reverse names from the blocks' wishes, in Service order as CoreDNS
- * ranks a ClusterIP's Services. With a previous zone only the dirty ones:
- * any other has the same wishes from the same blocks as there, so its node
- * is shared (and its key, in the block that made it, lives as long). */
-static int place_ptrs(struct build *b)
+/* The reverse index. With a previous zone its shards are shared but
+ * those with an address of a block made or gone: those are its entries of
+ * the blocks still here, and the made blocks' ones. */
+static int place_reverse(struct build *b)
 {
         struct se_dns_zone *z = b->z;
         bool all = b->prev == NULL;
-        if (!all) {
-                for (size_t i = 0; i < DNS_REV_SHARDS; i++)
-                        if ((z->rev[i] = b->prev->rev[i]))
-                                __atomic_add_fetch(&z->rev[i]->refs, 1, __ATOMIC_RELAXED);
-                const char *k;
-                for (size_t it = 0; se_hashmap_next(&b->dirty, &it, &k, NULL);) {
-                        struct dns_rev_shard *s = own_shard(b, dns_rev_shard_of(se_hash_str(k)));
-                        if (!s)
-                                return -ENOMEM;
-                        dns_rev_unref(se_hashmap_remove(&s->names, k));
-                }
-                if (b->dirty.n == 0)
-                        return 0;
-        }
+        struct rev_fill *f = se_calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
         int r = 0;
-        for (size_t i = 0; i < z->n_blocks && r == 0; i++) {
-                const struct dns_block *blk = z->blocks[i];
-                for (size_t k = 0; k < blk->n_ptrs && r == 0; k++) {
-                        const struct dns_ptr_want *p = &blk->ptrs[k];
-                        uint32_t bit = p->hash_hi & 0xffff;
-                        if (all || ((b->dirty_bits[bit / 64] >> (bit % 64) & 1) &&
-                                    se_hashmap_get(&b->dirty, p->key)))
-                                r = make_ptr(b, p->key, p->target, p->cluster_ip, p->why);
+        for (size_t i = 0; !all && i < DNS_REV_SHARDS && r == 0; i++) {
+                const struct dns_rev_shard *old = b->prev->rev[i];
+                if (!b->dirty_shard[i]) {
+                        if ((z->rev[i] = SE_UNCONST(struct dns_rev_shard, old)))
+                                __atomic_add_fetch(&z->rev[i]->refs, 1, __ATOMIC_RELAXED);
+                        continue;
+                }
+                for (size_t k = 0; old && k < old->n && r == 0; k++) {
+                        const struct dns_rev *e = &old->v[k];
+                        if (se_hashmap_get(&z->block_of, e->blk->key) == e->blk)
+                                r = rev_push(f, e->addr, e->v6, e->idx, e->blk);
                 }
         }
-        finish(&b->fresh);
+        if (all)
+                for (size_t i = 0; i < z->n_blocks && r == 0; i++)
+                        r = rev_add_block(f, b, z->blocks[i], true);
+        else
+                for (size_t i = 0; i < b->n_made && r == 0; i++)
+                        r = rev_add_block(f, b, b->made[i], false);
+        for (size_t i = 0; i < DNS_REV_SHARDS; i++) {
+                if (r == 0 && f->n[i]) {
+                        struct dns_rev_shard *sh = se_calloc(1, sizeof(*sh));
+                        struct dns_rev *v = se_reallocarray(f->v[i], f->n[i], sizeof(*v));
+                        if (!sh || !v) {
+                                free(sh);
+                                r = -ENOMEM;
+                        } else {
+                                qsort(v, f->n[i], sizeof(*v), cmp_rev);
+                                *sh = (struct dns_rev_shard){ .refs = 1, .v = v, .n = f->n[i] };
+                                z->rev[i] = sh;
+                                f->v[i] = NULL;
+                        }
+                }
+                free(f->v[i]);
+        }
+        free(f);
         return r;
 }
 
@@ -1200,13 +1187,6 @@ static int changed_service(struct build *b, const char *key, const struct se_ser
         }
         *out = se_service_of(o);
         return 0;
-}
-
-/* Store order: namespace, then name. */
-static int cmp_block(const struct dns_block *x, const struct dns_block *y)
-{
-        int c = strcmp(x->svc->meta.namespace, y->svc->meta.namespace);
-        return c ? c : strcmp(x->svc->meta.name, y->svc->meta.name);
 }
 
 static int cmp_block_ptr(const void *x, const void *y)
@@ -1320,7 +1300,7 @@ static int build_changed(struct build *b, const struct se_dns_changes *ch)
         for (size_t it = 0; r == 0 && se_hashmap_next(&ch->keys, &it, &key, NULL);) {
                 const struct dns_block *old = se_hashmap_get(&prev->block_of, key);
                 if (old && se_hashmap_get(&z->block_of, key) != old)
-                        r = mark_dirty(b, old);
+                        mark_dirty(b, old);
         }
         return r;
 }
@@ -1350,7 +1330,7 @@ static int build_all(struct build *b, enum se_dns_pods pods, const struct se_dns
                 r = ch && !ch->all && b->prev && same_namespaces(b) ? build_changed(b, ch) :
                                                                       build_services(b);
         if (r == 0)
-                r = place_ptrs(b);
+                r = place_reverse(b);
         if (r == 0 && pods == SE_DNS_PODS_VERIFIED)
                 r = build_pods(b);
         if (r == 0)
