@@ -187,37 +187,6 @@ struct asked {
 
 #define MAX_SET_NAMES (1u << 22) /* a kernel's answer we read at most */
 
-static int get_set(void *ctx, uint8_t family, const char *table, const char *set,
-                   struct nfp_set_info *info)
-{
-        struct conn *c = ((struct asked *)ctx)->c;
-        char buf[1u << 16];
-        memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
-        struct nlmsghdr *nh = mnl_nlmsg_put_header(buf);
-        nh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSET;
-        nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-        nh->nlmsg_seq = ++c->seq;
-        struct nfgenmsg *nf = mnl_nlmsg_put_extra_header(nh, sizeof(*nf));
-        nf->nfgen_family = family;
-        nf->version = NFNETLINK_V0;
-        mnl_attr_put_strz(nh, NFTA_SET_TABLE, table);
-        mnl_attr_put_strz(nh, NFTA_SET_NAME, set);
-        if (mnl_socket_sendto(c->nl, nh, nh->nlmsg_len) < 0)
-                return -errno;
-        struct getset g = { .info = info };
-        for (;;) {
-                ssize_t n = mnl_socket_recvfrom(c->nl, buf, sizeof(buf));
-                if (n < 0)
-                        return -errno;
-                int r = mnl_cb_run(buf, (size_t)n, c->seq, c->portid, getset_cb, &g);
-                if (r < 0)
-                        return -errno;
-                if (r == MNL_CB_STOP)
-                        break;
-        }
-        return g.found ? 0 : -ENOENT;
-}
-
 static void names_clear(struct set_names *k)
 {
         const char *key;
@@ -261,9 +230,10 @@ static int setname_cb(const struct nlmsghdr *nh, void *data)
         return MNL_CB_OK;
 }
 
-/* a request of type with table (when not NULL) as attr, answered by cb */
-static int request(struct conn *c, uint16_t type, uint16_t flags, uint8_t family, uint16_t attr,
-                   const char *table, mnl_cb_t cb, void *data)
+/* A request of type about table and set (each when not NULL, as
+ * NFTA_SET_TABLE and NFTA_SET_NAME), answered by cb until the kernel's done. */
+static int request(struct conn *c, uint16_t type, uint16_t flags, uint8_t family, const char *table,
+                   const char *set, mnl_cb_t cb, void *data)
 {
         char buf[1u << 16];
         memset(buf, 0, 4096); /* the attributes' padding too (valgrind) */
@@ -275,7 +245,9 @@ static int request(struct conn *c, uint16_t type, uint16_t flags, uint8_t family
         nf->nfgen_family = family;
         nf->version = NFNETLINK_V0;
         if (table)
-                mnl_attr_put_strz(nh, attr, table);
+                mnl_attr_put_strz(nh, NFTA_SET_TABLE, table);
+        if (set)
+                mnl_attr_put_strz(nh, NFTA_SET_NAME, set);
         if (mnl_socket_sendto(c->nl, nh, nh->nlmsg_len) < 0)
                 return -errno;
         for (;;) {
@@ -288,6 +260,15 @@ static int request(struct conn *c, uint16_t type, uint16_t flags, uint8_t family
                 if (r == MNL_CB_STOP)
                         return 0;
         }
+}
+
+static int get_set(void *ctx, uint8_t family, const char *table, const char *set,
+                   struct nfp_set_info *info)
+{
+        struct getset g = { .info = info };
+        int r = request(((struct asked *)ctx)->c, NFT_MSG_GETSET, NLM_F_ACK, family, table, set,
+                        getset_cb, &g);
+        return r < 0 ? r : g.found ? 0 : -ENOENT;
 }
 
 static int gen_cb(const struct nlmsghdr *nh, void *data)
@@ -307,7 +288,7 @@ static int gen_cb(const struct nlmsghdr *nh, void *data)
 /* the ruleset's generation */
 static int get_gen(struct conn *c, uint32_t *gen)
 {
-        return request(c, NFT_MSG_GETGEN, NLM_F_ACK, NFPROTO_UNSPEC, 0, NULL, gen_cb, gen);
+        return request(c, NFT_MSG_GETGEN, NLM_F_ACK, NFPROTO_UNSPEC, NULL, NULL, gen_cb, gen);
 }
 
 /* c->known: the names of table's sets, read between two equal generations */
@@ -322,8 +303,7 @@ static int read_set_names(struct conn *c, uint8_t family, const char *table)
         snprintf(k->table, sizeof(k->table), "%s", table);
         int r = get_gen(c, &before);
         if (r == 0) {
-                r = request(c, NFT_MSG_GETSET, NLM_F_DUMP, family, NFTA_SET_TABLE, table,
-                            setname_cb, k);
+                r = request(c, NFT_MSG_GETSET, NLM_F_DUMP, family, table, NULL, setname_cb, k);
                 if (r == -ENOENT)
                         r = 0; /* no such table: no sets */
         }

@@ -5,6 +5,20 @@
 # test/cli/lib.bash first.
 
 inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# netns_require NAME TOOL...: root (else the test ends with one SKIP line)
+# and every TOOL on PATH (else it fails naming the tool).
+netns_require() {
+	local name=$1 tool
+	shift
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "ok 1 # SKIP integration $name: needs root for network namespaces"
+		exit 0
+	fi
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || { echo "not ok 1 - $tool is missing"; exit 1; }
+	done
+}
 must() { "$@" || { echo "failed: $*"; exit 1; }; }
 
 # netns_setup FN: runs FN in a subshell; on failure one TAP failure with

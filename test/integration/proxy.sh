@@ -15,13 +15,7 @@ cd "$(dirname "$0")/../.."
 . test/cli/lib.bash # TAP: ok, not_ok, check, until_ok
 . test/integration/netns.bash # inns, must, netns_*
 here=$PWD/test/e2e
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP integration proxy: needs root for network namespaces"
-        exit 0
-fi
-for tool in ip iptables-save curl python3 conntrack; do
-        command -v "$tool" >/dev/null || { echo "not ok 1 - $tool is missing"; exit 1; }
-done
+netns_require proxy ip iptables-save curl python3 conntrack
 
 p=px$$
 A=$p-a B=$p-b C=$p-c B1=$p-b1 B2=$p-b2

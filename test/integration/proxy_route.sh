@@ -18,13 +18,7 @@ cd "$(dirname "$0")/../.."
 . test/cli/lib.bash # TAP: ok, not_ok, check, until_ok
 . test/integration/netns.bash # inns, must, netns_*
 here=$PWD/test/e2e
-if [ "$(id -u)" -ne 0 ]; then
-        echo "ok 1 # SKIP integration proxy_route: needs root for network namespaces"
-        exit 0
-fi
-for tool in ip iptables-save nft curl python3; do
-        command -v "$tool" >/dev/null || { echo "not ok 1 - $tool is missing"; exit 1; }
-done
+netns_require proxy_route ip iptables-save nft curl python3
 
 p=pr$$
 NODE=$p-n CL=$p-cl
