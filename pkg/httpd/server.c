@@ -39,6 +39,10 @@ struct loop {
         pthread_mutex_t lock;
         int pending[MAX_PENDING];
         unsigned n_pending;
+        /* the response being written, allocated at the first one: not a
+         * thread-local array, which every thread of the process (a DNS
+         * server's forwarders too) would carry and zero at its start */
+        unsigned char *out;
 };
 
 struct se_httpd {
@@ -187,7 +191,10 @@ static int on_writeable(struct lws *wsi, struct pss *ps)
 {
         if (!ps->headers_due && !ps->resp)
                 return 0;
-        static _Thread_local unsigned char buf[LWS_PRE + HEADROOM + CHUNK];
+        struct loop *l = lws_context_user(lws_get_context(wsi));
+        if (!l->out && !(l->out = se_malloc(LWS_PRE + HEADROOM + CHUNK)))
+                return -1;
+        unsigned char *buf = l->out;
         unsigned char *start = buf + LWS_PRE, *p = start;
         if (ps->headers_due) {
                 unsigned char *end = buf + LWS_PRE + HEADROOM - 1;
@@ -562,6 +569,7 @@ struct se_httpd *se_httpd_stop(struct se_httpd *h)
                 for (unsigned k = 0; k < h->loops[i].n_pending; k++)
                         close(h->loops[i].pending[k]);
                 pthread_mutex_destroy(&h->loops[i].lock);
+                free(h->loops[i].out);
         }
         if (h->listen_fd >= 0)
                 close(h->listen_fd);
