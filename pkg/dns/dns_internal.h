@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <svcenv/arena.h>
 #include <svcenv/dns.h>
@@ -63,6 +64,9 @@ int dns_name_wire(const char *text, uint8_t out[SE_DNS_MAX_NAME]);
 int dns_read_name(const uint8_t *msg, size_t len, size_t *off, uint8_t out[SE_DNS_MAX_NAME]);
 /* Moves *off past one name without decoding it. 0 or -EBADMSG. */
 int dns_skip_name(const uint8_t *msg, size_t len, size_t *off);
+/* True for a name the zone can hold as one label: 1..63 bytes of [a-z0-9-],
+ * neither first nor last a dash (false for NULL). */
+bool dns_label_ok(const char *s);
 /* Length of an uncompressed wire name (with the root byte). */
 size_t dns_wire_len(const uint8_t *wire);
 
@@ -187,7 +191,6 @@ struct dns_node {
         /* a headless Service's own name or one of its ports: the records
          * are written from its block's endpoint table when asked for */
         bool from_table;
-        uint32_t srv_pairs; /* while building: what SRV weights divide */
         struct dns_rr_set rrs;
         const char *target; /* EXTERNAL: the CNAME target's key */
         const uint8_t *wire; /* written from a table: its name, the SRV target */
@@ -220,17 +223,19 @@ struct dns_cip {
 };
 
 /* Reverse lookups: every (address, block, entry) in arrays sorted by
- * address, split by the address's hash into shards; a zone built after a
+ * address (dns_rev_cmp_addr), split by the address's hash into shards; a zone built after a
  * change shares every shard none of whose addresses changed with the
  * previous zone (so its blocks are all in that zone too). */
 #define DNS_REV_SHARDS 1024
 #define DNS_REV_CIP    0x80000000u /* idx: blk->cips[idx & ~DNS_REV_CIP] */
 
 struct dns_rev {
-        uint8_t addr[16];
-        uint8_t v6;
-        uint32_t idx; /* in blk->eps, or a ClusterIP */
         const struct dns_block *blk;
+        uint32_t idx; /* in blk->eps, or a ClusterIP */
+        /* the address's first four bytes, big-endian: an IPv4 address
+         * whole, so most comparisons need not look into the block (16
+         * bytes an entry, not 32 with the address copied) */
+        uint32_t head;
 };
 
 struct dns_rev_shard {
@@ -266,6 +271,10 @@ struct dns_block {
         /* --explain names the Service behind its endpoints' PTRs (a
          * Service without names or ports: CoreDNS finds them through it) */
         bool ptrs_by_service;
+        /* a ClusterIP Service with names and ports: the records of its name
+         * and named ports are written from its Service when asked (nodes
+         * is empty), as a headless one's are from its table */
+        bool cluster_ip;
         struct dns_node_list nodes; /* sorted by key once built */
         struct dns_ep *eps; /* in slice, endpoint, address order */
         uint32_t *by_name; /* eps' indexes by (name, index) */
@@ -274,6 +283,36 @@ struct dns_block {
         uint32_t n_cips;
         struct dns_slab *slab; /* keys, rdata, names, nodes, tables */
 };
+
+/* The address an entry stands for; *v6 its family. */
+static inline const uint8_t *dns_rev_addr(const struct dns_rev *r, uint8_t *v6)
+{
+        if (r->idx & DNS_REV_CIP) {
+                const struct dns_cip *c = &r->blk->cips[r->idx & ~DNS_REV_CIP];
+                *v6 = c->v6;
+                return c->addr;
+        }
+        const struct dns_ep *e = &r->blk->eps[r->idx];
+        *v6 = e->v6;
+        return e->addr;
+}
+/* Entries are ordered by (head, family, address): the order shards are
+ * sorted and searched in. */
+static inline int dns_rev_cmp_addr(const struct dns_rev *r, uint32_t head, const uint8_t addr[16],
+                                   uint8_t v6)
+{
+        if (r->head != head)
+                return r->head < head ? -1 : 1;
+        uint8_t rv6;
+        const uint8_t *ra = dns_rev_addr(r, &rv6);
+        if (rv6 != v6)
+                return rv6 < v6 ? -1 : 1;
+        return memcmp(ra, addr, 16);
+}
+static inline uint32_t dns_rev_head(const uint8_t addr[16])
+{
+        return (uint32_t)addr[0] << 24 | (uint32_t)addr[1] << 16 | (uint32_t)addr[2] << 8 | addr[3];
+}
 
 void dns_slab_unref(struct dns_slab *slab); /* NULL-safe */
 void dns_block_unref(struct dns_block *blk);
@@ -303,6 +342,15 @@ const struct dns_node *dns_table_endpoint(const struct se_dns_zone *z, const str
                                           uint32_t lo, uint32_t hi, struct dns_scratch *s);
 const struct dns_node *dns_table_fill(const struct se_dns_zone *z, const struct dns_block *blk,
                                       const struct dns_node *n, struct dns_scratch *s);
+/* A cluster_ip block's node of key (len bytes): its own name or
+ * "<port>.<proto>.<fqdn>" of a named port; NULL when it is neither (or no
+ * memory). */
+const struct dns_node *dns_table_cluster(const struct se_dns_zone *z, const struct dns_block *blk,
+                                         const char *key, size_t len, struct dns_scratch *s);
+/* Every node of a cluster_ip block, for listing, into out (room for 1 +
+ * the Service's ports); *n their number. 0 or -ENOMEM. */
+int dns_table_cluster_nodes(const struct se_dns_zone *z, const struct dns_block *blk,
+                            struct dns_scratch *s, const struct dns_node **out, size_t *n);
 /* The PTR node of an address (the entries v[0, n) of one shard). */
 const struct dns_node *dns_table_reverse(const struct se_dns_zone *z, const struct dns_rev *v,
                                          size_t n, struct dns_scratch *s);

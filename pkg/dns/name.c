@@ -118,3 +118,19 @@ size_t dns_wire_len(const uint8_t *wire)
                 i += 1 + (size_t)wire[i];
         return i + 1;
 }
+
+/* Anything but a Kubernetes-style label cannot come from a valid object,
+ * and is left out of the zone rather than giving names that mean
+ * something else. */
+bool dns_label_ok(const char *s)
+{
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                        return false;
+        }
+        return true;
+}

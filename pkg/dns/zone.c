@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <svcenv/alloc.h>
+#include <svcenv/model.h>
 
 #include "dns_internal.h"
 
@@ -152,7 +153,8 @@ static const struct dns_node *service_find(const struct se_dns_zone *z, const ch
         const struct dns_block *blk = dns_block_for(z, key, len);
         if (!blk)
                 return NULL;
-        const struct dns_node *n = block_find(blk, key);
+        const struct dns_node *n =
+                blk->cluster_ip ? dns_table_cluster(z, blk, key, len, s) : block_find(blk, key);
         if (n)
                 return n->from_table ? dns_table_fill(z, blk, n, s) : n;
         /* "<label>.<fqdn>": an endpoint's name */
@@ -211,13 +213,6 @@ static bool reverse_addr(const char *key, size_t len, uint8_t addr[16], bool *v6
         return true;
 }
 
-static int cmp_rev_addr(const struct dns_rev *r, const uint8_t addr[16], bool v6)
-{
-        if (r->v6 != v6)
-                return r->v6 < v6 ? -1 : 1;
-        return memcmp(r->addr, addr, 16);
-}
-
 static const struct dns_node *reverse_find(const struct se_dns_zone *z, const char *key, size_t len,
                                            struct dns_scratch *s)
 {
@@ -228,15 +223,16 @@ static const struct dns_node *reverse_find(const struct se_dns_zone *z, const ch
         const struct dns_rev_shard *sh = z->rev[dns_rev_shard_of(addr, v6)];
         if (!sh)
                 return NULL;
+        uint32_t head = dns_rev_head(addr);
         size_t a = 0, b = sh->n;
         while (a < b) {
                 size_t mid = a + (b - a) / 2;
-                if (cmp_rev_addr(&sh->v[mid], addr, v6) < 0)
+                if (dns_rev_cmp_addr(&sh->v[mid], head, addr, v6) < 0)
                         a = mid + 1;
                 else
                         b = mid;
         }
-        for (b = a; b < sh->n && cmp_rev_addr(&sh->v[b], addr, v6) == 0; b++)
+        for (b = a; b < sh->n && dns_rev_cmp_addr(&sh->v[b], head, addr, v6) == 0; b++)
                 ;
         return a < b ? dns_table_reverse(z, sh->v + a, b - a, s) : NULL;
 }
@@ -262,7 +258,10 @@ int dns_zone_nodes(const struct se_dns_zone *z, struct dns_scratch *s, const str
         for (size_t i = 0; i < DNS_REV_SHARDS; i++)
                 total += z->rev[i] ? z->rev[i]->n : 0;
         for (size_t i = 0; i < z->n_blocks; i++)
-                total += z->blocks[i]->nodes.n + z->blocks[i]->n_eps;
+                total += z->blocks[i]->nodes.n + z->blocks[i]->n_eps +
+                         (z->blocks[i]->cluster_ip ?
+                                  1 + ((const struct se_service *)z->blocks[i]->svc)->n_ports :
+                                  0);
         const struct dns_node **v = se_calloc(total ? total : 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
@@ -271,6 +270,10 @@ int dns_zone_nodes(const struct se_dns_zone *z, struct dns_scratch *s, const str
                 v[k++] = z->own.v[i];
         for (size_t i = 0; i < z->n_blocks; i++) {
                 const struct dns_block *blk = z->blocks[i];
+                size_t made = 0;
+                if (blk->cluster_ip && dns_table_cluster_nodes(z, blk, s, v + k, &made) < 0)
+                        goto nomem;
+                k += made;
                 for (size_t j = 0; j < blk->nodes.n; j++) {
                         const struct dns_node *nd = blk->nodes.v[j];
                         if (nd->from_table && !(nd = dns_table_fill(z, blk, nd, s)))
@@ -288,8 +291,10 @@ int dns_zone_nodes(const struct se_dns_zone *z, struct dns_scratch *s, const str
         for (size_t i = 0; i < DNS_REV_SHARDS; i++) {
                 const struct dns_rev_shard *sh = z->rev[i];
                 for (size_t lo = 0, hi; sh && lo < sh->n; lo = hi) {
-                        for (hi = lo + 1; hi < sh->n && cmp_rev_addr(&sh->v[hi], sh->v[lo].addr,
-                                                                     sh->v[lo].v6) == 0;
+                        uint8_t v6;
+                        const uint8_t *addr = dns_rev_addr(&sh->v[lo], &v6);
+                        for (hi = lo + 1; hi < sh->n && dns_rev_cmp_addr(&sh->v[hi], sh->v[lo].head,
+                                                                         addr, v6) == 0;
                              hi++)
                                 ;
                         if (!(v[k++] = dns_table_reverse(z, sh->v + lo, hi - lo, s)))

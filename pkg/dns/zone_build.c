@@ -61,23 +61,6 @@ struct slice_list {
         size_t n, cap;
 };
 
-/* A DNS label as Kubernetes names are: 1..63 of [a-z0-9-], a letter or
- * digit first and last. Anything else
- * cannot come from a valid object, and is left out of the zone rather than
- * giving names that mean something else. */
-static bool label_ok(const char *s)
-{
-        size_t n = s ? strlen(s) : 0;
-        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-                        return false;
-        }
-        return true;
-}
-
 /* snprintf into a key buffer. Every key is at most 63 + 63 + 63 + 63 + 5 +
  * 200 bytes (labels are checked, the zone is capped), so KEY_MAX always
  * holds it; a wrapper keeps the compiler from guessing otherwise. */
@@ -168,9 +151,6 @@ static bool same_rdata(const struct dns_rr *a, const struct dns_rr *b)
 {
         if (a->type != b->type || a->n_fixed != b->n_fixed)
                 return false;
-        if (a->type == DNS_T_SRV) /* the weight is set at the end: port only */
-                return memcmp(a->fixed + 4, b->fixed + 4, 2) == 0 &&
-                       memcmp(a->name, b->name, dns_wire_len(a->name)) == 0;
         if (a->n_fixed && memcmp(a->fixed, b->fixed, a->n_fixed) != 0)
                 return false; /* (a PTR's fixed part is empty and NULL) */
         if (!a->name || !b->name)
@@ -218,31 +198,6 @@ static const uint8_t *wire_name(struct build *b, const char *text)
         return n < 0 ? NULL : arena_copy(b, w, (size_t)n);
 }
 
-/* An SRV record to target; the weight is filled in by finish. */
-static int make_srv(struct build *b, int32_t port, const uint8_t *target,
-                    const struct dns_rr_set *add, const char *why, struct dns_rr *rr)
-{
-        uint8_t f[6] = { 0, 0, 0, 0, (uint8_t)(port >> 8), (uint8_t)port };
-        *rr = (struct dns_rr){ .type = DNS_T_SRV,
-                               .ttl = b->z->ttl,
-                               .n_fixed = 6,
-                               .name = target,
-                               .add = add,
-                               .why = why };
-        return (rr->fixed = arena_copy(b, f, 6)) ? 0 : -ENOMEM;
-}
-
-static int add_srv(struct build *b, struct dns_node *n, int32_t port, const uint8_t *target,
-                   const struct dns_rr_set *add, const char *why)
-{
-        /* the (address, port) pairs CoreDNS counts before it dedups: the
-         * weight divides 100 among them (finish) */
-        n->srv_pairs++;
-        struct dns_rr rr;
-        int r = make_srv(b, port, target, add, why, &rr);
-        return r < 0 ? r : node_add(n, &rr);
-}
-
 static const char *why_of(struct build *b, const char *kind, const struct se_object *o)
 {
         char buf[KEY_MAX];
@@ -264,9 +219,9 @@ static const char *proto_label(enum se_protocol p)
  * endpoint_pod_names the pod's name next; else NULL. */
 static const char *endpoint_own_name(const struct build *b, const struct se_slice_endpoint *e)
 {
-        if (label_ok(e->hostname))
+        if (dns_label_ok(e->hostname))
                 return e->hostname;
-        if (b->endpoint_pod_names && e->target_ref && label_ok(e->target_ref->name) &&
+        if (b->endpoint_pod_names && e->target_ref && dns_label_ok(e->target_ref->name) &&
             (!e->target_ref->kind || strcmp(e->target_ref->kind, "Pod") == 0))
                 return e->target_ref->name;
         return NULL;
@@ -293,7 +248,7 @@ static bool endpoint_label(const struct build *b, const struct se_slice_endpoint
         if (o > 0 && out[o - 1] == '-' && o + 1 < cap)
                 out[o++] = '0';
         out[o] = '\0';
-        return label_ok(out);
+        return dns_label_ok(out);
 }
 
 static bool endpoint_ready(const struct se_slice_endpoint *e)
@@ -330,63 +285,6 @@ static void note_cluster_ips(struct build *b, const struct se_service *s)
         }
 }
 
-static int add_cluster_ips(struct build *b, const struct se_service *s, struct dns_node *svc,
-                           const char *why)
-{
-        const char *one[1] = { s->cluster_ip };
-        const char *const *v = s->cluster_ips.v;
-        uint32_t n = s->cluster_ips.n;
-        if (n == 0 && s->cluster_ip) {
-                v = one;
-                n = 1;
-        }
-        for (uint32_t i = 0; i < n; i++) {
-                struct dns_rr rr;
-                if (!addr_rr(b, v[i], why, &rr))
-                        continue;
-                int r = node_add(svc, &rr);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static int build_cluster_ip(struct build *b, const struct se_service *s, const char *fqdn,
-                            const char *why)
-{
-        struct dns_node *svc = get_node(b, fqdn, DNS_NODE_SERVICE);
-        const uint8_t *target = wire_name(b, fqdn);
-        if (!svc || !target)
-                return -ENOMEM;
-        int r = add_cluster_ips(b, s, svc, why);
-        if (r < 0)
-                return r;
-        /* the service's own A/AAAA records are the additionals of its SRV
-         * records (emit_additional takes only those two types) */
-        uint32_t n_ips = svc->rrs.n;
-        for (uint32_t p = 0; p < s->n_ports; p++) {
-                const struct se_service_port *sp = &s->ports[p];
-                /* one (address, port) pair per cluster IP, as CoreDNS counts */
-                for (uint32_t i = 0; i < (n_ips ? n_ips : 1); i++)
-                        if ((r = add_srv(b, svc, sp->port, target, &svc->rrs, why)) < 0)
-                                return r;
-                if (!sp->name || !label_ok(sp->name))
-                        continue;
-                char key[KEY_MAX];
-                keyf(key, sizeof(key), "%s.%s.%s", sp->name, proto_label(sp->protocol), fqdn);
-                struct dns_node *pn = get_node(b, key, DNS_NODE_PORT);
-                if (!pn)
-                        return -ENOMEM;
-                for (uint32_t i = 0; i < n_ips; i++)
-                        if ((r = node_add(pn, &svc->rrs.v[i])) < 0)
-                                return r;
-                for (uint32_t i = 0; i < (n_ips ? n_ips : 1); i++)
-                        if ((r = add_srv(b, pn, sp->port, target, &svc->rrs, why)) < 0)
-                                return r;
-        }
-        return 0;
-}
-
 /* A headless Service's own name and named ports (of a slice with an
  * endpoint in the table): nodes whose records the table writes. */
 static int headless_nodes(struct build *b, const struct se_endpoint_slice *es, const char *fqdn)
@@ -397,7 +295,7 @@ static int headless_nodes(struct build *b, const struct se_endpoint_slice *es, c
         n->from_table = true;
         for (uint32_t p = 0; p < es->n_ports; p++) {
                 const struct se_slice_port *sp = &es->ports[p];
-                if (!sp->has_port || !sp->name || !label_ok(sp->name))
+                if (!sp->has_port || !sp->name || !dns_label_ok(sp->name))
                         continue;
                 char key[KEY_MAX];
                 enum se_protocol proto = sp->has_protocol ? sp->protocol : SE_PROTO_TCP;
@@ -513,7 +411,7 @@ static int build_external(struct build *b, const struct se_service *s, const cha
 static int build_service(struct build *b, const struct se_service *s)
 {
         const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
-        if (!label_ok(ns) || !label_ok(name))
+        if (!dns_label_ok(ns) || !dns_label_ok(name))
                 return 0;
         char fqdn[KEY_MAX];
         keyf(fqdn, sizeof(fqdn), "%s.%s.svc.%s", name, ns, b->z->zone);
@@ -521,12 +419,11 @@ static int build_service(struct build *b, const struct se_service *s)
                 return -ENOMEM;
         /* (NULL when too long: no record can name it) */
         b->blk->fqdn_wire = wire_name(b, fqdn);
-        const char *why = why_of(b, "Service", &s->obj);
-        if (!why)
-                return -ENOMEM;
         bool names = se_hashmap_get(&b->ns, ns) != NULL;
-        if (s->type == SE_SVC_EXTERNAL_NAME)
-                return names ? build_external(b, s, fqdn, why) : 0;
+        if (s->type == SE_SVC_EXTERNAL_NAME) {
+                const char *why = names ? why_of(b, "Service", &s->obj) : NULL;
+                return names ? (why ? build_external(b, s, fqdn, why) : -ENOMEM) : 0;
+        }
         const char *first = s->cluster_ips.n ? s->cluster_ips.v[0] : s->cluster_ip;
         bool headless = first && strcmp(first, "None") == 0;
         /* a name too long is taken for no memory, as every record to it
@@ -537,10 +434,8 @@ static int build_service(struct build *b, const struct se_service *s)
         b->blk->ptrs_by_service = !names || (!headless && s->n_ports == 0);
         if (!names || !headless)
                 note_cluster_ips(b, s);
-        int r = names && !headless && s->n_ports ? build_cluster_ip(b, s, fqdn, why) : 0;
-        if (r == 0)
-                r = collect_endpoints(b, s, fqdn, names && headless);
-        return r;
+        b->blk->cluster_ip = names && !headless && s->n_ports;
+        return collect_endpoints(b, s, fqdn, names && headless);
 }
 
 /* ---- indexes used while building ---- */
@@ -608,7 +503,7 @@ static int index_slices(struct build *b, const char *ns)
 
 static int add_namespace(struct build *b, const char *ns)
 {
-        if (!label_ok(ns) || se_hashmap_get(&b->ns, ns))
+        if (!dns_label_ok(ns) || se_hashmap_get(&b->ns, ns))
                 return 0;
         char key[KEY_MAX];
         keyf(key, sizeof(key), "%s.svc.%s", ns, b->z->zone);
@@ -727,9 +622,9 @@ static int build_frame(struct build *b)
         return node_add(n, &rr);
 }
 
-/* Weights of SRV answers: CoreDNS divides 100 among the (address, port)
- * pairs it found before it dropped duplicates, at least 1 each. And every
- * record array cut to its size: the zone is read-only from here. */
+/* Every record array cut to its size: the zone is read-only from here
+ * (SRV records, whose weights depend on the whole set, are all written
+ * when asked: zone_table.c). */
 static void finish(struct dns_node_list *l)
 {
         for (size_t i = 0; i < l->n; i++) {
@@ -741,14 +636,6 @@ static void finish(struct dns_node_list *l)
                                 n->rrs.cap = n->rrs.n;
                         }
                 }
-                if (!n->srv_pairs)
-                        continue;
-                uint32_t w = 100 / n->srv_pairs;
-                if (w == 0)
-                        w = 1;
-                for (uint32_t k = 0; k < n->rrs.n; k++)
-                        if (n->rrs.v[k].type == DNS_T_SRV)
-                                dns_put16(SE_UNCONST(uint8_t, n->rrs.v[k].fixed) + 2, (uint16_t)w);
         }
 }
 
@@ -768,7 +655,7 @@ static int check_zone_name(const char *zone, char *out, struct se_diag *diag)
         char copy[256];
         memcpy(copy, out, n + 1);
         for (char *save = NULL, *l = strtok_r(copy, ".", &save); l; l = strtok_r(NULL, ".", &save))
-                if (!label_ok(l)) {
+                if (!dns_label_ok(l)) {
                         se_diag_set(diag, NULL, 0, 0,
                                     "zone \"%s\": label \"%s\" is not 1-63 of [a-z0-9-]", zone, l);
                         return -EINVAL;
@@ -973,7 +860,7 @@ static int service_block(struct build *b, const struct se_service *s, struct dns
 {
         *out = NULL;
         const char *ns = s->obj.meta.namespace, *name = s->obj.meta.name;
-        if (!label_ok(ns) || !label_ok(name))
+        if (!dns_label_ok(ns) || !dns_label_ok(name))
                 return 0; /* no names and no PTRs */
         char key[KEY_MAX];
         (void)ns_key(key, ns, name);
@@ -1039,9 +926,10 @@ static int cmp_block(const struct dns_block *x, const struct dns_block *y)
 static int cmp_rev(const void *x, const void *y)
 {
         const struct dns_rev *a = x, *c = y;
-        if (a->v6 != c->v6)
-                return a->v6 < c->v6 ? -1 : 1;
-        int d = memcmp(a->addr, c->addr, 16);
+        uint8_t v6;
+        const uint8_t *addr = dns_rev_addr(c, &v6);
+        int d = a->head != c->head ? (a->head < c->head ? -1 : 1) :
+                                     dns_rev_cmp_addr(a, c->head, addr, v6);
         if (d == 0 && a->blk != c->blk)
                 d = cmp_block(a->blk, c->blk);
         if (d == 0 && (a->idx & DNS_REV_CIP) != (c->idx & DNS_REV_CIP))
@@ -1054,9 +942,12 @@ struct rev_fill {
         size_t n[DNS_REV_SHARDS], cap[DNS_REV_SHARDS];
 };
 
-static int rev_push(struct rev_fill *f, const uint8_t addr[16], uint8_t v6, uint32_t idx,
-                    const struct dns_block *blk)
+static int rev_push(struct rev_fill *f, const struct dns_block *blk, uint32_t idx)
 {
+        struct dns_rev e = { .blk = blk, .idx = idx };
+        uint8_t v6;
+        const uint8_t *addr = dns_rev_addr(&e, &v6);
+        e.head = dns_rev_head(addr);
         size_t i = dns_rev_shard_of(addr, v6);
         if (f->n[i] == f->cap[i]) {
                 size_t cap = f->cap[i] ? 2 * f->cap[i] : 16;
@@ -1066,11 +957,7 @@ static int rev_push(struct rev_fill *f, const uint8_t addr[16], uint8_t v6, uint
                 f->v[i] = v;
                 f->cap[i] = cap;
         }
-        struct dns_rev *r = &f->v[i][f->n[i]++];
-        memcpy(r->addr, addr, 16);
-        r->v6 = v6;
-        r->idx = idx;
-        r->blk = blk;
+        f->v[i][f->n[i]++] = e;
         return 0;
 }
 
@@ -1082,12 +969,12 @@ static int rev_add_block(struct rev_fill *f, const struct build *b, const struct
         for (uint32_t i = 0; i < blk->n_cips && r == 0; i++) {
                 const struct dns_cip *c = &blk->cips[i];
                 if (all || b->dirty_shard[dns_rev_shard_of(c->addr, c->v6)])
-                        r = rev_push(f, c->addr, c->v6, DNS_REV_CIP | i, blk);
+                        r = rev_push(f, blk, DNS_REV_CIP | i);
         }
         for (uint32_t i = 0; i < blk->n_eps && r == 0; i++) {
                 const struct dns_ep *e = &blk->eps[i];
                 if (all || b->dirty_shard[dns_rev_shard_of(e->addr, e->v6)])
-                        r = rev_push(f, e->addr, e->v6, i, blk);
+                        r = rev_push(f, blk, i);
         }
         return r;
 }
@@ -1113,7 +1000,7 @@ static int place_reverse(struct build *b)
                 for (size_t k = 0; old && k < old->n && r == 0; k++) {
                         const struct dns_rev *e = &old->v[k];
                         if (se_hashmap_get(&z->block_of, e->blk->key) == e->blk)
-                                r = rev_push(f, e->addr, e->v6, e->idx, e->blk);
+                                r = rev_push(f, e->blk, e->idx);
                 }
         }
         if (all)

@@ -419,6 +419,146 @@ const struct dns_node *dns_table_fill(const struct se_dns_zone *z, const struct 
         return out;
 }
 
+/* ---- a ClusterIP Service's own name and its named ports ---- */
+
+/* The Service's cluster IPs as A/AAAA records, each address once, in
+ * spec.clusterIPs order (spec.clusterIP when that is empty). */
+static int push_cluster_ips(struct rrs *r, struct dns_scratch *s, const struct se_dns_zone *z,
+                            const struct se_service *svc, const char *why)
+{
+        const char *one[1] = { svc->cluster_ip };
+        const char *const *v = svc->cluster_ips.n ? svc->cluster_ips.v : one;
+        uint32_t n = svc->cluster_ips.n ? svc->cluster_ips.n : (svc->cluster_ip ? 1 : 0);
+        for (uint32_t i = 0; i < n; i++) {
+                uint8_t b[16];
+                bool v6 = false;
+                if (inet_pton(AF_INET, v[i], b) != 1) {
+                        if (inet_pton(AF_INET6, v[i], b) != 1)
+                                continue;
+                        v6 = true;
+                }
+                uint8_t len = v6 ? 16 : 4;
+                bool dup = false;
+                for (uint32_t k = 0; k < r->n && !dup; k++)
+                        dup = r->v[k].n_fixed == len && memcmp(r->v[k].fixed, b, len) == 0;
+                struct dns_rr *rr = dup ? NULL : rrs_push(r);
+                if (!rr)
+                        continue;
+                uint8_t *f = dns_scratch_alloc(s, len);
+                if (!f)
+                        return -ENOMEM;
+                memcpy(f, b, len);
+                *rr = (struct dns_rr){ .type = v6 ? DNS_T_AAAA : DNS_T_A,
+                                       .n_fixed = len,
+                                       .ttl = z->ttl,
+                                       .fixed = f,
+                                       .why = why };
+        }
+        return 0;
+}
+
+/* A port the node "<pname>.<proto>.<fqdn>" names (pname empty: the
+ * Service's own name, which every port's SRV is on). */
+static bool cluster_port_is(const struct se_service_port *sp, const char *pname, size_t pl,
+                            const char *proto, size_t prl)
+{
+        if (pl == 0)
+                return true;
+        if (!dns_label_ok(sp->name) || strlen(sp->name) != pl || memcmp(sp->name, pname, pl) != 0)
+                return false;
+        const char *p = proto_label(sp->protocol);
+        return strlen(p) == prl && memcmp(p, proto, prl) == 0;
+}
+
+/* The node of the Service's name (pl 0) or of one of its named ports:
+ * the cluster IPs, then one SRV to the Service's name per port number;
+ * CoreDNS counts one (address, port) pair per cluster IP. */
+static const struct dns_node *cluster_node(const struct se_dns_zone *z, const struct dns_block *blk,
+                                           const char *key, const char *pname, size_t pl,
+                                           const char *proto, size_t prl, struct dns_scratch *s)
+{
+        const struct se_service *svc = (const struct se_service *)blk->svc;
+        uint32_t matched = 0;
+        for (uint32_t p = 0; p < svc->n_ports; p++)
+                matched += cluster_port_is(&svc->ports[p], pname, pl, proto, prl);
+        if (matched == 0)
+                return NULL;
+        const char *why = why_of(s, "Service", blk->svc);
+        bool srvs = wants(s, DNS_T_SRV);
+        struct rrs r;
+        struct seen ports = { 0 };
+        uint32_t n_ips = svc->cluster_ips.n ? svc->cluster_ips.n : 1;
+        if (rrs_init(&r, s, n_ips + (srvs ? matched : 0)) < 0 ||
+            (srvs && seen_init(&ports, s, matched) < 0) || push_cluster_ips(&r, s, z, svc, why) < 0)
+                return NULL;
+        struct dns_node *n = new_node(s, key, pl ? DNS_NODE_PORT : DNS_NODE_SERVICE, &r);
+        if (!n)
+                return NULL;
+        uint32_t addrs = r.n;
+        for (uint32_t p = 0; srvs && p < svc->n_ports; p++) {
+                const struct se_service_port *sp = &svc->ports[p];
+                if (!cluster_port_is(sp, pname, pl, proto, prl))
+                        continue;
+                r.pairs += addrs ? addrs : 1;
+                if (seen_add(&ports, (uint64_t)(uint32_t)sp->port + 1) &&
+                    push_srv(&r, s, z, sp->port, blk->fqdn_wire, &n->rrs, why) < 0)
+                        return NULL;
+        }
+        set_weights(&r);
+        n->rrs.n = r.n;
+        return n;
+}
+
+const struct dns_node *dns_table_cluster(const struct se_dns_zone *z, const struct dns_block *blk,
+                                         const char *key, size_t len, struct dns_scratch *s)
+{
+        size_t fl = strlen(blk->fqdn);
+        if (len == fl)
+                return memcmp(key, blk->fqdn, fl) == 0 ?
+                               cluster_node(z, blk, blk->fqdn, "", 0, "", 0, s) :
+                               NULL;
+        /* "<pname>.<proto>.<fqdn>" */
+        if (len < fl + 4 || key[len - fl - 1] != '.' || memcmp(key + len - fl, blk->fqdn, fl) != 0)
+                return NULL;
+        size_t rest = len - fl - 1;
+        const char *dot = memchr(key, '.', rest);
+        if (!dot || dot == key || memchr(dot + 1, '.', rest - (size_t)(dot + 1 - key)))
+                return NULL;
+        size_t pl = (size_t)(dot - key), prl = rest - pl - 1;
+        /* (an answer needs no key) */
+        const char *k = NULL;
+        if (!s->want && !(k = scratch_strdup(s, key)))
+                return NULL;
+        return prl ? cluster_node(z, blk, k, key, pl, dot + 1, prl, s) : NULL;
+}
+
+int dns_table_cluster_nodes(const struct se_dns_zone *z, const struct dns_block *blk,
+                            struct dns_scratch *s, const struct dns_node **out, size_t *n)
+{
+        const struct se_service *svc = (const struct se_service *)blk->svc;
+        size_t k = 0;
+        if (!(out[k++] = cluster_node(z, blk, blk->fqdn, "", 0, "", 0, s)))
+                return -ENOMEM;
+        for (uint32_t p = 0; p < svc->n_ports; p++) {
+                const struct se_service_port *sp = &svc->ports[p];
+                const char *proto = proto_label(sp->protocol);
+                bool first = dns_label_ok(sp->name);
+                for (uint32_t q = 0; first && q < p; q++) /* one node per name */
+                        first = !cluster_port_is(&svc->ports[q], sp->name, strlen(sp->name), proto,
+                                                 strlen(proto));
+                if (!first)
+                        continue;
+                char key[512]; /* (labels ≤ 63 and a zone ≤ 200 bytes) */
+                snprintf(key, sizeof(key), "%s.%s.%s", sp->name, proto, blk->fqdn);
+                const char *kk = scratch_strdup(s, key);
+                if (!kk || !(out[k++] = cluster_node(z, blk, kk, sp->name, strlen(sp->name), proto,
+                                                     strlen(proto), s)))
+                        return -ENOMEM;
+        }
+        *n = k;
+        return 0;
+}
+
 /* ---- reverse names ---- */
 
 size_t dns_rev_shard_of(const uint8_t addr[16], bool v6)
@@ -429,8 +569,9 @@ size_t dns_rev_shard_of(const uint8_t addr[16], bool v6)
 static const char *reverse_key(struct dns_scratch *s, const struct dns_rev *r)
 {
         char buf[80];
-        const uint8_t *b = r->addr;
-        if (!r->v6) {
+        uint8_t v6;
+        const uint8_t *b = dns_rev_addr(r, &v6);
+        if (!v6) {
                 snprintf(buf, sizeof(buf), "%u.%u.%u.%u.in-addr.arpa", b[3], b[2], b[1], b[0]);
                 return scratch_strdup(s, buf);
         }
