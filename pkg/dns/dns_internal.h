@@ -281,7 +281,7 @@ struct dns_block {
         uint32_t n_eps;
         struct dns_cip *cips;
         uint32_t n_cips;
-        struct dns_slab *slab; /* keys, rdata, names, nodes, tables */
+        struct dns_slab *slab; /* the block itself, keys, rdata, names, nodes, tables */
 };
 
 /* The address an entry stands for; *v6 its family. */

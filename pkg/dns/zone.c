@@ -67,9 +67,7 @@ void dns_block_unref(struct dns_block *blk)
         se_object_unref(blk->svc);
         for (uint32_t i = 0; i < blk->n_slices; i++)
                 se_object_unref(blk->slices[i]);
-        free(blk->slices);
-        dns_slab_unref(blk->slab);
-        free(blk);
+        dns_slab_unref(blk->slab); /* (and blk with it: it is in the slab) */
 }
 
 uint32_t se_dns_zone_serial(const struct se_dns_zone *z)

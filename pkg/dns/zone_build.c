@@ -800,7 +800,9 @@ static int new_block(struct build *b, const char *key, const struct se_service *
                 if (b->slab_reserved && se_arena_reserve(&b->slab->arena, SLAB_BYTES) < 0)
                         return -ENOMEM;
         }
-        struct dns_block *blk = se_calloc(1, sizeof(*blk));
+        /* the block and its slice array live in the slab too: one malloc
+         * header and rounding less each, 10,000 times at 10,000 Services */
+        struct dns_block *blk = se_arena_alloc(&b->slab->arena, sizeof(*blk));
         if (!blk)
                 return -ENOMEM;
         blk->refs = 1;
@@ -810,7 +812,7 @@ static int new_block(struct build *b, const char *key, const struct se_service *
         blk->svc = se_object_ref(SE_UNCONST(struct se_object, &s->obj));
         size_t n = sl ? sl->n : 0;
         int r = 0;
-        if (n && !(blk->slices = se_calloc(n, sizeof(*blk->slices))))
+        if (n && !(blk->slices = se_arena_array(&b->slab->arena, n, sizeof(*blk->slices))))
                 r = -ENOMEM;
         for (size_t i = 0; i < n && r == 0; i++)
                 blk->slices[blk->n_slices++] =
