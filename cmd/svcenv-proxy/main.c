@@ -478,7 +478,7 @@ int main(int argc, char **argv)
                                 goto out;
                         }
         }
-        if (proxyd_serve_start(&d) < 0 ||
+        if ((!d.userspace && proxyd_route_watch(&d) < 0) || proxyd_serve_start(&d) < 0 ||
             (!d.n_files && start_informers(&d, kubeconfig, master) < 0)) {
                 rc = 4;
                 goto out;

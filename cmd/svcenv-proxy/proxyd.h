@@ -45,6 +45,9 @@ struct proxyd {
         struct se_strbuf route_bad; /* the invalid annotations said (route.c) */
         struct se_strbuf route_last[2]; /* the redirect rules applied, per family */
         struct se_strv route_flows; /* the routed UDP flows, sorted (route.c) */
+        /* Services with a routing annotation, kept by a store callback
+         * (under the store's write lock; read under its read lock) */
+        long route_annotated;
         pthread_mutex_t us_mu; /* the userspace loop's wake-ups */
         pthread_cond_t us_cond;
         bool us_dirty, us_reload, us_stop; /* a change; SIGHUP with -f; the end */
@@ -97,6 +100,10 @@ void proxyd_redirect_plumbing(const struct proxyd *d, enum se_ip_family fam, boo
  * userspace proxy (route.c); proxyd_synced is the proxier's synced hook
  * (health-check ports, then routing). */
 void proxyd_route_sync(struct proxyd *d);
+/* Keeps d->route_annotated from here on: counts the store's Services and
+ * subscribes to their changes. Before informers or SIGHUP can change the
+ * store. 0 or -ENOMEM. */
+int proxyd_route_watch(struct proxyd *d);
 void proxyd_synced(void *data);
 /* kube-proxy's platformCleanup: the other backend's rules go (main.c). */
 void proxyd_platform_cleanup(const struct proxyd *d);
