@@ -175,9 +175,9 @@ static int routed_flows(const struct se_proxy_table *view, struct se_strv *ret)
         return r;
 }
 
-/* conntrack -D for one flow line of routed_flows, through the proxier's
- * runner path (se_proxy_ct_argv, se_proxy_run): exit 1 is "none matched". */
-static void forget_flow(const char *line)
+/* conntrack -D for one flow line of routed_flows, through the proxier (its
+ * runner and its deletion count). */
+static void forget_flow(struct proxyd *d, const char *line)
 {
         struct se_proxy_ct_flow fl;
         char ip[48];
@@ -188,13 +188,7 @@ static void forget_flow(const char *line)
         if (strcmp(ip, "-") != 0)
                 snprintf(fl.orig_dst, sizeof(fl.orig_dst), "%s", ip);
         fl.orig_port_dst = port;
-        const char *argv[16];
-        char pbuf[12], err[256];
-        se_proxy_ct_argv(&fl, line[0] == '6' ? SE_IPV6 : SE_IPV4, pbuf, argv);
-        const struct se_proxy_runner *run = se_proxy_runner_system();
-        int r = run->run(run->ctx, argv, NULL, err, sizeof(err));
-        se_log_info(4, "conntrack -D -p udp --orig-dst %s --orig-port-dst %d: %s", ip, port,
-                    r == 0 ? "deleted" : err);
+        (void)se_proxy_proxier_ct_delete(d->proxier, &fl, line[0] == '6' ? SE_IPV6 : SE_IPV4);
 }
 
 /* A UDP port that moved between the kernel rules and the proxy: its
@@ -210,9 +204,9 @@ static void flows_flipped(struct proxyd *d, struct se_strv *now)
         while (i < old->n || k < now->n) {
                 int c = i == old->n ? 1 : k == now->n ? -1 : strcmp(old->v[i], now->v[k]);
                 if (c < 0)
-                        forget_flow(old->v[i++]); /* back on kernel rules */
+                        forget_flow(d, old->v[i++]); /* back on kernel rules */
                 else if (c > 0)
-                        forget_flow(now->v[k++]); /* now through the proxy */
+                        forget_flow(d, now->v[k++]); /* now through the proxy */
                 else
                         i++, k++;
         }

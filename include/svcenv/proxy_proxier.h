@@ -227,6 +227,12 @@ struct se_proxy_hc_port {
  * hook), where they stay valid until the next sync. */
 unsigned se_proxy_proxier_last_tables(const struct se_proxy_proxier *p,
                                       const struct se_proxy_table *out[2]);
+/* conntrack -D for one flow (se_proxy_ct_argv) through p's runner, counted
+ * in svcenv_proxy_conntrack_deletions_total (or, conntrack missing, in
+ * svcenv_proxy_tool_missing_total). 0 deleted; 1 none matched; -ENOENT
+ * not installed; else the runner's error. */
+int se_proxy_proxier_ct_delete(struct se_proxy_proxier *p, const struct se_proxy_ct_flow *fl,
+                               enum se_ip_family fam);
 size_t se_proxy_proxier_hc_ports(struct se_proxy_proxier *p, struct se_proxy_hc_port *out,
                                  size_t max);
 /* The answer of health-check node port `port`: kube-proxy's body appended;

@@ -333,38 +333,43 @@ static void seed_existing(struct se_proxy_proxier *p, unsigned i)
         se_strv_release(&names);
 }
 
+int se_proxy_proxier_ct_delete(struct se_proxy_proxier *p, const struct se_proxy_ct_flow *fl,
+                               enum se_ip_family fam)
+{
+        const char *argv[16];
+        char port[12], err[256];
+        se_proxy_ct_argv(fl, fam, port, argv);
+        /* conntrack exits 1 when nothing matched */
+        int r = p->run.run(p->run.ctx, argv, NULL, err, sizeof(err));
+        if (r == -ENOENT) {
+                /* not installed: say so once (a log line per flow would
+                 * flood), count every flow left stale */
+                pthread_mutex_lock(&p->mu);
+                bool first = p->stats.conntrack_missing++ == 0;
+                pthread_mutex_unlock(&p->mu);
+                if (first)
+                        se_log_error("conntrack is not installed (%s): stale UDP flows to "
+                                     "removed endpoints stay until they time out; "
+                                     "counted in svcenv_proxy_tool_missing_total",
+                                     err);
+                return r;
+        }
+        se_log_info(4, "conntrack -D --orig-dst %s --dst-nat %s port %d: %s", fl->orig_dst,
+                    fl->dst_nat, fl->orig_port_dst, r == 0 ? "deleted" : err);
+        pthread_mutex_lock(&p->mu);
+        p->stats.ct_deletes += r == 0;
+        pthread_mutex_unlock(&p->mu);
+        return r;
+}
+
 static void delete_conntrack(struct se_proxy_proxier *p, unsigned i,
                              const struct se_proxy_table *old, const struct se_proxy_table *cur)
 {
         struct se_proxy_ct_plan plan;
         if (se_proxy_ct_plan(old, cur, &plan) < 0)
                 return;
-        for (size_t k = 0; k < plan.n; k++) {
-                const char *argv[16];
-                char port[12], err[256];
-                se_proxy_ct_argv(&plan.flows[k], p->fams[i], port, argv);
-                /* conntrack exits 1 when nothing matched */
-                int r = p->run.run(p->run.ctx, argv, NULL, err, sizeof(err));
-                if (r == -ENOENT) {
-                        /* not installed: say so once (a log line per flow
-                         * would flood), count every flow left stale */
-                        pthread_mutex_lock(&p->mu);
-                        bool first = p->stats.conntrack_missing++ == 0;
-                        pthread_mutex_unlock(&p->mu);
-                        if (first)
-                                se_log_error("conntrack is not installed (%s): stale UDP flows to "
-                                             "removed endpoints stay until they time out; "
-                                             "counted in svcenv_proxy_tool_missing_total",
-                                             err);
-                        continue;
-                }
-                se_log_info(4, "conntrack -D --orig-dst %s --dst-nat %s port %d: %s",
-                            plan.flows[k].orig_dst, plan.flows[k].dst_nat,
-                            plan.flows[k].orig_port_dst, r == 0 ? "deleted" : err);
-                pthread_mutex_lock(&p->mu);
-                p->stats.ct_deletes += r == 0;
-                pthread_mutex_unlock(&p->mu);
-        }
+        for (size_t k = 0; k < plan.n; k++)
+                (void)se_proxy_proxier_ct_delete(p, &plan.flows[k], p->fams[i]);
         se_proxy_ct_plan_release(&plan);
 }
 

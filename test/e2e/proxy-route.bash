@@ -213,6 +213,8 @@ check "the proxy no longer counts it" \
 # its source port had its flow TPROXY'd (no NAT): that conntrack entry must
 # go at the flip, or its next datagrams bypass the new DNAT until it times out
 udp_from 10.99.0.2,40053 10.96.0.22 53 1 >"$tmp/udp-flip1"
+ct_deleted() { metrics | awk '$1 == "svcenv_proxy_conntrack_deletions_total" { v = $2 } END { print v + 0 }'; }
+ct_before=$(ct_deleted)
 write_cluster ""
 sed -i '/svcenv.io\/retry/s/"true"/"false"/' "$tmp/cluster.yaml"
 kill -HUP "$proxy_pid"
@@ -226,6 +228,8 @@ udp_from 10.99.0.2,40053 10.96.0.22 53 2 1 >"$tmp/udp-flip2"
 check "UDP from the same source port, proxy -> kernel: answered at once by DNAT (2 of 2)" \
         test "$(grep -c '^b[23]$' "$tmp/udp-flip1")" -eq 1 -a \
         "$(grep -c '^b[23]$' "$tmp/udp-flip2")" -eq 2
+check "the flip's conntrack deletions are counted ($ct_before -> $(ct_deleted))" \
+        test "$(ct_deleted)" -gt "$ct_before"
 # and back to the proxy. A refused connection leaves a conntrack entry in
 # CLOSE for 10 s that a new SYN with the same ports takes over, NAT binding
 # included (the kernel reopens only after a FIN or a client RST): wait
