@@ -202,18 +202,25 @@ struct dns_node_list {
 };
 
 /* One address of a ready endpoint: what its name's A/AAAA and SRV
- * records, a headless Service's records and its PTR are written from. */
+ * records, a headless Service's records and its PTR are written from.
+ * 24 bytes: a zone of 150,000 endpoints holds 150,000 of them. */
 struct dns_ep {
-        /* the endpoint's name when it is not the dashed form of addr: its
-         * hostname or pod name (in a slice the block holds) or a copy in
-         * the slab */
-        const char *label;
         uint8_t addr[16];
-        uint8_t v6;
-        uint16_t slice; /* in the block's slices: its ports and why */
         /* where the entries of its name start in the block's by_name
          * (they follow there, in index order) */
         uint32_t name_pos;
+        uint16_t slice; /* in the block's slices: its ports and why */
+        uint8_t v6;
+        /* its name is not the dashed form of addr but a hostname or pod
+         * name, found in the block's labels (few endpoints have one) */
+        bool labelled;
+};
+
+/* The name of a labelled entry: in a slice the block holds, or a copy in
+ * the slab. */
+struct dns_ep_name {
+        uint32_t ep; /* its index in the block's eps */
+        const char *label;
 };
 
 /* A ClusterIP of a block, for its PTR. */
@@ -277,6 +284,8 @@ struct dns_block {
         bool cluster_ip;
         struct dns_node_list nodes; /* sorted by key once built */
         struct dns_ep *eps; /* in slice, endpoint, address order */
+        struct dns_ep_name *labels; /* the labelled entries', by ep */
+        uint32_t n_labels;
         uint32_t *by_name; /* eps' indexes by (name, index) */
         uint32_t n_eps;
         struct dns_cip *cips;
@@ -319,8 +328,11 @@ void dns_block_unref(struct dns_block *blk);
 /* Frees what a list's nodes own (record arrays, build scratch) and the list. */
 void dns_node_list_release(struct dns_node_list *l);
 
-/* The endpoint name of e ("10-1-2-3" or its label) into out (64 bytes). */
-void dns_ep_label(const struct dns_ep *e, char out[64]);
+/* The endpoint name of blk's entry e ("10-1-2-3" or its label) into out
+ * (64 bytes). */
+void dns_ep_label(const struct dns_block *blk, const struct dns_ep *e, char out[64]);
+/* The dashed form of e's address ("10-1-2-3", "fd00--1"). */
+void dns_ep_dashed(const struct dns_ep *e, char out[64]);
 /* The block of "<ns>/<name>" for "[...].<svc>.<ns>.svc.<zone>", or NULL. */
 const struct dns_block *dns_block_for(const struct se_dns_zone *z, const char *key, size_t len);
 

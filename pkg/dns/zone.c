@@ -127,7 +127,7 @@ static void label_range(const struct dns_block *blk, const char *want, uint32_t 
         uint32_t a = 0, b = blk->n_eps;
         while (a < b) { /* the first not below want */
                 uint32_t mid = a + (b - a) / 2;
-                dns_ep_label(&blk->eps[blk->by_name[mid]], label);
+                dns_ep_label(blk, &blk->eps[blk->by_name[mid]], label);
                 if (strcmp(label, want) < 0)
                         a = mid + 1;
                 else
@@ -136,7 +136,7 @@ static void label_range(const struct dns_block *blk, const char *want, uint32_t 
         *lo = *hi = a;
         if (a == blk->n_eps)
                 return;
-        dns_ep_label(&blk->eps[blk->by_name[a]], label);
+        dns_ep_label(blk, &blk->eps[blk->by_name[a]], label);
         if (strcmp(label, want) != 0)
                 return;
         uint32_t pos = blk->eps[blk->by_name[a]].name_pos;
@@ -280,7 +280,7 @@ int dns_zone_nodes(const struct se_dns_zone *z, struct dns_scratch *s, const str
                 }
                 for (uint32_t lo = 0, hi; blk->names && lo < blk->n_eps; lo = hi) {
                         char want[64];
-                        dns_ep_label(&blk->eps[blk->by_name[lo]], want);
+                        dns_ep_label(blk, &blk->eps[blk->by_name[lo]], want);
                         label_range(blk, want, &lo, &hi);
                         if (!(v[k++] = dns_table_endpoint(z, blk, lo, hi, s)))
                                 goto nomem;

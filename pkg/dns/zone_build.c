@@ -47,6 +47,8 @@ struct build {
         /* the block being built: its endpoint table and ClusterIPs */
         struct dns_ep *eps;
         size_t n_eps, cap_eps;
+        struct dns_ep_name *labels; /* of the labelled eps, in order */
+        size_t n_labels, cap_labels;
         struct dns_cip cips[8];
         uint32_t n_cips;
         bool endpoint_pod_names;
@@ -307,7 +309,7 @@ static int headless_nodes(struct build *b, const struct se_endpoint_slice *es, c
         return 0;
 }
 
-static int push_ep(struct build *b, const struct dns_ep *e)
+static int push_ep(struct build *b, const struct dns_ep *e, const char *label)
 {
         if (b->n_eps == b->cap_eps) {
                 size_t cap = b->cap_eps ? 2 * b->cap_eps : 64;
@@ -317,7 +319,18 @@ static int push_ep(struct build *b, const struct dns_ep *e)
                 b->eps = v;
                 b->cap_eps = cap;
         }
-        b->eps[b->n_eps++] = *e;
+        if (label && b->n_labels == b->cap_labels) {
+                size_t cap = b->cap_labels ? 2 * b->cap_labels : 16;
+                struct dns_ep_name *v = se_reallocarray(b->labels, cap, sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                b->labels = v;
+                b->cap_labels = cap;
+        }
+        if (label)
+                b->labels[b->n_labels++] = (struct dns_ep_name){ (uint32_t)b->n_eps, label };
+        b->eps[b->n_eps] = *e;
+        b->eps[b->n_eps++].labelled = label != NULL;
         return 0;
 }
 
@@ -350,14 +363,14 @@ static int collect_endpoints(struct build *b, const struct se_service *s, const 
                                 struct dns_ep e = { .slice = (uint16_t)i };
                                 if (!parse_addr(ep->addresses.v[a], e.addr, &e.v6))
                                         continue;
-                                e.label = kept;
+                                const char *own = kept;
                                 if (!kept) {
-                                        dns_ep_label(&e, dashed);
+                                        dns_ep_dashed(&e, dashed);
                                         if (strcmp(dashed, label) != 0 &&
-                                            !(e.label = se_arena_strdup(b->arena, label)))
+                                            !(own = se_arena_strdup(b->arena, label)))
                                                 return -ENOMEM;
                                 }
-                                if (push_ep(b, &e) < 0)
+                                if (push_ep(b, &e, own) < 0)
                                         return -ENOMEM;
                                 any = true;
                         }
@@ -672,6 +685,7 @@ static void build_release(struct build *b)
         dns_slab_unref(b->slab);
         free(b->made); /* (the blocks are the zone's) */
         free(b->eps);
+        free(b->labels);
         se_hashmap_release(&b->blk_names);
         se_hashmap_release(&b->slices);
         se_hashmap_release(&b->sliced_ns);
@@ -762,8 +776,16 @@ static int seal_table(struct build *b, struct dns_block *blk)
                 return -ENOMEM;
         }
         memcpy(blk->eps, b->eps, n * sizeof(*blk->eps));
+        if (b->n_labels) {
+                if (!(blk->labels = se_arena_array(a, b->n_labels, sizeof(*blk->labels)))) {
+                        free(labels);
+                        return -ENOMEM;
+                }
+                memcpy(blk->labels, b->labels, b->n_labels * sizeof(*blk->labels));
+                blk->n_labels = (uint32_t)b->n_labels;
+        }
         for (uint32_t i = 0; i < n; i++) {
-                dns_ep_label(&blk->eps[i], labels[i]);
+                dns_ep_label(blk, &blk->eps[i], labels[i]);
                 blk->by_name[i] = i;
         }
         qsort_r(blk->by_name, n, sizeof(*blk->by_name), cmp_by_name, labels);
@@ -820,6 +842,7 @@ static int new_block(struct build *b, const char *key, const struct se_service *
         if (r == 0 && !(blk->key = se_arena_strdup(&b->slab->arena, key)))
                 r = -ENOMEM;
         b->n_eps = 0;
+        b->n_labels = 0;
         b->n_cips = 0;
         if (r == 0) {
                 b->arena = &b->slab->arena;

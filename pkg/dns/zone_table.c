@@ -60,12 +60,27 @@ static size_t put_dec(char *out, unsigned v)
         return n;
 }
 
-void dns_ep_label(const struct dns_ep *e, char out[64])
+void dns_ep_label(const struct dns_block *blk, const struct dns_ep *e, char out[64])
 {
-        if (e->label) {
-                snprintf(out, 64, "%s", e->label);
-                return;
+        if (e->labelled) {
+                uint32_t i = (uint32_t)(e - blk->eps), lo = 0, hi = blk->n_labels;
+                while (lo < hi) {
+                        uint32_t mid = lo + (hi - lo) / 2;
+                        if (blk->labels[mid].ep < i)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                if (lo < blk->n_labels && blk->labels[lo].ep == i) {
+                        snprintf(out, 64, "%s", blk->labels[lo].label);
+                        return;
+                }
         }
+        dns_ep_dashed(e, out);
+}
+
+void dns_ep_dashed(const struct dns_ep *e, char out[64])
+{
         size_t o = 0;
         if (!e->v6) { /* (the common case, without inet_ntop) */
                 for (int i = 0; i < 4; i++) {
@@ -108,7 +123,7 @@ static int ep_name(struct dns_scratch *s, const struct dns_block *blk, const str
                    const char **key, const uint8_t **wire)
 {
         char label[64];
-        dns_ep_label(e, label);
+        dns_ep_label(blk, e, label);
         size_t ll = strlen(label), fl = dns_wire_len(blk->fqdn_wire);
         if (ll == 0 || ll > 63 || 1 + ll + fl > SE_DNS_MAX_NAME)
                 return -EINVAL; /* (the build made sure it is not) */
