@@ -493,9 +493,10 @@ struct se_slice_endpoint_fields {
         struct se_strs hint_nodes;
 };
 
-/* The last `more`s set with a cache, to share among one slice's endpoints;
- * start it zeroed, one per slice (its entries point into that slice). */
-#define SE_SLICE_MORE_CACHE 8
+/* The last `more`s without targetRef set with a cache, to share among one
+ * slice's endpoints (a targetRef names one pod: it is never shared); start
+ * it zeroed, one per slice (its entries point into that slice). */
+#define SE_SLICE_MORE_CACHE 16
 struct se_slice_more_cache {
         const struct se_slice_endpoint_more *more[SE_SLICE_MORE_CACHE];
         uint8_t has[SE_SLICE_MORE_CACHE];
@@ -506,8 +507,9 @@ struct se_slice_more_cache {
 void se_slice_endpoint_get_more(const struct se_slice_endpoint *e,
                                 struct se_slice_endpoint_fields *f);
 /* Makes *f e's fields: e->more is NULL when all are absent, else a new
- * `more` allocated in a (the arena of e's slice), or, with a cache, one of
- * the cache's whose fields are all equal (strings compared by content).
+ * `more` allocated in a (the arena of e's slice), or, with a cache and no
+ * targetRef, one of the cache's whose fields are all equal (strings
+ * compared by content).
  * The old `more` is left as it was (other endpoints may share it). The
  * targetRef struct is copied; strings and hint arrays are not: they must
  * live as long as e, in a or elsewhere. 0 or -ENOMEM. */

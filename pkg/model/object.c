@@ -177,24 +177,15 @@ static bool strs_eq(const struct se_strs *a, const struct se_strs *b)
         return true;
 }
 
-static bool ref_eq(const struct se_object_ref *a, const struct se_object_ref *b)
-{
-        return str_eq(a->kind, b->kind) && str_eq(a->namespace, b->namespace) &&
-               str_eq(a->name, b->name) && str_eq(a->uid, b->uid) &&
-               str_eq(a->resource_version, b->resource_version);
-}
-
-/* Whether the `more` of an endpoint with bits `has` holds exactly *f. */
+/* Whether the `more` of an endpoint with bits `has` (no targetRef) holds
+ * exactly *f. */
 static bool more_holds(const struct se_slice_endpoint_more *m, uint8_t has,
                        const struct se_slice_endpoint_fields *f)
 {
         struct se_slice_endpoint probe = { .more = m, .more_has = has };
-        struct se_slice_endpoint_fields g;
-        se_slice_endpoint_get_more(&probe, &g);
-        return str_eq(g.node_name, f->node_name) && str_eq(g.zone, f->zone) &&
-               strs_eq(&g.hint_zones, &f->hint_zones) && strs_eq(&g.hint_nodes, &f->hint_nodes) &&
-               (g.target_ref && f->target_ref ? ref_eq(g.target_ref, f->target_ref) :
-                                                g.target_ref == f->target_ref);
+        return str_eq(m->node_name, f->node_name) && str_eq(m->zone, f->zone) &&
+               strs_eq(se_slice_endpoint_hint_zones(&probe), &f->hint_zones) &&
+               strs_eq(se_slice_endpoint_hint_nodes(&probe), &f->hint_nodes);
 }
 
 int se_slice_endpoint_set_more(struct se_slice_endpoint *e, struct se_arena *a,
@@ -208,6 +199,8 @@ int se_slice_endpoint_set_more(struct se_slice_endpoint *e, struct se_arena *a,
                 e->more_has = 0;
                 return 0;
         }
+        if (has & SE_SLICE_EP_TARGET_REF)
+                cache = NULL; /* one pod's: no other endpoint has it */
         for (uint32_t i = 0; cache && i < SE_SLICE_MORE_CACHE; i++)
                 if (cache->more[i] && cache->has[i] == has && more_holds(cache->more[i], has, f)) {
                         e->more = cache->more[i];
