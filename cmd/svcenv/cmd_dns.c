@@ -113,14 +113,11 @@ static void explain_service(const struct explain_ctx *x, const char *name, const
                                         continue;
                                 se_strbuf_printf(sb, ", EndpointSlice %s/%s", ns,
                                                  slices[i]->meta.name);
-                                if (ep->target_ref && ep->target_ref->name)
+                                const struct se_object_ref *ref = se_slice_endpoint_target_ref(ep);
+                                if (ref && ref->name)
                                         se_strbuf_printf(
-                                                sb, ", %s %s/%s",
-                                                ep->target_ref->kind ? ep->target_ref->kind : "Pod",
-                                                ep->target_ref->namespace ?
-                                                        ep->target_ref->namespace :
-                                                        ns,
-                                                ep->target_ref->name);
+                                                sb, ", %s %s/%s", ref->kind ? ref->kind : "Pod",
+                                                ref->namespace ? ref->namespace : ns, ref->name);
                                 if (ep->hostname)
                                         se_strbuf_printf(sb, " (hostname %s)", ep->hostname);
                                 free(slices);

@@ -95,8 +95,8 @@ enum {
          * ownerReferences; generation checked, not kept) but without the
          * uid (unread, unchecked), addressType, the
          * ports, and of each endpoint its addresses, hostname and
-         * conditions. targetRef, nodeName, zone and hints are NULL and not
-         * checked. Such a slice is for the DNS
+         * conditions: their `more` is NULL (no targetRef, nodeName, zone
+         * or hints; not checked). Such a slice is for the DNS
          * zone only, never for encoding or the controllers. */
         SE_DECODE_DNS_SLICES = 1u << 5,
         /* Services for a DNS server's cache: the metadata as for

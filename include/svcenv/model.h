@@ -19,6 +19,7 @@
 #define SVCENV_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <svcenv/arena.h>
@@ -400,39 +401,131 @@ struct se_slice_endpoint_hints {
         struct se_strs nodes;
 };
 
-/* 64 bytes: a store of 150,000 endpoints keeps 150,000 of them. */
+/* What few endpoints carry beyond addresses and conditions: read-only once
+ * made, and shared by the endpoints of a slice whose fields are equal. */
+struct se_slice_endpoint_more {
+        const char *node_name;
+        const char *zone;
+        /* Followed by, as the endpoint's more_has bits say (so that a
+         * proxy's nodeName/zone costs 16 bytes, not 64): its hints (struct
+         * se_slice_endpoint_hints), then its targetRef (struct
+         * se_object_ref). Read them with the accessors below. */
+};
+
+/* A `more` with a targetRef and no hints, for an endpoint built in place
+ * (more_has SE_SLICE_EP_TARGET_REF, more &x.more). */
+struct se_slice_endpoint_more_ref {
+        struct se_slice_endpoint_more more;
+        struct se_object_ref target_ref;
+};
+_Static_assert(offsetof(struct se_slice_endpoint_more_ref, target_ref) ==
+                       sizeof(struct se_slice_endpoint_more),
+               "a targetRef right after its more");
+
+/* se_slice_endpoint.more_has bits: what follows *more. */
+enum { SE_SLICE_EP_HINTS = 1, SE_SLICE_EP_TARGET_REF = 2 };
+
+/* 40 bytes: a store of 150,000 endpoints keeps 150,000 of them, and cluster
+ * DNS reads only addresses, hostname and conditions. Read nodeName, zone,
+ * targetRef and hints with the accessors below; set them with
+ * se_slice_endpoint_set_more / _set_hints, never by writing `more`. */
 struct se_slice_endpoint {
         struct se_strs addresses;
         const char *hostname;
-        struct se_object_ref *target_ref;
-        const char *node_name;
-        const char *zone;
-        /* NULL when the endpoint has no hint (most have none): read them with
-         * se_slice_endpoint_hint_zones/_nodes, set them with
-         * se_slice_endpoint_set_hints */
-        const struct se_slice_endpoint_hints *hints;
+        const struct se_slice_endpoint_more *more; /* NULL: none of them */
         enum se_opt_bool ready;
         enum se_opt_bool serving;
         enum se_opt_bool terminating;
+        uint8_t more_has; /* SE_SLICE_EP_* */
 };
+#if defined(__LP64__)
+_Static_assert(sizeof(struct se_slice_endpoint) == 40, "a slice endpoint is 40 bytes");
+#endif
 
+static inline const char *se_slice_endpoint_node(const struct se_slice_endpoint *e)
+{
+        return e->more ? e->more->node_name : NULL;
+}
+static inline const char *se_slice_endpoint_zone(const struct se_slice_endpoint *e)
+{
+        return e->more ? e->more->zone : NULL;
+}
+/* e's hints (NULL when it has none). */
+static inline const struct se_slice_endpoint_hints *
+se_slice_endpoint_hints(const struct se_slice_endpoint *e)
+{
+        if (!(e->more_has & SE_SLICE_EP_HINTS))
+                return NULL;
+        return (const struct se_slice_endpoint_hints *)(const void *)(e->more + 1);
+}
+/* e's targetRef (NULL when absent). */
+static inline const struct se_object_ref *
+se_slice_endpoint_target_ref(const struct se_slice_endpoint *e)
+{
+        if (!(e->more_has & SE_SLICE_EP_TARGET_REF))
+                return NULL;
+        const char *p = (const char *)(e->more + 1);
+        if (e->more_has & SE_SLICE_EP_HINTS)
+                p += sizeof(struct se_slice_endpoint_hints);
+        return (const struct se_object_ref *)(const void *)p;
+}
 /* e's hints.forZones / forNodes names (an empty list when it has none). */
 static inline const struct se_strs *se_slice_endpoint_hint_zones(const struct se_slice_endpoint *e)
 {
         static const struct se_strs none;
-        return e->hints ? &e->hints->zones : &none;
+        const struct se_slice_endpoint_hints *h = se_slice_endpoint_hints(e);
+        return h ? &h->zones : &none;
 }
 static inline const struct se_strs *se_slice_endpoint_hint_nodes(const struct se_slice_endpoint *e)
 {
         static const struct se_strs none;
-        return e->hints ? &e->hints->nodes : &none;
+        const struct se_slice_endpoint_hints *h = se_slice_endpoint_hints(e);
+        return h ? &h->nodes : &none;
 }
-/* Makes zones and nodes (not copied: their arrays and strings must live as
- * long as e, in a or elsewhere) e's hints; both empty, e->hints is NULL.
- * The hints struct is allocated in a (the arena of e's slice). 0 or
- * -ENOMEM. */
+
+/* The fields behind an endpoint's `more`, as one value to read or set.
+ * Absent strings and targetRef are NULL, absent hints empty lists. */
+struct se_slice_endpoint_fields {
+        const char *node_name;
+        const char *zone;
+        const struct se_object_ref *target_ref;
+        struct se_strs hint_zones;
+        struct se_strs hint_nodes;
+};
+
+/* The last `more`s without targetRef set with a cache, to share among one
+ * slice's endpoints (a targetRef names one pod: it is never shared); start
+ * it zeroed, one per slice (its entries point into that slice). */
+#define SE_SLICE_MORE_CACHE 16
+struct se_slice_more_cache {
+        const struct se_slice_endpoint_more *more[SE_SLICE_MORE_CACHE];
+        uint8_t has[SE_SLICE_MORE_CACHE];
+        uint32_t next;
+};
+
+/* e's fields into *f (pointers into e's `more`). */
+void se_slice_endpoint_get_more(const struct se_slice_endpoint *e,
+                                struct se_slice_endpoint_fields *f);
+/* Makes *f e's fields: e->more is NULL when all are absent, else a new
+ * `more` allocated in a (the arena of e's slice), or, with a cache and no
+ * targetRef, one of the cache's whose fields are all equal (strings
+ * compared by content).
+ * The old `more` is left as it was (other endpoints may share it). The
+ * targetRef struct is copied; strings and hint arrays are not: they must
+ * live as long as e, in a or elsewhere. 0 or -ENOMEM. */
+int se_slice_endpoint_set_more(struct se_slice_endpoint *e, struct se_arena *a,
+                               const struct se_slice_endpoint_fields *f,
+                               struct se_slice_more_cache *cache);
+/* Replaces e's hints by zones and nodes (not copied), keeping its other
+ * fields, as se_slice_endpoint_set_more does. 0 or -ENOMEM. */
 int se_slice_endpoint_set_hints(struct se_slice_endpoint *e, struct se_arena *a,
                                 struct se_strs zones, struct se_strs nodes);
+/* The same for one field: nodeName, zone (strings not copied), targetRef
+ * (NULL: absent; the struct is copied, its strings not). */
+int se_slice_endpoint_set_node(struct se_slice_endpoint *e, struct se_arena *a, const char *node);
+int se_slice_endpoint_set_zone(struct se_slice_endpoint *e, struct se_arena *a, const char *zone);
+int se_slice_endpoint_set_target_ref(struct se_slice_endpoint *e, struct se_arena *a,
+                                     const struct se_object_ref *ref);
 
 struct se_slice_port {
         const char *name; /* NULL: unnamed (nil in the API) */

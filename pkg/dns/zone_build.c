@@ -223,9 +223,10 @@ static const char *endpoint_own_name(const struct build *b, const struct se_slic
 {
         if (dns_label_ok(e->hostname))
                 return e->hostname;
-        if (b->endpoint_pod_names && e->target_ref && dns_label_ok(e->target_ref->name) &&
-            (!e->target_ref->kind || strcmp(e->target_ref->kind, "Pod") == 0))
-                return e->target_ref->name;
+        const struct se_object_ref *ref = se_slice_endpoint_target_ref(e);
+        if (b->endpoint_pod_names && ref && dns_label_ok(ref->name) &&
+            (!ref->kind || strcmp(ref->kind, "Pod") == 0))
+                return ref->name;
         return NULL;
 }
 

@@ -21,7 +21,7 @@
 
 struct dep {
         struct se_slice_endpoint ep;
-        struct se_object_ref ref;
+        struct se_slice_endpoint_more_ref more; /* ep's */
         char ips[MAX_ADDRS][IP_TEXT_MAX];
         const char *ipv[MAX_ADDRS];
         struct se_slice_endpoint_digest dg;
@@ -216,8 +216,8 @@ static int cmp_dep(const void *pa, const void *pb)
         int c = strcmp(a->ips[0], b->ips[0]);
         if (c)
                 return c;
-        c = endpoints_nstrcmp(a->ref.uid, b->ref.uid);
-        return c ? c : endpoints_nstrcmp(a->ref.name, b->ref.name);
+        c = endpoints_nstrcmp(a->more.target_ref.uid, b->more.target_ref.uid);
+        return c ? c : endpoints_nstrcmp(a->more.target_ref.name, b->more.target_ref.name);
 }
 
 static struct group *group_for(struct ctx *c, const int32_t *nums)
@@ -328,20 +328,22 @@ static int collect_desired(struct ctx *c, int family, bool first_type)
                 bool serving = se_pod_is_ready(pod);
                 bool terminating = pod->obj.meta.deletion_timestamp != NULL;
                 bool ready = svc->publish_not_ready_addresses || (serving && !terminating);
-                d->ref = (struct se_object_ref){ "Pod", pod->obj.meta.namespace, pod->obj.meta.name,
-                                                 pod->obj.meta.uid ? pod->obj.meta.uid : "", NULL };
+                const char *zone = node ? se_kvlist_get(&node->obj.meta.labels, ZONE_LABEL) : NULL;
+                d->more = (struct se_slice_endpoint_more_ref){
+                        .more = { pod->node_name && *pod->node_name ? pod->node_name : NULL,
+                                  zone && *zone ? zone : NULL },
+                        .target_ref = { "Pod", pod->obj.meta.namespace, pod->obj.meta.name,
+                                        pod->obj.meta.uid ? pod->obj.meta.uid : "", NULL },
+                };
                 d->ep = (struct se_slice_endpoint){
                         .addresses = { d->ipv, n },
                         .ready = ready ? SE_TRUE : SE_FALSE,
                         .serving = serving ? SE_TRUE : SE_FALSE,
                         .terminating = terminating ? SE_TRUE : SE_FALSE,
                         .hostname = endpoints_pod_hostname_for(pod, svc),
-                        .target_ref = &d->ref,
-                        .node_name = pod->node_name && *pod->node_name ? pod->node_name : NULL,
+                        .more = &d->more.more,
+                        .more_has = SE_SLICE_EP_TARGET_REF,
                 };
-                const char *zone = node ? se_kvlist_get(&node->obj.meta.labels, ZONE_LABEL) : NULL;
-                if (zone && *zone)
-                        d->ep.zone = zone;
                 se_slice_endpoint_digest(&d->ep, &d->dg);
                 id_key(d->dg.identity, d->key);
                 c->n_deps++;
@@ -564,42 +566,45 @@ static bool hints_need_update(enum hints mode, const struct work *w)
                 }
                 if (e->ready != SE_TRUE)
                         continue;
-                if (e->zone ? !one_hint(&zones, e->zone) : zones.n > 0)
+                const char *zone = se_slice_endpoint_zone(e), *node = se_slice_endpoint_node(e);
+                if (zone ? !one_hint(&zones, zone) : zones.n > 0)
                         return true;
-                if (e->node_name && mode == HINTS_ZONE_NODE ? !one_hint(&nodes, e->node_name) :
-                                                              nodes.n > 0)
+                if (node && mode == HINTS_ZONE_NODE ? !one_hint(&nodes, node) : nodes.n > 0)
                         return true;
         }
         return false;
 }
 
-/* upstream heuristic update, on an endpoint being written */
-static int hints_update(struct se_arena *a, enum hints mode, struct se_slice_endpoint *e)
+/* upstream heuristic update, on the fields of an endpoint being written */
+static int hints_update(struct se_arena *a, enum hints mode, enum se_opt_bool ready,
+                        struct se_slice_endpoint_fields *f)
 {
         if (mode == HINTS_AUTO)
                 return 0;
         if (mode == HINTS_NONE) {
-                e->hints = NULL;
+                f->hint_zones = f->hint_nodes = (struct se_strs){ NULL, 0 };
                 return 0;
         }
-        if (e->ready != SE_TRUE)
+        if (ready != SE_TRUE)
                 return 0; /* not-ready endpoints keep what they have */
         struct se_strs zones = { NULL, 0 }, nodes = { NULL, 0 };
-        if (e->zone) {
+        if (f->zone) {
                 zones.v = se_arena_array(a, 1, sizeof(char *));
                 if (!zones.v)
                         return -ENOMEM;
-                zones.v[0] = e->zone;
+                zones.v[0] = f->zone;
                 zones.n = 1;
         }
-        if (e->node_name && mode == HINTS_ZONE_NODE) {
+        if (f->node_name && mode == HINTS_ZONE_NODE) {
                 nodes.v = se_arena_array(a, 1, sizeof(char *));
                 if (!nodes.v)
                         return -ENOMEM;
-                nodes.v[0] = e->node_name;
+                nodes.v[0] = f->node_name;
                 nodes.n = 1;
         }
-        return se_slice_endpoint_set_hints(e, a, zones, nodes);
+        f->hint_zones = zones;
+        f->hint_nodes = nodes;
+        return 0;
 }
 
 static int copy_strs(struct se_arena *a, struct se_strs *dst, const struct se_strs *src)
@@ -617,16 +622,6 @@ static int copy_strs(struct se_arena *a, struct se_strs *dst, const struct se_st
         return 0;
 }
 
-/* Copies of zones and nodes as e's hints. 0 or -ENOMEM. */
-static int copy_hints(struct se_arena *a, struct se_slice_endpoint *e, const struct se_strs *zones,
-                      const struct se_strs *nodes)
-{
-        struct se_strs z, n;
-        if (copy_strs(a, &z, zones) < 0 || copy_strs(a, &n, nodes) < 0)
-                return -ENOMEM;
-        return se_slice_endpoint_set_hints(e, a, z, n);
-}
-
 static int cmp_slice_name(const void *a, const void *b)
 {
         return endpoints_nstrcmp((*(const struct se_endpoint_slice *const *)a)->obj.meta.name,
@@ -635,8 +630,11 @@ static int cmp_slice_name(const void *a, const void *b)
 
 /* ---- objects ---- */
 
+/* Copies src's addresses, hostname and conditions into dst, and its other
+ * fields into *f (ref: storage for the targetRef), all in a. */
 static int copy_endpoint(struct se_arena *a, struct se_slice_endpoint *dst,
-                         const struct se_slice_endpoint *src)
+                         const struct se_slice_endpoint *src, struct se_slice_endpoint_fields *f,
+                         struct se_object_ref *ref)
 {
         bool ok = true;
         *dst = (struct se_slice_endpoint){ .ready = src->ready,
@@ -652,14 +650,24 @@ static int copy_endpoint(struct se_arena *a, struct se_slice_endpoint *dst,
                 dst->addresses.n = src->addresses.n;
         }
         dst->hostname = se_arena_strdup(a, src->hostname);
-        dst->node_name = se_arena_strdup(a, src->node_name);
-        dst->zone = se_arena_strdup(a, src->zone);
-        dst->target_ref = endpoints_objref_copy(a, src->target_ref, &ok);
-        if (!ok || (src->hostname && !dst->hostname) || (src->node_name && !dst->node_name) ||
-            (src->zone && !dst->zone))
+        struct se_slice_endpoint_fields g;
+        se_slice_endpoint_get_more(src, &g);
+        *f = (struct se_slice_endpoint_fields){ .node_name = se_arena_strdup(a, g.node_name),
+                                                .zone = se_arena_strdup(a, g.zone) };
+        if (g.target_ref) {
+                struct se_object_ref *c = endpoints_objref_copy(a, g.target_ref, &ok);
+                if (c) {
+                        *ref = *c;
+                        f->target_ref = ref;
+                }
+        }
+        if (!ok || (src->hostname && !dst->hostname) || (g.node_name && !f->node_name) ||
+            (g.zone && !f->zone))
                 return -ENOMEM;
-        return copy_hints(a, dst, se_slice_endpoint_hint_zones(src),
-                          se_slice_endpoint_hint_nodes(src));
+        if (copy_strs(a, &f->hint_zones, &g.hint_zones) < 0 ||
+            copy_strs(a, &f->hint_nodes, &g.hint_nodes) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 static int copy_ports(struct se_arena *a, struct se_endpoint_slice *s,
@@ -785,16 +793,23 @@ static int materialize(struct ctx *c, const struct work *w, const char *family,
                 s->endpoints = se_arena_array(a, n, sizeof(*s->endpoints));
                 if (!s->endpoints)
                         r = -ENOMEM;
+                struct se_slice_more_cache mores = { 0 };
                 for (uint32_t i = 0; r == 0 && i < n; i++) {
                         struct se_slice_endpoint *e = &s->endpoints[i];
-                        r = copy_endpoint(a, e, w->eps[i]);
+                        struct se_slice_endpoint_fields f;
+                        struct se_object_ref ref;
+                        r = copy_endpoint(a, e, w->eps[i], &f, &ref);
                         if (r == 0 && i < w->n_kept) {
                                 struct se_strs zones, nodes;
                                 endpoints_slice_ep_hints(w->src, i, &zones, &nodes);
-                                r = copy_hints(a, e, &zones, &nodes);
+                                if (copy_strs(a, &f.hint_zones, &zones) < 0 ||
+                                    copy_strs(a, &f.hint_nodes, &nodes) < 0)
+                                        r = -ENOMEM;
                         }
                         if (r == 0)
-                                r = hints_update(a, c->hints, e);
+                                r = hints_update(a, c->hints, e->ready, &f);
+                        if (r == 0)
+                                r = se_slice_endpoint_set_more(e, a, &f, &mores);
                 }
                 s->n_endpoints = n;
         }

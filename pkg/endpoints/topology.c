@@ -497,6 +497,20 @@ static int push_update(struct topo_slices *si, struct se_endpoint_slice *s)
         return 0;
 }
 
+/* Removes the hints of s's endpoints. 0 or -ENOMEM. */
+static int drop_hints(struct se_endpoint_slice *s)
+{
+        static const struct se_strs none;
+        for (uint32_t k = 0; k < s->n_endpoints; k++) {
+                struct se_slice_endpoint *e = &s->endpoints[k];
+                int r;
+                if (se_slice_endpoint_hints(e) &&
+                    (r = se_slice_endpoint_set_hints(e, &s->obj.arena, none, none)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* upstream RemoveHintsFromSlices: no hints on create and update; unchanged
  * slices with hints are copied to update without them. 0 or -ENOMEM. */
 static int topo_remove_from_slices(struct topo_slices *si)
@@ -504,9 +518,11 @@ static int topo_remove_from_slices(struct topo_slices *si)
         for (int pass = 0; pass < 2; pass++) {
                 struct se_endpoint_slice **v = pass ? si->update : si->create;
                 uint32_t n = pass ? si->n_update : si->n_create;
-                for (uint32_t i = 0; i < n; i++)
-                        for (uint32_t k = 0; k < v[i]->n_endpoints; k++)
-                                v[i]->endpoints[k].hints = NULL;
+                for (uint32_t i = 0; i < n; i++) {
+                        int r = drop_hints(v[i]);
+                        if (r < 0)
+                                return r;
+                }
         }
         uint32_t j = 0;
         for (uint32_t i = 0; i < si->n_unchanged; i++) {
@@ -525,9 +541,7 @@ static int topo_remove_from_slices(struct topo_slices *si)
                 int r = si->copy(si->copy_data, s, &c);
                 if (r < 0)
                         return r;
-                for (uint32_t k = 0; k < c->n_endpoints; k++)
-                        c->endpoints[k].hints = NULL;
-                if ((r = push_update(si, c)) < 0)
+                if ((r = drop_hints(c)) < 0 || (r = push_update(si, c)) < 0)
                         return r;
         }
         si->n_unchanged = j;
@@ -664,9 +678,10 @@ int endpoints_topo_redistribute(struct topo_slices *si, struct ztab *zt)
                                 }
                                 if (!giving || !receiving)
                                         return 0;
-                                if (!e->zone || !*e->zone)
+                                const char *zone = se_slice_endpoint_zone(e);
+                                if (!zone || !*zone)
                                         continue;
-                                struct zrow *g = zt_find(zt, e->zone);
+                                struct zrow *g = zt_find(zt, zone);
                                 if (!g || g->give <= 0)
                                         continue;
                                 for (size_t z = 0; z < zt->n; z++) {
@@ -772,7 +787,8 @@ int endpoints_topo_add_hints(struct se_topology_cache *t, struct topo_slices *si
                                 struct se_slice_endpoint *e = &v[i]->endpoints[k];
                                 if (!ready(e))
                                         continue; /* upstream leaves their hints as they are */
-                                if (!e->zone || !*e->zone) {
+                                const char *zone = se_slice_endpoint_zone(e);
+                                if (!zone || !*zone) {
                                         r = endpoints_topo_event(si->events, si->n_events, true,
                                                                  TOPO_REASON_DISABLED,
                                                                  "%s, addressType: %s",
@@ -781,8 +797,8 @@ int endpoints_topo_add_hints(struct se_topology_cache *t, struct topo_slices *si
                                                 r = disable_locked(t, si);
                                         goto out;
                                 }
-                                struct zrow *row = endpoints_topo_zone_get(&zt, e->zone);
-                                if (!row || (r = set_zone_hint(v[i], e, e->zone)) < 0) {
+                                struct zrow *row = endpoints_topo_zone_get(&zt, zone);
+                                if (!row || (r = set_zone_hint(v[i], e, zone)) < 0) {
                                         r = -ENOMEM;
                                         goto out;
                                 }

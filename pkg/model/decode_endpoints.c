@@ -4,16 +4,15 @@
 
 #include "decode_internal.h"
 
-static int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
-                             struct se_object_ref **ret)
+/* The object at key into *o; *present false (and *o untouched) if absent. */
+static int decode_object_ref_into(struct dctx *d, const json_t *obj, const char *key,
+                                  struct se_object_ref *o, bool *present)
 {
         const json_t *ref;
         int r = model_get_object(d, obj, key, &ref);
+        *present = false;
         if (r < 0 || !ref)
                 return r;
-        struct se_object_ref *o = se_arena_alloc(d->arena, sizeof(*o));
-        if (!o)
-                return -ENOMEM;
         size_t old = model_dctx_push_key(d, key);
         if ((r = model_get_string(d, ref, "kind", &o->kind)) < 0 ||
             (r = model_get_string(d, ref, "namespace", &o->namespace)) < 0 ||
@@ -22,7 +21,23 @@ static int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
             (r = model_get_string(d, ref, "resourceVersion", &o->resource_version)) < 0)
                 return r;
         model_dctx_pop(d, old);
-        *ret = o;
+        *present = true;
+        return 0;
+}
+
+static int decode_object_ref(struct dctx *d, const json_t *obj, const char *key,
+                             struct se_object_ref **ret)
+{
+        struct se_object_ref o = { 0 };
+        bool present;
+        int r = decode_object_ref_into(d, obj, key, &o, &present);
+        if (r < 0 || !present)
+                return r;
+        struct se_object_ref *p = se_arena_alloc(d->arena, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *p = o;
+        *ret = p;
         return 0;
 }
 
@@ -109,20 +124,31 @@ static int decode_hint(struct dctx *d, const json_t *e, void *out, const void *c
         return *name ? 0 : model_dctx_fail(d, "name", "Required value");
 }
 
+/* What decode_slice_endpoint is given: the slice's addressType, and the
+ * `more`s its endpoints made so far, to share. */
+struct slice_ctx {
+        const char *address_type;
+        struct se_slice_more_cache *mores;
+};
+
 static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, const void *ctx)
 {
         struct se_slice_endpoint *se = out;
-        const char *addr_type = ctx;
+        const struct slice_ctx *sc = ctx;
         const json_t *cond, *hints = NULL;
         bool dns = d->flags & SE_DECODE_DNS_SLICES; /* what cluster DNS reads, no more */
         bool proxy = d->flags & SE_DECODE_PROXY_SLICES; /* what a service proxy reads */
+        struct se_slice_endpoint_fields f = { 0 };
+        struct se_object_ref ref = { 0 };
+        bool has_ref = false;
         int r;
         /* nodeName and zone recur across slices: pooled with SE_DECODE_INTERN */
         if ((r = model_get_strarray(d, e, "addresses", &se->addresses)) < 0 ||
             (!proxy && (r = model_get_string(d, e, "hostname", &se->hostname)) < 0) ||
-            (!dns && !proxy && (r = decode_object_ref(d, e, "targetRef", &se->target_ref)) < 0) ||
-            (!dns && (r = model_get_shared_string(d, e, "nodeName", &se->node_name)) < 0) ||
-            (!dns && (r = model_get_shared_string(d, e, "zone", &se->zone)) < 0) ||
+            (!dns && !proxy &&
+             (r = decode_object_ref_into(d, e, "targetRef", &ref, &has_ref)) < 0) ||
+            (!dns && (r = model_get_shared_string(d, e, "nodeName", &f.node_name)) < 0) ||
+            (!dns && (r = model_get_shared_string(d, e, "zone", &f.zone)) < 0) ||
             (r = model_get_object(d, e, "conditions", &cond)) < 0 ||
             (!dns && (r = model_get_object(d, e, "hints", &hints)) < 0))
                 return r;
@@ -131,7 +157,7 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
                                        se->addresses.n ?
                                                "Too many: must have at most 100 items" :
                                                "Required value: must contain at least 1 address");
-        if (strcmp(addr_type, "FQDN") != 0) {
+        if (strcmp(sc->address_type, "FQDN") != 0) {
                 size_t old = model_dctx_push_key(d, "addresses");
                 for (uint32_t i = 0; i < se->addresses.n; i++) {
                         size_t o2 = model_dctx_push_index(d, i);
@@ -151,14 +177,15 @@ static int decode_slice_endpoint(struct dctx *d, const json_t *e, void *out, con
         }
         if (hints) {
                 size_t old = model_dctx_push_key(d, "hints");
-                struct se_strs zones = { NULL, 0 }, nodes = { NULL, 0 };
-                if ((r = GET_LIST(d, hints, "forZones", decode_hint, NULL, zones.v, zones.n)) < 0 ||
-                    (r = GET_LIST(d, hints, "forNodes", decode_hint, NULL, nodes.v, nodes.n)) < 0 ||
-                    (r = se_slice_endpoint_set_hints(se, d->arena, zones, nodes)) < 0)
+                if ((r = GET_LIST(d, hints, "forZones", decode_hint, NULL, f.hint_zones.v,
+                                  f.hint_zones.n)) < 0 ||
+                    (r = GET_LIST(d, hints, "forNodes", decode_hint, NULL, f.hint_nodes.v,
+                                  f.hint_nodes.n)) < 0)
                         return r;
                 model_dctx_pop(d, old);
         }
-        return 0;
+        f.target_ref = has_ref ? &ref : NULL;
+        return se_slice_endpoint_set_more(se, d->arena, &f, sc->mores);
 }
 
 static int decode_slice_port(struct dctx *d, const json_t *e, void *out, const void *ctx)
@@ -198,15 +225,17 @@ static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_e
         uint32_t n = 0;
         /* the string cache points into the arena in use: none crosses over */
         const char *seen[SE_ARRAY_SIZE(d->seen)];
+        struct se_slice_more_cache mores = { 0 };
+        const struct slice_ctx sc = { es->address_type, &mores };
         memcpy(seen, d->seen, sizeof(seen));
         memset(d->seen, 0, sizeof(d->seen));
         d->arena = &scratch;
-        int r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, es->address_type, eps, n);
+        int r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, &sc, eps, n);
         d->arena = kept;
         memcpy(d->seen, seen, sizeof(seen));
         uint32_t n_hints = 0;
         for (uint32_t i = 0; r == 0 && i < n; i++)
-                n_hints += eps[i].hints != NULL;
+                n_hints += se_slice_endpoint_hints(&eps[i]) != NULL;
         struct se_slice_endpoint_digest *dg = NULL;
         struct se_slice_endpoint_hints *h = NULL;
         if (r == 0 && n && !(dg = model_dctx_array(d, n, sizeof(*dg))))
@@ -216,10 +245,11 @@ static int decode_slim_endpoints(struct dctx *d, const json_t *json, struct se_e
         n_hints = 0;
         for (uint32_t i = 0; r == 0 && i < n; i++) {
                 se_slice_endpoint_digest(&eps[i], &dg[i]);
-                if (!eps[i].hints)
+                const struct se_slice_endpoint_hints *eh = se_slice_endpoint_hints(&eps[i]);
+                if (!eh)
                         continue;
-                if ((r = copy_hint_strs(d, &h[n_hints].zones, &eps[i].hints->zones)) < 0 ||
-                    (r = copy_hint_strs(d, &h[n_hints].nodes, &eps[i].hints->nodes)) < 0)
+                if ((r = copy_hint_strs(d, &h[n_hints].zones, &eh->zones)) < 0 ||
+                    (r = copy_hint_strs(d, &h[n_hints].nodes, &eh->nodes)) < 0)
                         break;
                 dg[i].hints = ++n_hints;
         }
@@ -251,9 +281,12 @@ int model_decode_endpoint_slice(struct dctx *d, const json_t *json, struct se_en
                                        json_array_size(eps));
         if (d->flags & SE_DECODE_SLIM_SLICES)
                 r = decode_slim_endpoints(d, json, es);
-        else
-                r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, es->address_type,
-                             es->endpoints, es->n_endpoints);
+        else {
+                struct se_slice_more_cache mores = { 0 };
+                const struct slice_ctx sc = { es->address_type, &mores };
+                r = GET_LIST(d, json, "endpoints", decode_slice_endpoint, &sc, es->endpoints,
+                             es->n_endpoints);
+        }
         if (r < 0 ||
             (r = GET_LIST(d, json, "ports", decode_slice_port, NULL, es->ports, es->n_ports)) < 0)
                 return r;

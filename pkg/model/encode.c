@@ -176,6 +176,8 @@ static bool encode_slice(json_t *o, const struct se_endpoint_slice *es)
                 return false;
         for (uint32_t i = 0; i < es->n_endpoints; i++) {
                 const struct se_slice_endpoint *e = &es->endpoints[i];
+                const struct se_object_ref *ref = se_slice_endpoint_target_ref(e);
+                const struct se_slice_endpoint_hints *h = se_slice_endpoint_hints(e);
                 json_t *j = json_object(), *cond = json_object();
                 if (json_array_append_new(eps, j) < 0 || !j ||
                     !set_new(j, "addresses", str_array(&e->addresses)) ||
@@ -183,12 +185,13 @@ static bool encode_slice(json_t *o, const struct se_endpoint_slice *es)
                     !set_bool(cond, "serving", e->serving) ||
                     !set_bool(cond, "terminating", e->terminating) ||
                     !set_str(j, "hostname", e->hostname) ||
-                    (e->target_ref && !set_new(j, "targetRef", object_ref(e->target_ref))) ||
-                    !set_str(j, "nodeName", e->node_name) || !set_str(j, "zone", e->zone))
+                    (ref && !set_new(j, "targetRef", object_ref(ref))) ||
+                    !set_str(j, "nodeName", se_slice_endpoint_node(e)) ||
+                    !set_str(j, "zone", se_slice_endpoint_zone(e)))
                         return false;
-                if (e->hints) {
+                if (h) {
                         json_t *hints = json_object();
-                        const struct se_strs *zones = &e->hints->zones, *nodes = &e->hints->nodes;
+                        const struct se_strs *zones = &h->zones, *nodes = &h->nodes;
                         if (!set_new(j, "hints", hints) ||
                             (zones->n && !set_new(hints, "forZones", hint_list(zones))) ||
                             (nodes->n && !set_new(hints, "forNodes", hint_list(nodes))))

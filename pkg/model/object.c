@@ -150,18 +150,121 @@ struct se_pod_more *se_pod_more(struct se_pod *pod)
         return pod->more;
 }
 
+void se_slice_endpoint_get_more(const struct se_slice_endpoint *e,
+                                struct se_slice_endpoint_fields *f)
+{
+        *f = (struct se_slice_endpoint_fields){
+                .node_name = se_slice_endpoint_node(e),
+                .zone = se_slice_endpoint_zone(e),
+                .target_ref = se_slice_endpoint_target_ref(e),
+                .hint_zones = *se_slice_endpoint_hint_zones(e),
+                .hint_nodes = *se_slice_endpoint_hint_nodes(e),
+        };
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool strs_eq(const struct se_strs *a, const struct se_strs *b)
+{
+        if (a->n != b->n)
+                return false;
+        for (uint32_t i = 0; i < a->n; i++)
+                if (!str_eq(a->v[i], b->v[i]))
+                        return false;
+        return true;
+}
+
+/* Whether the `more` of an endpoint with bits `has` (no targetRef) holds
+ * exactly *f. */
+static bool more_holds(const struct se_slice_endpoint_more *m, uint8_t has,
+                       const struct se_slice_endpoint_fields *f)
+{
+        struct se_slice_endpoint probe = { .more = m, .more_has = has };
+        return str_eq(m->node_name, f->node_name) && str_eq(m->zone, f->zone) &&
+               strs_eq(se_slice_endpoint_hint_zones(&probe), &f->hint_zones) &&
+               strs_eq(se_slice_endpoint_hint_nodes(&probe), &f->hint_nodes);
+}
+
+int se_slice_endpoint_set_more(struct se_slice_endpoint *e, struct se_arena *a,
+                               const struct se_slice_endpoint_fields *f,
+                               struct se_slice_more_cache *cache)
+{
+        uint8_t has = (f->hint_zones.n || f->hint_nodes.n ? SE_SLICE_EP_HINTS : 0) |
+                      (f->target_ref ? SE_SLICE_EP_TARGET_REF : 0);
+        if (!has && !f->node_name && !f->zone) {
+                e->more = NULL;
+                e->more_has = 0;
+                return 0;
+        }
+        if (has & SE_SLICE_EP_TARGET_REF)
+                cache = NULL; /* one pod's: no other endpoint has it */
+        for (uint32_t i = 0; cache && i < SE_SLICE_MORE_CACHE; i++)
+                if (cache->more[i] && cache->has[i] == has && more_holds(cache->more[i], has, f)) {
+                        e->more = cache->more[i];
+                        e->more_has = has;
+                        return 0;
+                }
+        size_t size = sizeof(struct se_slice_endpoint_more) +
+                      (has & SE_SLICE_EP_HINTS ? sizeof(struct se_slice_endpoint_hints) : 0) +
+                      (has & SE_SLICE_EP_TARGET_REF ? sizeof(struct se_object_ref) : 0);
+        struct se_slice_endpoint_more *m = se_arena_alloc(a, size);
+        if (!m)
+                return -ENOMEM;
+        *m = (struct se_slice_endpoint_more){ f->node_name, f->zone };
+        char *tail = (char *)(m + 1);
+        if (has & SE_SLICE_EP_HINTS) {
+                struct se_slice_endpoint_hints h = { f->hint_zones, f->hint_nodes };
+                memcpy(tail, &h, sizeof(h));
+                tail += sizeof(h);
+        }
+        if (has & SE_SLICE_EP_TARGET_REF)
+                memcpy(tail, f->target_ref, sizeof(*f->target_ref));
+        e->more = m;
+        e->more_has = has;
+        if (cache) {
+                cache->more[cache->next] = m;
+                cache->has[cache->next] = has;
+                cache->next = (cache->next + 1) % SE_SLICE_MORE_CACHE;
+        }
+        return 0;
+}
+
 int se_slice_endpoint_set_hints(struct se_slice_endpoint *e, struct se_arena *a,
                                 struct se_strs zones, struct se_strs nodes)
 {
-        e->hints = NULL;
-        if (!zones.n && !nodes.n)
-                return 0;
-        struct se_slice_endpoint_hints *h = se_arena_alloc(a, sizeof(*h));
-        if (!h)
-                return -ENOMEM;
-        *h = (struct se_slice_endpoint_hints){ zones, nodes };
-        e->hints = h;
-        return 0;
+        struct se_slice_endpoint_fields f;
+        se_slice_endpoint_get_more(e, &f);
+        f.hint_zones = zones;
+        f.hint_nodes = nodes;
+        return se_slice_endpoint_set_more(e, a, &f, NULL);
+}
+
+int se_slice_endpoint_set_node(struct se_slice_endpoint *e, struct se_arena *a, const char *node)
+{
+        struct se_slice_endpoint_fields f;
+        se_slice_endpoint_get_more(e, &f);
+        f.node_name = node;
+        return se_slice_endpoint_set_more(e, a, &f, NULL);
+}
+
+int se_slice_endpoint_set_zone(struct se_slice_endpoint *e, struct se_arena *a, const char *zone)
+{
+        struct se_slice_endpoint_fields f;
+        se_slice_endpoint_get_more(e, &f);
+        f.zone = zone;
+        return se_slice_endpoint_set_more(e, a, &f, NULL);
+}
+
+int se_slice_endpoint_set_target_ref(struct se_slice_endpoint *e, struct se_arena *a,
+                                     const struct se_object_ref *ref)
+{
+        struct se_slice_endpoint_fields f;
+        se_slice_endpoint_get_more(e, &f);
+        f.target_ref = ref;
+        return se_slice_endpoint_set_more(e, a, &f, NULL);
 }
 
 bool se_pod_is_ready(const struct se_pod *pod)

@@ -80,7 +80,7 @@ static void put_addresses(struct hasher *x, const struct se_strs *a)
 void se_slice_endpoint_digest(const struct se_slice_endpoint *e,
                               struct se_slice_endpoint_digest *ret)
 {
-        const struct se_object_ref *r = e->target_ref;
+        const struct se_object_ref *r = se_slice_endpoint_target_ref(e);
         struct hasher x = { 0xcbf29ce484222325ull };
         put_addresses(&x, &e->addresses);
         put_str(&x, e->hostname);
@@ -88,8 +88,8 @@ void se_slice_endpoint_digest(const struct se_slice_endpoint *e,
         put_str(&x, r ? r->name : NULL);
         ret->identity = finish(&x);
         x.h = 0xcbf29ce484222325ull;
-        put_opt_str(&x, e->node_name);
-        put_opt_str(&x, e->zone);
+        put_opt_str(&x, se_slice_endpoint_node(e));
+        put_opt_str(&x, se_slice_endpoint_zone(e));
         put_byte(&x, (unsigned char)e->ready);
         put_byte(&x, (unsigned char)e->serving);
         put_byte(&x, (unsigned char)e->terminating);

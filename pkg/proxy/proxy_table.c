@@ -352,7 +352,8 @@ static int slice_endpoints(struct se_arena *a, const struct se_object *const *sl
                                 continue;
                         r = add_endpoint(a, sp, se->addresses.v[0], pp->port, se->ready != SE_FALSE,
                                          se->serving != SE_FALSE, se->terminating == SE_TRUE,
-                                         se->node_name, se_slice_endpoint_hint_zones(se),
+                                         se_slice_endpoint_node(se),
+                                         se_slice_endpoint_hint_zones(se),
                                          se_slice_endpoint_hint_nodes(se), opt);
                 }
         }

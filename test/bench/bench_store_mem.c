@@ -147,7 +147,8 @@ static size_t labels_bytes(const struct se_object *o, const struct se_kvlist *l)
 }
 
 struct slice_fields {
-        size_t head, meta, labels, endpoints, addr_arrays, addr_strings, other_strings, ports;
+        size_t head, meta, labels, endpoints, addr_arrays, addr_strings, mores, other_strings,
+                ports;
 };
 
 static void slice_fields(const struct se_endpoint_slice *es, struct slice_fields *f)
@@ -163,13 +164,23 @@ static void slice_fields(const struct se_endpoint_slice *es, struct slice_fields
                         f->addr_arrays += (e->addresses.n ? e->addresses.n : 1) * sizeof(char *);
                 for (uint32_t k = 0; k < e->addresses.n; k++)
                         f->addr_strings += str_own(o, e->addresses.v[k]);
-                f->other_strings +=
-                        str_own(o, e->hostname) + str_own(o, e->node_name) + str_own(o, e->zone);
-                if (e->target_ref)
-                        f->other_strings +=
-                                sizeof(*e->target_ref) + str_own(o, e->target_ref->kind) +
-                                str_own(o, e->target_ref->namespace) +
-                                str_own(o, e->target_ref->name) + str_own(o, e->target_ref->uid);
+                const struct se_object_ref *ref = se_slice_endpoint_target_ref(e);
+                f->other_strings += str_own(o, e->hostname);
+                if (ref)
+                        f->other_strings += str_own(o, ref->kind) + str_own(o, ref->namespace) +
+                                            str_own(o, ref->name) + str_own(o, ref->uid);
+                /* a `more` (and what it points to) counts once, where first seen */
+                bool seen = !owned(o, e->more);
+                for (uint32_t k = 0; k < i && !seen; k++)
+                        seen = es->endpoints[k].more == e->more;
+                if (seen)
+                        continue;
+                f->mores +=
+                        sizeof(*e->more) +
+                        (se_slice_endpoint_hints(e) ? sizeof(struct se_slice_endpoint_hints) : 0) +
+                        (ref ? sizeof(*ref) : 0);
+                f->other_strings += str_own(o, se_slice_endpoint_node(e)) +
+                                    str_own(o, se_slice_endpoint_zone(e));
         }
         f->ports += es->n_ports * sizeof(*es->ports);
         for (uint32_t i = 0; i < es->n_ports; i++)
@@ -239,12 +250,12 @@ static int measure(const char *label, int services, int per, bool controller_sli
         double ns = services;
         printf("  a slice's arena by field, B per slice (per endpoint): struct %.0f, metadata "
                "strings %.0f, labels and annotations %.0f, endpoints %.0f (%.1f), address arrays "
-               "%.0f (%.1f), address text %.0f (%.1f), other endpoint fields %.0f (%.1f), ports "
-               "%.0f\n",
+               "%.0f (%.1f), address text %.0f (%.1f), endpoints' mores %.0f (%.1f), other endpoint "
+               "fields %.0f (%.1f), ports %.0f\n",
                f.head / ns, f.meta / ns, f.labels / ns, f.endpoints / ns, (double)f.endpoints / eps,
                f.addr_arrays / ns, (double)f.addr_arrays / eps, f.addr_strings / ns,
-               (double)f.addr_strings / eps, f.other_strings / ns, (double)f.other_strings / eps,
-               f.ports / ns);
+               (double)f.addr_strings / eps, f.mores / ns, (double)f.mores / eps,
+               f.other_strings / ns, (double)f.other_strings / eps, f.ports / ns);
         printf("  a Service's arena: struct %zu B, ports %zu B each, the rest %.0f B\n",
                sizeof(struct se_service), sizeof(struct se_service_port),
                (double)sum[0].total / ns - (double)sizeof(struct se_service) -

@@ -69,7 +69,8 @@ static inline int bench_put_service(struct se_store *s, unsigned i, unsigned eps
                 es->endpoints[e].addresses.v[0] = bench_dup(o, ep);
                 es->endpoints[e].addresses.n = 1;
                 es->endpoints[e].ready = SE_TRUE;
-                es->endpoints[e].node_name = (e % 2) ? "node-a" : "node-b";
+                se_slice_endpoint_set_node(&es->endpoints[e], &o->arena,
+                                           (e % 2) ? "node-a" : "node-b");
         }
         return se_store_put(s, o);
 }

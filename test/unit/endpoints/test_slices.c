@@ -284,9 +284,9 @@ static void test_slices__one_pod(void **state)
         assert_int_equal(e->ready, SE_TRUE);
         assert_int_equal(e->serving, SE_TRUE);
         assert_int_equal(e->terminating, SE_FALSE);
-        assert_string_equal(e->node_name, "node-1");
-        assert_string_equal(e->zone, "zone-a");
-        assert_string_equal(e->target_ref->name, "pod1");
+        assert_string_equal(se_slice_endpoint_node(e), "node-1");
+        assert_string_equal(se_slice_endpoint_zone(e), "zone-a");
+        assert_string_equal(se_slice_endpoint_target_ref(e)->name, "pod1");
         assert_null(e->hostname);
         assert_null(se_kvlist_get(&s->obj.meta.annotations, SE_TRIGGER_TIME_ANNOTATION));
         fx_free(f);
@@ -562,7 +562,7 @@ static void test_slices__pod_missing_node(void **state)
         assert_string_equal(p->node_errors.v[1],
                             "skipping Pod c for Service ns/web: Node  Not Found");
         assert_int_equal(p->create[0]->n_endpoints, 1);
-        assert_null(p->create[0]->endpoints[0].zone);
+        assert_null(se_slice_endpoint_zone(&p->create[0]->endpoints[0]));
         fx_families(f->svc, "IPv4", "IPv6");
         p = plan(f);
         assert_int_equal(p->node_errors.n, 2);
@@ -651,7 +651,7 @@ static void test_slices__named_port_groups(void **state)
         assert_int_equal(with->ports[0].port, 8080);
         assert_int_equal(without->n_endpoints, 1);
         assert_int_equal(without->n_ports, 0);
-        assert_string_equal(without->endpoints[0].target_ref->name, "c");
+        assert_string_equal(se_slice_endpoint_target_ref(&without->endpoints[0])->name, "c");
         fx_free(f);
 }
 
@@ -862,8 +862,8 @@ static void test_slices__topology_auto(void **state)
         /* the endpoints given to zone-a: the first of zone-b and of zone-c */
         const struct se_slice_endpoint *e = p->create[0]->endpoints;
         for (uint32_t i = 0; i < p->create[0]->n_endpoints; i++)
-                if (e[i].ready == SE_TRUE &&
-                    strcmp(se_slice_endpoint_hint_zones(&e[i])->v[0], e[i].zone) != 0)
+                if (e[i].ready == SE_TRUE && strcmp(se_slice_endpoint_hint_zones(&e[i])->v[0],
+                                                    se_slice_endpoint_zone(&e[i])) != 0)
                         assert_true(strcmp(e[i].addresses.v[0], "10.1.0.3") == 0 ||
                                     strcmp(e[i].addresses.v[0], "10.1.0.6") == 0);
         assert_int_equal(p->n_events, 1);
@@ -963,7 +963,8 @@ static void test_slices__topology_precedence(void **state)
         const struct se_slice_endpoint *e = p->update[0]->endpoints;
         for (uint32_t i = 0; i < p->update[0]->n_endpoints; i++) {
                 assert_int_equal(se_slice_endpoint_hint_nodes(&e[i])->n, 1);
-                assert_string_equal(se_slice_endpoint_hint_nodes(&e[i])->v[0], e[i].node_name);
+                assert_string_equal(se_slice_endpoint_hint_nodes(&e[i])->v[0],
+                                    se_slice_endpoint_node(&e[i]));
         }
         apply(f);
         /* disabled once: no second event */
@@ -1036,22 +1037,26 @@ static void mutate(struct se_endpoint_slice *s, int field)
 {
         struct se_object *o = &s->obj;
         struct se_slice_endpoint *e = &s->endpoints[1];
-        struct se_object_ref *r = e->target_ref;
+        /* e's more is shared and read-only: change a copy, set it back */
+        struct se_slice_endpoint_fields fl;
+        se_slice_endpoint_get_more(e, &fl);
+        struct se_object_ref ref = *fl.target_ref, *r = &ref;
+        fl.target_ref = r;
         switch (field) {
         case 0:
-                e->node_name = fx_str(o, "node-2");
+                fl.node_name = fx_str(o, "node-2");
                 break;
         case 1:
-                e->node_name = NULL;
+                fl.node_name = NULL;
                 break;
         case 2:
-                e->node_name = fx_str(o, "");
+                fl.node_name = fx_str(o, "");
                 break;
         case 3:
-                e->zone = fx_str(o, "zone-b");
+                fl.zone = fx_str(o, "zone-b");
                 break;
         case 4:
-                e->zone = NULL;
+                fl.zone = NULL;
                 break;
         case 5:
                 e->ready = SE_FALSE;
@@ -1078,7 +1083,7 @@ static void mutate(struct se_endpoint_slice *s, int field)
                 r->uid = NULL;
                 break;
         case 13:
-                e->target_ref = NULL;
+                fl.target_ref = NULL;
                 break; /* its namespace and name hash as "" */
         case 14:
                 r->name = fx_str(o, "pod-009");
@@ -1101,6 +1106,7 @@ static void mutate(struct se_endpoint_slice *s, int field)
         default:
                 fail();
         }
+        assert_int_equal(se_slice_endpoint_set_more(e, &o->arena, &fl, NULL), 0);
 }
 
 static void test_slices__slim_one_field_changed(void **state)
@@ -1119,7 +1125,7 @@ static void test_slices__slim_one_field_changed(void **state)
                 apply(f);
                 assert_int_equal(f->n_existing, 1);
                 struct se_slice_endpoint want_ep = f->existing[0]->endpoints[1];
-                struct se_object_ref want_ref = *want_ep.target_ref;
+                struct se_object_ref want_ref = *se_slice_endpoint_target_ref(&want_ep);
                 const char *want_addr = want_ep.addresses.v[0];
                 mutate(f->existing[0], field);
                 const struct se_slices_plan *p = plan(f);
@@ -1140,12 +1146,12 @@ static void test_slices__slim_one_field_changed(void **state)
                 assert_int_equal(u->n_endpoints, 3);
                 const struct se_slice_endpoint *e = &u->endpoints[id ? 2 : 1];
                 assert_string_equal(e->addresses.v[0], want_addr);
-                assert_string_equal(e->node_name, want_ep.node_name);
-                assert_string_equal(e->zone, want_ep.zone);
+                assert_string_equal(se_slice_endpoint_node(e), se_slice_endpoint_node(&want_ep));
+                assert_string_equal(se_slice_endpoint_zone(e), se_slice_endpoint_zone(&want_ep));
                 assert_int_equal(e->ready, SE_TRUE);
                 assert_int_equal(e->terminating, SE_FALSE);
-                assert_string_equal(e->target_ref->name, want_ref.name);
-                assert_string_equal(e->target_ref->uid, want_ref.uid);
+                assert_string_equal(se_slice_endpoint_target_ref(e)->name, want_ref.name);
+                assert_string_equal(se_slice_endpoint_target_ref(e)->uid, want_ref.uid);
                 fx_free(f);
         }
 }

@@ -48,7 +48,7 @@ static struct se_endpoint_slice *mk_slice(const char *spec)
                 e->addresses.n = 1;
                 if (t[0] != '-') {
                         snprintf(z, sizeof(z), "zone-%c", t[0]);
-                        e->zone = fx_str(o, z);
+                        assert_int_equal(se_slice_endpoint_set_zone(e, &o->arena, fx_str(o, z)), 0);
                 }
                 e->ready = t[1] == 'T' ? SE_TRUE : t[1] == 'F' ? SE_FALSE : SE_UNSET;
                 if (t[2] == '>' && t[3]) {

@@ -103,32 +103,36 @@ static void test_slim_slices__digest_fields(void **state)
         (void)state;
         const char *a2[] = { "10.0.0.1", "10.0.0.2" }, *b2[] = { "10.0.0.2", "10.0.0.1" };
         struct se_object_ref r1 = { "Pod", "ns", "p", "u1", "1" }, r2 = r1;
-        struct se_slice_endpoint x = { .addresses = { a2, 2 },
-                                       .ready = SE_TRUE,
-                                       .target_ref = &r1,
-                                       .node_name = "n",
-                                       .zone = "z" };
+        struct se_arena arena = SE_ARENA_INIT;
+        struct se_slice_endpoint x = { .addresses = { a2, 2 }, .ready = SE_TRUE };
+        struct se_slice_endpoint_fields xf = { .node_name = "n", .zone = "z", .target_ref = &r1 },
+                                        yf;
+        assert_int_equal(se_slice_endpoint_set_more(&x, &arena, &xf, NULL), 0);
         struct se_slice_endpoint y = x;
         struct se_slice_endpoint_digest dx, dy;
         se_slice_endpoint_digest(&x, &dx);
-#define SAME_ID(expr, same_beyond)                       \
- do {                                                    \
-  y = x;                                                 \
-  r2 = r1;                                               \
-  y.target_ref = &r2;                                    \
-  expr;                                                  \
-  se_slice_endpoint_digest(&y, &dy);                     \
-  assert_true(dx.identity == dy.identity);               \
-  assert_int_equal(dx.beyond == dy.beyond, same_beyond); \
+#define SAME_ID(expr, same_beyond)                                        \
+ do {                                                                     \
+  y = x;                                                                  \
+  yf = xf;                                                                \
+  r2 = r1;                                                                \
+  yf.target_ref = &r2;                                                    \
+  expr;                                                                   \
+  assert_int_equal(se_slice_endpoint_set_more(&y, &arena, &yf, NULL), 0); \
+  se_slice_endpoint_digest(&y, &dy);                                      \
+  assert_true(dx.identity == dy.identity);                                \
+  assert_int_equal(dx.beyond == dy.beyond, same_beyond);                  \
  } while (0)
-#define NEW_ID(expr)                       \
- do {                                      \
-  y = x;                                   \
-  r2 = r1;                                 \
-  y.target_ref = &r2;                      \
-  expr;                                    \
-  se_slice_endpoint_digest(&y, &dy);       \
-  assert_true(dx.identity != dy.identity); \
+#define NEW_ID(expr)                                                      \
+ do {                                                                     \
+  y = x;                                                                  \
+  yf = xf;                                                                \
+  r2 = r1;                                                                \
+  yf.target_ref = &r2;                                                    \
+  expr;                                                                   \
+  assert_int_equal(se_slice_endpoint_set_more(&y, &arena, &yf, NULL), 0); \
+  se_slice_endpoint_digest(&y, &dy);                                      \
+  assert_true(dx.identity != dy.identity);                                \
  } while (0)
         SAME_ID((void)0, true);
         SAME_ID(y.addresses.v = b2, true);
@@ -136,9 +140,9 @@ static void test_slim_slices__digest_fields(void **state)
         SAME_ID(r2.resource_version = "2", true);
         SAME_ID(r2.uid = "u2", false);
         SAME_ID(r2.kind = "Node", false);
-        SAME_ID(y.zone = "", false);
-        SAME_ID(y.zone = NULL, false);
-        SAME_ID(y.node_name = NULL, false);
+        SAME_ID(yf.zone = "", false);
+        SAME_ID(yf.zone = NULL, false);
+        SAME_ID(yf.node_name = NULL, false);
         SAME_ID(y.ready = SE_UNSET, false);
         SAME_ID(y.serving = SE_TRUE, false);
         SAME_ID(y.terminating = SE_FALSE, false);
@@ -146,9 +150,10 @@ static void test_slim_slices__digest_fields(void **state)
         NEW_ID(y.hostname = "h");
         NEW_ID(r2.name = "q");
         NEW_ID(r2.namespace = "other");
-        NEW_ID(y.target_ref = NULL);
+        NEW_ID(yf.target_ref = NULL);
 #undef SAME_ID
 #undef NEW_ID
+        se_arena_release(&arena);
 }
 
 /* hints are kept as written; a slim decode refuses what a full one does,
@@ -220,9 +225,9 @@ static void test_slim_slices__dns_form(void **state)
                         assert_string_equal(e->hostname, f->hostname);
                 else
                         assert_null(e->hostname);
-                assert_null(e->target_ref);
-                assert_null(e->node_name);
-                assert_null(e->zone);
+                assert_null(se_slice_endpoint_target_ref(e));
+                assert_null(se_slice_endpoint_node(e));
+                assert_null(se_slice_endpoint_zone(e));
                 assert_int_equal(
                         se_slice_endpoint_hint_zones(e)->n + se_slice_endpoint_hint_nodes(e)->n, 0);
         }
@@ -279,15 +284,17 @@ static void test_slim_slices__proxy_form(void **state)
                 assert_int_equal(e->ready, f->ready);
                 assert_int_equal(e->serving, f->serving);
                 assert_int_equal(e->terminating, f->terminating);
-                assert_string_equal(e->node_name, f->node_name);
-                assert_string_equal(e->zone, f->zone);
+                assert_string_equal(se_slice_endpoint_node(e), se_slice_endpoint_node(f));
+                assert_string_equal(se_slice_endpoint_zone(e), se_slice_endpoint_zone(f));
                 assert_int_equal(se_slice_endpoint_hint_zones(e)->n,
                                  se_slice_endpoint_hint_zones(f)->n);
-                assert_null(e->target_ref);
+                assert_null(se_slice_endpoint_target_ref(e));
                 assert_null(e->hostname);
                 /* one copy for all slices */
-                assert_ptr_equal(e->node_name, again->endpoints[i].node_name);
-                assert_ptr_equal(e->zone, again->endpoints[i].zone);
+                assert_ptr_equal(se_slice_endpoint_node(e),
+                                 se_slice_endpoint_node(&again->endpoints[i]));
+                assert_ptr_equal(se_slice_endpoint_zone(e),
+                                 se_slice_endpoint_zone(&again->endpoints[i]));
         }
         assert_string_equal(se_slice_endpoint_hint_zones(&px->endpoints[2])->v[0], "zone-b");
         assert_string_equal(se_kvlist_get(&px->obj.meta.labels, "kubernetes.io/service-name"),
@@ -310,8 +317,9 @@ static void test_slim_slices__proxy_form(void **state)
 }
 
 /* What one more endpoint adds to a slice in the DNS form (svcenv-dns keeps
- * 150,000): its 64-byte struct, one address pointer (no NULL after it) and
- * the address text; nothing for the hints it does not have. */
+ * 150,000): its 40-byte struct, one address pointer (no NULL after it) and
+ * the address text; nothing for the targetRef, nodeName, zone and hints it
+ * does not have. */
 static void test_slim_slices__bytes_per_endpoint(void **state)
 {
         (void)state;
@@ -320,13 +328,119 @@ static void test_slim_slices__bytes_per_endpoint(void **state)
                                  *b = decode(j30, SE_DECODE_DNS_SLICES);
         size_t per = (se_object_memory(&b->obj) - se_object_memory(&a->obj)) / 15;
         print_message("DNS form: %zu bytes per endpoint\n", per);
-        assert_true(per <= 64 + 8 + 16);
+        assert_int_equal(sizeof(struct se_slice_endpoint), 40);
+        assert_true(per <= 40 + 8 + 16);
         for (uint32_t i = 0; i < b->n_endpoints; i++)
-                assert_null(b->endpoints[i].hints);
+                assert_null(b->endpoints[i].more);
         se_object_unref(&a->obj);
         se_object_unref(&b->obj);
         json_decref(j15);
         json_decref(j30);
+}
+
+/* Distinct `more`s among s's endpoints. */
+static size_t n_mores(const struct se_endpoint_slice *s)
+{
+        size_t n = 0;
+        for (uint32_t i = 0; i < s->n_endpoints; i++) {
+                bool seen = false;
+                for (uint32_t k = 0; k < i && !seen; k++)
+                        seen = s->endpoints[k].more == s->endpoints[i].more;
+                n += !seen;
+        }
+        return n;
+}
+
+/* The endpoints of a slice share one `more` per distinct nodeName, zone,
+ * targetRef and hints: in the proxy form 30 endpoints on 2 nodes hold 2;
+ * with a targetRef each (the full form) every endpoint has its own. */
+static void test_slim_slices__shared_more(void **state)
+{
+        (void)state;
+        json_t *j = controller_slice(30);
+        json_t *eps = json_object_get(j, "endpoints");
+        struct se_endpoint_slice *px = decode(j, SE_DECODE_PROXY_SLICES | SE_DECODE_INTERN),
+                                 *plain = decode(j, SE_DECODE_PROXY_SLICES), *full = decode(j, 0);
+        assert_int_equal(n_mores(px), 2);
+        assert_int_equal(n_mores(plain), 2); /* equal by content, not pointer */
+        assert_int_equal(n_mores(full), 30);
+        for (uint32_t i = 0; i < 30; i++) {
+                const struct se_slice_endpoint *e = &full->endpoints[i];
+                char name[32];
+                snprintf(name, sizeof(name), "web-7d9f8c6b5-%05u", i);
+                assert_string_equal(se_slice_endpoint_target_ref(e)->name, name);
+                assert_string_equal(se_slice_endpoint_node(e), i % 2 ? "node-1" : "node-2");
+                assert_string_equal(se_slice_endpoint_node(&px->endpoints[i]),
+                                    i % 2 ? "node-1" : "node-2");
+                assert_string_equal(se_slice_endpoint_zone(&px->endpoints[i]), "zone-a");
+                assert_null(se_slice_endpoint_hints(e));
+        }
+        /* an endpoint with hints, or in another zone, gets a `more` of its own */
+        json_object_set_new(json_array_get(eps, 4), "hints",
+                            json_pack("{s:[{s:s}]}", "forZones", "name", "zone-a"));
+        json_object_set_new(json_array_get(eps, 5), "zone", json_string("zone-b"));
+        struct se_endpoint_slice *px2 = decode(j, SE_DECODE_PROXY_SLICES | SE_DECODE_INTERN);
+        assert_int_equal(n_mores(px2), 4);
+        assert_string_equal(se_slice_endpoint_hint_zones(&px2->endpoints[4])->v[0], "zone-a");
+        assert_int_equal(se_slice_endpoint_hint_zones(&px2->endpoints[6])->n, 0);
+        assert_string_equal(se_slice_endpoint_zone(&px2->endpoints[5]), "zone-b");
+        assert_string_equal(se_slice_endpoint_zone(&px2->endpoints[7]), "zone-a");
+        se_object_unref(&px->obj);
+        se_object_unref(&plain->obj);
+        se_object_unref(&full->obj);
+        se_object_unref(&px2->obj);
+        json_decref(j);
+}
+
+/* Setting a field of an endpoint whose `more` is shared gives it a new one
+ * and leaves the others sharing the old one as they were. */
+static void test_slim_slices__copy_on_write(void **state)
+{
+        (void)state;
+        json_t *j = controller_slice(6);
+        struct se_endpoint_slice *s = decode(j, 0);
+        struct se_arena *a = &s->obj.arena;
+        /* without their targetRefs, endpoints 0, 2, 4 can share one `more` */
+        struct se_slice_more_cache cache = { 0 };
+        for (uint32_t i = 0; i < 6; i++) {
+                struct se_slice_endpoint_fields f;
+                se_slice_endpoint_get_more(&s->endpoints[i], &f);
+                f.target_ref = NULL;
+                assert_int_equal(se_slice_endpoint_set_more(&s->endpoints[i], a, &f, &cache), 0);
+        }
+        assert_int_equal(n_mores(s), 2);
+        const struct se_slice_endpoint_more *shared = s->endpoints[2].more;
+        assert_ptr_equal(s->endpoints[0].more, shared);
+        assert_ptr_equal(s->endpoints[4].more, shared);
+        const char *zv[] = { "zone-c" };
+        assert_int_equal(se_slice_endpoint_set_hints(&s->endpoints[0], a, (struct se_strs){ zv, 1 },
+                                                     (struct se_strs){ NULL, 0 }),
+                         0);
+        assert_ptr_not_equal(s->endpoints[0].more, shared);
+        assert_string_equal(se_slice_endpoint_hint_zones(&s->endpoints[0])->v[0], "zone-c");
+        assert_string_equal(se_slice_endpoint_node(&s->endpoints[0]), "node-2");
+        assert_string_equal(se_slice_endpoint_zone(&s->endpoints[0]), "zone-a");
+        struct se_object_ref ref = { "Pod", "default", "p2", NULL, NULL };
+        assert_int_equal(se_slice_endpoint_set_node(&s->endpoints[2], a, "node-9"), 0);
+        assert_int_equal(se_slice_endpoint_set_target_ref(&s->endpoints[4], a, &ref), 0);
+        ref.name = "changed after"; /* the struct was copied */
+        assert_string_equal(se_slice_endpoint_target_ref(&s->endpoints[4])->name, "p2");
+        assert_string_equal(se_slice_endpoint_node(&s->endpoints[4]), "node-2");
+        assert_string_equal(se_slice_endpoint_node(&s->endpoints[2]), "node-9");
+        /* the shared one is untouched */
+        const struct se_slice_endpoint probe = { .more = shared };
+        assert_string_equal(se_slice_endpoint_node(&probe), "node-2");
+        assert_string_equal(se_slice_endpoint_zone(&probe), "zone-a");
+        assert_null(se_slice_endpoint_hints(&probe));
+        assert_null(se_slice_endpoint_target_ref(&probe));
+        /* all cleared: no `more` at all */
+        assert_int_equal(se_slice_endpoint_set_more(&s->endpoints[3], a,
+                                                    &(struct se_slice_endpoint_fields){ 0 }, NULL),
+                         0);
+        assert_null(s->endpoints[3].more);
+        assert_int_equal(s->endpoints[3].more_has, 0);
+        se_object_unref(&s->obj);
+        json_decref(j);
 }
 
 int main(void)
@@ -337,6 +451,8 @@ int main(void)
                 cmocka_unit_test(test_slim_slices__hints_and_errors),
                 cmocka_unit_test(test_slim_slices__dns_form),
                 cmocka_unit_test(test_slim_slices__bytes_per_endpoint),
+                cmocka_unit_test(test_slim_slices__shared_more),
+                cmocka_unit_test(test_slim_slices__copy_on_write),
                 cmocka_unit_test(test_slim_slices__proxy_form),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
