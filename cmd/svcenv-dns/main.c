@@ -41,7 +41,7 @@ static const char usage[] =
         "(and Pods with --pods verified), or serves the manifests of -f.\n"
         "\n"
         "  -f FILE|DIR                  serve these manifests instead of the API server\n"
-        "                               (repeatable)\n"
+        "                               (repeatable; SIGHUP re-reads them)\n"
         "  --kubeconfig FILE, --master URL\n"
         "  --listen ADDR                DNS address, UDP and TCP (default :53: every\n"
         "                               interface; IP, IP:PORT, [IPv6]:PORT, :PORT)\n"
@@ -333,6 +333,28 @@ static int load_offline(struct dnsd *d, struct source *src)
         return 0;
 }
 
+/* SIGHUP with -f: the files again into a fresh store, so that removed
+ * objects go too, then a full build. The builder thread builds only on
+ * informer changes, which -f has none of: the store is this thread's. A bad
+ * file keeps the last good zone. Zones hold references to the objects they
+ * came from, so the old store can go at once. */
+static void reload_offline(struct dnsd *d, struct source *src)
+{
+        struct se_store *old = d->store;
+        if (!(d->store = se_store_new()) || load_offline(d, src) != 0) {
+                se_store_free(d->store);
+                d->store = old;
+                se_log_error("reload: serving the last good files");
+                return;
+        }
+        pthread_mutex_lock(&d->build_lock);
+        se_dns_changes_note_all(d->changes);
+        pthread_mutex_unlock(&d->build_lock);
+        if (dnsd_build_now(d) == 0)
+                se_log_info(0, "reloaded %zu manifest path(s)", src->files.n);
+        se_store_free(old);
+}
+
 static int start_online(struct dnsd *d, struct source *src)
 {
         struct se_kube_config_opts o = { .kubeconfig = src->kubeconfig, .master = src->master };
@@ -603,6 +625,8 @@ int main(int argc, char **argv)
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
         sigaddset(&sigs, SIGINT);
+        if (src.files.n)
+                sigaddset(&sigs, SIGHUP); /* re-read the files */
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -672,7 +696,8 @@ int main(int argc, char **argv)
         }
 
         int sig = 0;
-        sigwait(&sigs, &sig);
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+                reload_offline(&d, &src);
         se_log_info(0, "received signal %d: lameduck for %.1f s, then draining", sig,
                     (double)lameduck_ns / 1e9);
         atomic_store(&d.lameduck, true);

@@ -50,4 +50,31 @@ same stripe-api.shop.svc.cluster.local CNAME
 same 10.20.96.10.in-addr.arpa PTR
 same nope.shop.svc.cluster.local A
 same shop.svc.cluster.local A
+kill "$pid"
+wait "$pid" 2>/dev/null
+
+# SIGHUP re-reads the files: a new Service answers, a removed one is gone;
+# a bad file keeps the last good zone
+svc() { printf 'apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: default}\nspec: {clusterIP: %s, ports: [{port: 80}]}\n---\n' "$@"; }
+svc old 10.96.7.1 >"$work/c.yaml"
+"$SVCENV/svcenv-dns" -f "$work/c.yaml" --listen 127.0.0.1:0 --upstream none --health-addr "" \
+        --ready-addr "" --metrics-addr "" --workers 1 --lameduck 0 >"$work/log" 2>&1 &
+pid=$!
+port=""
+until_ok 10 listening
+a() { dig @127.0.0.1 -p "$port" +time=2 +tries=2 +short "$1.default.svc.cluster.local" A; }
+check "before the reload: the file's Service" test "$(a old)" = 10.96.7.1
+{ svc new 10.96.7.2; printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 7}\n'; } >"$work/c.yaml"
+kill -HUP "$pid"
+reloaded() { [ "$(a new)" = 10.96.7.2 ]; }
+check "SIGHUP: the new Service answers" until_ok 10 reloaded
+check "SIGHUP: the removed Service is gone" test -z "$(a old)"
+printf 'apiVersion: v1\nkind: Service\nmetadata: {name: bad}\nspec: {ports: [{port: "80"}]}\n' >"$work/c.yaml"
+kill -HUP "$pid"
+failed() { grep -q "reload: serving the last good files" "$work/log"; }
+check "SIGHUP with a bad file: one error line" until_ok 10 failed
+check "SIGHUP with a bad file: the error names file, line and field" \
+        grep -q "c.yaml:4: Service default/bad: spec.ports\[0\].port: expected an integer" "$work/log"
+check "SIGHUP with a bad file: the last good zone still answers" test "$(a new)" = 10.96.7.2
+check "still running" kill -0 "$pid"
 echo "1..$n"
