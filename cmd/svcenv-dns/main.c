@@ -41,7 +41,7 @@ static const char usage[] =
         "(and Pods with --pods verified), or serves the manifests of -f.\n"
         "\n"
         "  -f FILE|DIR                  serve these manifests instead of the API server\n"
-        "                               (repeatable)\n"
+        "                               (repeatable; SIGHUP re-reads them)\n"
         "  --kubeconfig FILE, --master URL\n"
         "  --listen ADDR                DNS address, UDP and TCP (default :53: every\n"
         "                               interface; IP, IP:PORT, [IPv6]:PORT, :PORT)\n"
@@ -281,18 +281,78 @@ struct source {
         unsigned n_inf;
 };
 
+/* The decode flags of a kind: only what the zone reads, the same forms the
+ * informers keep (a slice's pod names too with --endpoint-pod-names). */
+static unsigned dns_decode_flags(const struct dnsd *d, enum se_kind kind)
+{
+        switch (kind) {
+        case SE_KIND_POD:
+                return SE_DECODE_SLIM_POD;
+        case SE_KIND_SERVICE:
+                return SE_DECODE_DNS_SERVICES;
+        case SE_KIND_ENDPOINT_SLICE:
+                return d->zopts.endpoint_pod_names ? 0 : SE_DECODE_DNS_SLICES;
+        default:
+                return 0;
+        }
+}
+
+/* The kinds svcenv-dns watches: Pods only for `pods verified` and autopath. */
+static unsigned dns_kinds(const struct dnsd *d, enum se_kind kinds[4])
+{
+        kinds[0] = SE_KIND_SERVICE;
+        kinds[1] = SE_KIND_ENDPOINT_SLICE;
+        kinds[2] = SE_KIND_NAMESPACE;
+        kinds[3] = SE_KIND_POD;
+        return d->zopts.pods == SE_DNS_PODS_VERIFIED || d->autopath ? 4 : 3;
+}
+
+/* -f: the manifests' objects of the watched kinds in the informers' forms,
+ * so that files and the API server give the same zone at the same cost. */
 static int load_offline(struct dnsd *d, struct source *src)
 {
+        enum se_kind kinds[4];
+        unsigned n = dns_kinds(d, kinds);
+        struct se_manifest_opts o = { .decode_flags = SE_DECODE_INTERN };
+        for (unsigned i = 0; i < n; i++) {
+                o.kinds |= UINT32_C(1) << kinds[i];
+                o.decode_flags |= dns_decode_flags(d, kinds[i]);
+        }
+        struct se_manifest_stats stats = { 0 };
         struct se_diag diag = { 0 };
-        int r = se_manifest_load(d->store, (const char *const *)src->files.v, src->files.n, NULL,
-                                 NULL, &diag);
+        int r = se_manifest_load_opts(d->store, (const char *const *)src->files.v, src->files.n, &o,
+                                      &stats, &diag);
         if (r < 0) {
                 char msg[1024];
                 se_diag_format(&diag, msg, sizeof(msg));
                 fprintf(stderr, "svcenv-dns: %s\n", msg);
                 return r == -EINVAL || r == -EEXIST ? 3 : 4;
         }
+        se_log_info(1, "-f: loaded %zu objects, skipped %zu of kinds svcenv-dns does not read",
+                    stats.objects, stats.skipped);
         return 0;
+}
+
+/* SIGHUP with -f: the files again into a fresh store, so that removed
+ * objects go too, then a full build. The builder thread builds only on
+ * informer changes, which -f has none of: the store is this thread's. A bad
+ * file keeps the last good zone. Zones hold references to the objects they
+ * came from, so the old store can go at once. */
+static void reload_offline(struct dnsd *d, struct source *src)
+{
+        struct se_store *old = d->store;
+        if (!(d->store = se_store_new()) || load_offline(d, src) != 0) {
+                se_store_free(d->store);
+                d->store = old;
+                se_log_error("reload: serving the last good files");
+                return;
+        }
+        pthread_mutex_lock(&d->build_lock);
+        se_dns_changes_note_all(d->changes);
+        pthread_mutex_unlock(&d->build_lock);
+        if (dnsd_build_now(d) == 0)
+                se_log_info(0, "reloaded %zu manifest path(s)", src->files.n);
+        se_store_free(old);
 }
 
 static int start_online(struct dnsd *d, struct source *src)
@@ -306,19 +366,11 @@ static int start_online(struct dnsd *d, struct source *src)
                 se_log_error("%s", msg);
                 return 4;
         }
-        enum se_kind kinds[4] = { SE_KIND_SERVICE, SE_KIND_ENDPOINT_SLICE, SE_KIND_NAMESPACE,
-                                  SE_KIND_POD };
-        unsigned n = d->zopts.pods == SE_DNS_PODS_VERIFIED || d->autopath ? 4 : 3;
+        enum se_kind kinds[4];
+        unsigned n = dns_kinds(d, kinds);
         for (unsigned i = 0; i < n; i++) {
-                /* pods: only what `pods verified` reads (IPs, phase, deletion);
-                 * Services and slices: only what the zone reads (a slice's
-                 * pod names too with --endpoint-pod-names) */
-                unsigned slim = kinds[i] == SE_KIND_POD     ? SE_DECODE_SLIM_POD :
-                                kinds[i] == SE_KIND_SERVICE ? SE_DECODE_DNS_SERVICES :
-                                kinds[i] == SE_KIND_ENDPOINT_SLICE && !d->zopts.endpoint_pod_names ?
-                                                              SE_DECODE_DNS_SLICES :
-                                                              0;
-                struct se_kube_informer_opts io = { .decode_flags = SE_DECODE_INTERN | slim };
+                struct se_kube_informer_opts io = { .decode_flags = SE_DECODE_INTERN |
+                                                                    dns_decode_flags(d, kinds[i]) };
                 if (se_store_subscribe(d->store, kinds[i], dnsd_on_store_change, d) < 0 ||
                     !(src->inf[i] = se_kube_informer_new(src->client, kinds[i], d->store, &io,
                                                          on_informer_error, d)))
@@ -573,6 +625,8 @@ int main(int argc, char **argv)
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
         sigaddset(&sigs, SIGINT);
+        if (src.files.n)
+                sigaddset(&sigs, SIGHUP); /* re-read the files */
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -642,7 +696,8 @@ int main(int argc, char **argv)
         }
 
         int sig = 0;
-        sigwait(&sigs, &sig);
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+                reload_offline(&d, &src);
         se_log_info(0, "received signal %d: lameduck for %.1f s, then draining", sig,
                     (double)lameduck_ns / 1e9);
         atomic_store(&d.lameduck, true);

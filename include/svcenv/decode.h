@@ -119,4 +119,9 @@ enum {
 int se_decode_object_flags(const json_t *json, enum se_kind kind, const char *default_ns,
                            unsigned flags, struct se_object **ret, struct se_decode_error *err);
 
+/* se_decode_object with flags: the kind from the object (1 for a kind svcenv
+ * does not model). */
+int se_decode_object_flagged(const json_t *json, const char *default_ns, unsigned flags,
+                             struct se_object **ret, struct se_decode_error *err);
+
 #endif

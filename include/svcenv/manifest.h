@@ -11,6 +11,7 @@
 #define SVCENV_MANIFEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <svcenv/diag.h>
 #include <svcenv/store.h>
@@ -33,6 +34,23 @@ struct se_manifest_stats {
  * NULL. */
 int se_manifest_load(struct se_store *store, const char *const *paths, size_t n_paths,
                      const char *default_ns, struct se_manifest_stats *stats, struct se_diag *diag);
+
+/* What se_manifest_load_opts loads and how. */
+struct se_manifest_opts {
+        const char *default_ns; /* NULL: "default" */
+        unsigned decode_flags; /* SE_DECODE_* (decode.h) for every object */
+        /* (1 << SE_KIND_x) for each kind to load; 0: every kind. Objects
+         * of other kinds are skipped unread (stats.skipped), as an
+         * informer that does not watch them never sees them. */
+        uint32_t kinds;
+};
+
+/* se_manifest_load with opts (NULL: as se_manifest_load with NULL
+ * default_ns): a daemon's cache from files holds the same decoded forms as
+ * from its informers. */
+int se_manifest_load_opts(struct se_store *store, const char *const *paths, size_t n_paths,
+                          const struct se_manifest_opts *opts, struct se_manifest_stats *stats,
+                          struct se_diag *diag);
 
 /* Same for one in-memory buffer named `name` (used in diagnostics). */
 int se_manifest_load_buffer(struct se_store *store, const char *name, const char *data, size_t len,

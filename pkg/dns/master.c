@@ -214,40 +214,46 @@ static bool lower_name(const char *name, char *out, size_t cap)
         return true;
 }
 
+/* The node whose owner is want: found as the answer path finds a name, not
+ * by listing the zone. The spec's `_port._proto` owner is keyed without
+ * the underscores. NULL: none (or no memory for a name written from a
+ * table, which reads as none). */
+static const struct dns_node *find_owner(const struct se_dns_zone *z, const char *want,
+                                         struct dns_scratch *sc)
+{
+        const struct dns_node *n = dns_zone_find(z, want, sc);
+        if (n && strcmp(n->key, want) == 0)
+                return n;
+        const char *dot = strchr(want, '.');
+        if (want[0] != '_' || !dot || dot[1] != '_')
+                return NULL;
+        char key[1100];
+        snprintf(key, sizeof(key), "%.*s.%s", (int)(dot - want - 1), want + 1, dot + 2);
+        n = dns_zone_find(z, key, sc);
+        return n && n->kind == DNS_NODE_PORT && strcmp(n->key, key) == 0 ? n : NULL;
+}
+
 int se_dns_name_explain(const struct se_dns_zone *z, const char *name, char **ret)
 {
-        char want[1100], text[1100];
+        char want[1100];
         struct se_strbuf sb;
         se_strbuf_init(&sb, 0);
         if (!lower_name(name, want, sizeof(want))) {
                 *ret = se_strdup("");
                 return *ret ? 0 : -ENOMEM;
         }
-        const struct dns_node **v = NULL;
-        size_t n_nodes = 0;
         struct dns_scratch *sc = se_calloc(1, sizeof(*sc));
         if (!sc)
                 return -ENOMEM;
         sc->why = true;
-        if (dns_zone_nodes(z, sc, &v, &n_nodes) < 0) {
-                dns_scratch_release(sc);
-                free(sc);
-                return -ENOMEM;
-        }
         if (strcmp(want, z->zone) == 0 || strcmp(want, "in-addr.arpa") == 0 ||
             strcmp(want, "ip6.arpa") == 0)
                 put_soa(&sb, want, z);
-        for (size_t i = 0; i < n_nodes; i++) {
-                const struct dns_node *n = v[i];
-                owner_text(n, text, sizeof(text));
-                if (strcmp(n->key, want) != 0 && strcmp(text, want) != 0)
-                        continue;
-                for (size_t t = 0; t < SE_ARRAY_SIZE(type_order); t++)
-                        for (uint32_t k = 0; k < n->rrs.n; k++)
-                                if (n->rrs.v[k].type == type_order[t])
-                                        put_rr(&sb, n, &n->rrs.v[k], true);
-        }
-        free(v);
+        const struct dns_node *n = find_owner(z, want, sc);
+        for (size_t t = 0; n && t < SE_ARRAY_SIZE(type_order); t++)
+                for (uint32_t k = 0; k < n->rrs.n; k++)
+                        if (n->rrs.v[k].type == type_order[t])
+                                put_rr(&sb, n, &n->rrs.v[k], true);
         dns_scratch_release(sc);
         free(sc);
         if (se_strbuf_failed(&sb)) {

@@ -107,6 +107,12 @@ int se_decode_object_as(const json_t *json, enum se_kind kind, const char *defau
 int se_decode_object(const json_t *json, const char *default_ns, struct se_object **ret,
                      struct se_decode_error *err)
 {
+        return se_decode_object_flagged(json, default_ns, 0, ret, err);
+}
+
+int se_decode_object_flagged(const json_t *json, const char *default_ns, unsigned flags,
+                             struct se_object **ret, struct se_decode_error *err)
+{
         *ret = NULL;
         if (err)
                 err->path[0] = err->message[0] = '\0';
@@ -130,7 +136,7 @@ int se_decode_object(const json_t *json, const char *default_ns, struct se_objec
                         return model_dctx_fail(&d, "apiVersion",
                                                "%s is served as \"%s\", not \"%s\"", kind_name,
                                                se_kind_api_version(k), api);
-                return se_decode_object_as(json, k, default_ns, ret, err);
+                return se_decode_object_flags(json, k, default_ns, flags, ret, err);
         }
         return 1;
 }

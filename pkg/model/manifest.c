@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 
 #define MAX_FOLDER_DEPTH 8
 #define MAX_LIST_DEPTH   8 /* Lists in Lists */
+
+_Static_assert(SE_KIND_COUNT <= 32, "se_manifest_opts.kinds is a 32-bit mask");
 
 /* File names objects point to (`source`): kept for the life of the process,
  * shared by every object of a file, so an object's exact-size arena is not
@@ -44,6 +47,8 @@ struct loader {
         struct se_store *staged; /* objects of this call until all succeeded */
         const struct se_store *target;
         const char *default_ns;
+        unsigned decode_flags;
+        uint32_t kinds; /* 0: every kind */
         struct se_manifest_stats stats;
         struct se_diag *diag;
 };
@@ -104,13 +109,22 @@ static int load_object(struct loader *l, const struct source *src, const json_t 
         struct se_decode_error err;
         struct se_object *obj = NULL;
         int r;
-        if (list_kind && json_is_object(json) && !json_object_get(json, "kind")) {
-                int k = se_kind_from_name(list_kind);
-                r = k < 0 ? 1 :
-                            se_decode_object_as(json, (enum se_kind)k, l->default_ns, &obj, &err);
-        } else {
-                r = se_decode_object(json, l->default_ns, &obj, &err);
+        bool listed = list_kind && json_is_object(json) && !json_object_get(json, "kind");
+        const char *kind_name =
+                listed ? list_kind : json_string_value(json_object_get(json, "kind"));
+        int k = kind_name ? se_kind_from_name(kind_name) : -1;
+        if (l->kinds && k >= 0 && !(l->kinds & (UINT32_C(1) << k))) {
+                /* a kind the caller does not read: skipped unchecked, as an
+                 * informer that does not watch it never sees it */
+                l->stats.skipped++;
+                return 0;
         }
+        if (listed)
+                r = k < 0 ? 1 :
+                            se_decode_object_flags(json, (enum se_kind)k, l->default_ns,
+                                                   l->decode_flags, &obj, &err);
+        else
+                r = se_decode_object_flagged(json, l->default_ns, l->decode_flags, &obj, &err);
         if (r == 1) {
                 l->stats.skipped++;
                 return 0;
@@ -475,12 +489,14 @@ static int commit(struct se_store *target, const struct se_store *staged)
 }
 
 static int run(struct se_store *store, const char *const *paths, size_t n_paths,
-               const struct source *buffer, const char *default_ns, struct se_manifest_stats *stats,
-               struct se_diag *diag)
+               const struct source *buffer, const struct se_manifest_opts *opts,
+               struct se_manifest_stats *stats, struct se_diag *diag)
 {
         struct se_diag local = { 0 };
         struct loader l = { .target = store,
-                            .default_ns = default_ns,
+                            .default_ns = opts ? opts->default_ns : NULL,
+                            .decode_flags = opts ? opts->decode_flags : 0,
+                            .kinds = opts ? opts->kinds : 0,
                             .diag = diag ? diag : &local };
         memset(l.diag, 0, sizeof(*l.diag));
         l.staged = se_store_new();
@@ -504,7 +520,15 @@ static int run(struct se_store *store, const char *const *paths, size_t n_paths,
 int se_manifest_load(struct se_store *store, const char *const *paths, size_t n_paths,
                      const char *default_ns, struct se_manifest_stats *stats, struct se_diag *diag)
 {
-        return run(store, paths, n_paths, NULL, default_ns, stats, diag);
+        struct se_manifest_opts o = { .default_ns = default_ns };
+        return run(store, paths, n_paths, NULL, &o, stats, diag);
+}
+
+int se_manifest_load_opts(struct se_store *store, const char *const *paths, size_t n_paths,
+                          const struct se_manifest_opts *opts, struct se_manifest_stats *stats,
+                          struct se_diag *diag)
+{
+        return run(store, paths, n_paths, NULL, opts, stats, diag);
 }
 
 int se_manifest_load_buffer(struct se_store *store, const char *name, const char *data, size_t len,
@@ -512,5 +536,6 @@ int se_manifest_load_buffer(struct se_store *store, const char *name, const char
                             struct se_diag *diag)
 {
         struct source src = { .name = name, .data = data, .len = len };
-        return run(store, NULL, 0, &src, default_ns, stats, diag);
+        struct se_manifest_opts o = { .default_ns = default_ns };
+        return run(store, NULL, 0, &src, &o, stats, diag);
 }

@@ -10,8 +10,12 @@
 #           5, the three suffixes in turn): 40 % NOERROR, 60 % NXDOMAIN
 # it prints queries per server CPU-second (utime+stime of the server's
 # process group from /proc over a full-speed run: the figure that survives a
-# noisy machine), p50/p99 latency at a fixed rate, RSS, and the time from a
-# Service create to its answer. Prints figures; asserts nothing about time.
+# noisy machine), p50/p99 latency at a fixed rate, RSS, the time from a
+# Service create to its answer (mostly the API server's: a create allocates
+# an IPAddress first), and the time from a change to an existing name to its
+# answer: a headless Service's EndpointSlice gains an address (the new A
+# record), a ClusterIP Service's named port is renamed (the new SRV name).
+# Prints figures; asserts nothing about time.
 #
 #   BENCH_DNS_SIZES="100 10000" BENCH_DNS_PODS=15 test/bench/dns_vs_coredns.sh
 #
@@ -91,6 +95,18 @@ have_svcenv=1
 [ "$ONLY" = coredns ] && have_svcenv=
 dns_start_upstream || { echo "stand-in upstream did not start"; exit 1; }
 
+# the objects the change measures edit, in the first namespace: headless
+# Service hl with slice hl-x (one endpoint to start), ClusterIP Service pr
+# with named port p0
+change_fixtures() {
+        local ns=${nss[0]}
+        printf '/api/v1/namespaces/%s/services\t{"apiVersion":"v1","kind":"Service","metadata":{"name":"%s"},"spec":%s}\n' \
+                "$ns" hl '{"clusterIP":"None","ports":[{"name":"http","port":80}]}' \
+                "$ns" pr '{"ports":[{"name":"p0","port":80}]}' | kbulk POST application/json || return 1
+        printf '/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices\t{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"hl-x","labels":{"kubernetes.io/service-name":"hl","endpointslice.kubernetes.io/managed-by":"dns-bench.svcenv.test"}},"addressType":"IPv4","ports":[{"name":"http","port":80,"protocol":"TCP"}],"endpoints":[{"addresses":["10.254.255.1"],"conditions":{"ready":true}}]}\n' \
+                "$ns" | kbulk POST application/json
+}
+
 # grow_to N: the cluster holds services s0..s(N-1), PER_NS to a namespace,
 # each with one EndpointSlice of PODS ready endpoints
 made=0
@@ -102,6 +118,7 @@ grow_to() {
         for ((i = first; i < n_ns; i++)); do
                 printf '/api/v1/namespaces\t{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}\n' "$run-$i"
         done | kbulk POST application/json || return 1
+        [ "$made" != 0 ] || change_fixtures || return 1
         for ((s = made; s < target; s++)); do
                 ns=${nss[$((s / PER_NS))]}
                 printf '/api/v1/namespaces/%s/services\t{"apiVersion":"v1","kind":"Service","metadata":{"name":"s%d"},"spec":{"ports":[{"name":"http","port":80,"targetPort":8080}]}}\n' "$ns" $s
@@ -200,7 +217,47 @@ bench() {
                 fi
         done
         echo "$who: Service create to answer, ms from the request (from the API server's reply), 5 tries:$lat"
+        change_latency "$who" "$addr" "$port" endpoint
+        change_latency "$who" "$addr" "$port" port
         echo "$who: peak RSS $(awk '/^VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status") MB"
+}
+
+# change_latency WHO ADDR PORT endpoint|port: an existing name changes, 5
+# times; ms from the request sent and (in brackets) from the API server's
+# reply, polled every 5 ms by test/bench/dns_change.py (one process sends the
+# PATCH and polls, so no process start is measured). endpoint: slice hl-x
+# gains an address, until the A records of hl list it; port: pr's named port
+# is renamed, until the new _<name>._tcp SRV name answers.
+changes=0
+change_latency() {
+        local who=$1 addr=$2 port=$3 what=$4 i lat= q type want path patch ns=${nss[0]} r
+        for i in 1 2 3 4 5; do
+                changes=$((changes + 1))
+                if [ "$what" = endpoint ]; then
+                        want=10.254.$((changes / 250)).$((changes % 250 + 1))
+                        q=hl.$ns.svc.$DNS_ZONE type=A
+                        path=/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices/hl-x
+                        patch='[{"op":"add","path":"/endpoints/-","value":{"addresses":["'$want'"],"conditions":{"ready":true}}}]'
+                else
+                        want=p$changes
+                        q=_$want._tcp.pr.$ns.svc.$DNS_ZONE type=SRV
+                        path=/api/v1/namespaces/$ns/services/pr
+                        patch='[{"op":"replace","path":"/spec/ports/0/name","value":"'$want'"}]'
+                fi
+                r=$(
+                        set -a
+                        . "$KUBE_DIR/env"
+                        python3 test/bench/dns_change.py "$addr" "$port" "$q" "$type" "$want" PATCH "$path" \
+                                application/json-patch+json "$patch"
+                ) || r=failed
+                [ "$r" = none ] || [ "$r" = failed ] || r="${r% *} (${r#* })"
+                lat+=" $r"
+        done
+        if [ "$what" = endpoint ]; then
+                echo "$who: headless slice gains an address to its A record, ms from the request (from the API server's reply), 5 tries:$lat"
+        else
+                echo "$who: named port renamed to its SRV name, ms from the request (from the API server's reply), 5 tries:$lat"
+        fi
 }
 
 for size in $SIZES; do

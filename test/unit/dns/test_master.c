@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -99,11 +101,80 @@ static void empty_store(void **state)
         se_store_free(st);
 }
 
+/* One name's records, found as a query finds them: an endpoint's name, PTR
+ * names of both families and missing names of each sort; and for every
+ * owner of the zone, exactly its lines of the whole zone's listing. */
+static void name_explain_finds_one_name(void **state)
+{
+        (void)state;
+        struct se_dns_zone *z = t_zone(cluster, NULL);
+        char *m = NULL;
+        assert_int_equal(se_dns_name_explain(z, "DB-0.db.ns1.svc.cluster.local", &m), 0);
+        assert_string_equal(m, "db-0.db.ns1.svc.cluster.local.\t5\tIN\tA\t10.244.0.7\t; "
+                               "EndpointSlice ns1/db-1\n"
+                               "db-0.db.ns1.svc.cluster.local.\t5\tIN\tSRV\t0 100 5432 "
+                               "db-0.db.ns1.svc.cluster.local.\t; EndpointSlice ns1/db-1\n");
+        free(m);
+        assert_int_equal(se_dns_name_explain(z, "7.0.244.10.in-addr.arpa.", &m), 0);
+        assert_string_equal(m, "7.0.244.10.in-addr.arpa.\t5\tIN\tPTR\t"
+                               "db-0.db.ns1.svc.cluster.local.\t; EndpointSlice ns1/db-1\n");
+        free(m);
+        assert_int_equal(
+                se_dns_name_explain(
+                        z,
+                        "0.3.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.D.F.ip6.arpa",
+                        &m),
+                0);
+        assert_string_equal(
+                m, "0.3.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.\t5\t"
+                   "IN\tPTR\tweb.ns1.svc.cluster.local.\t; Service ns1/web\n");
+        free(m);
+        static const char *const missing[] = {
+                "db-9.db.ns1.svc.cluster.local",    "8.0.244.10.in-addr.arpa",
+                "07.0.244.10.in-addr.arpa",         "_nope._tcp.db.ns1.svc.cluster.local",
+                "_pg.tcp.db.ns1.svc.cluster.local", "x._pg._tcp.db.ns1.svc.cluster.local",
+                "nope.ns1.svc.cluster.local",       "example.com",
+        };
+        for (size_t i = 0; i < sizeof(missing) / sizeof(*missing); i++) {
+                assert_int_equal(se_dns_name_explain(z, missing[i], &m), 0);
+                if (*m)
+                        fail_msg("%s: want nothing, got %s", missing[i], m);
+                free(m);
+        }
+
+        char *all = NULL;
+        assert_int_equal(se_dns_zone_explain(z, &all), 0);
+        size_t owners = 0;
+        for (const char *line = all; *line;) {
+                const char *tab = strchr(line, '\t');
+                assert_non_null(tab);
+                size_t olen = (size_t)(tab - line);
+                /* this owner's run of lines */
+                const char *end = line;
+                while (*end && strncmp(end, line, olen) == 0 && end[olen] == '\t')
+                        end = strchr(end, '\n') + 1;
+                char owner[300];
+                assert_true(olen < sizeof(owner));
+                memcpy(owner, line, olen);
+                owner[olen] = '\0';
+                assert_int_equal(se_dns_name_explain(z, owner, &m), 0);
+                if (strlen(m) != (size_t)(end - line) || memcmp(m, line, strlen(m)) != 0)
+                        fail_msg("%s: got\n%swant\n%.*s", owner, m, (int)(end - line), line);
+                free(m);
+                owners++;
+                line = end;
+        }
+        assert_int_equal(owners, 13);
+        free(all);
+        se_dns_zone_unref(z);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(master_file),
                 cmocka_unit_test(empty_store),
+                cmocka_unit_test(name_explain_finds_one_name),
         };
         return cmocka_run_group_tests_name("dns_master", tests, NULL, NULL);
 }

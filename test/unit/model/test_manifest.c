@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include <svcenv/decode.h>
 #include <svcenv/manifest.h>
 #include <svcenv/model.h>
 #include <svcenv/store.h>
@@ -625,6 +626,56 @@ static void test_manifest__folders_and_missing_files(void **state)
         rmdir(dir);
 }
 
+/* A daemon's files load as its informers decode: only the kinds it asks
+ * for (the others unread, so a malformed one is no error), in the decode
+ * forms it asks for. */
+static void test_manifest__opts_pick_kinds_and_forms(void **state)
+{
+        (void)state;
+        char path[] = "/tmp/svcenv-manifest-opts-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        static const char text[] =
+                "apiVersion: v1\nkind: Service\n"
+                "metadata: {name: web, namespace: shop, labels: {app: web}}\n"
+                "spec: {selector: {app: web}, ports: [{port: 80}]}\n"
+                "---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: broken, namespace: shop}\n"
+                "spec: {containers: 7}\n"
+                "---\n"
+                "apiVersion: v1\nkind: List\nitems:\n"
+                "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c, namespace: shop}\n"
+                "  data: 7\n";
+        assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+        close(fd);
+        const char *paths[] = { path };
+
+        struct se_store *s = se_store_new();
+        struct se_manifest_opts o = { .decode_flags = SE_DECODE_DNS_SERVICES,
+                                      .kinds = UINT32_C(1) << SE_KIND_SERVICE };
+        struct se_manifest_stats st = { 0 };
+        struct se_diag d = { 0 };
+        assert_int_equal(se_manifest_load_opts(s, paths, 1, &o, &st, &d), 0);
+        assert_int_equal(st.objects, 1);
+        assert_int_equal(st.skipped, 2);
+        const struct se_service *svc =
+                (const struct se_service *)se_store_get(s, SE_KIND_SERVICE, "shop", "web");
+        assert_non_null(svc);
+        /* the DNS form: neither the selector nor the labels are kept */
+        assert_int_equal(svc->selector.n, 0);
+        assert_int_equal(svc->obj.meta.labels.n, 0);
+        assert_int_equal(svc->n_ports, 1);
+        assert_int_equal(se_store_count(s, SE_KIND_POD, NULL), 0);
+        se_store_free(s);
+
+        /* without opts every kind is read: the malformed Pod fails the load */
+        s = se_store_new();
+        assert_int_equal(se_manifest_load_opts(s, paths, 1, NULL, NULL, &d), -EINVAL);
+        assert_int_equal(se_store_count(s, SE_KIND_SERVICE, NULL), 0);
+        se_store_free(s);
+        unlink(path);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -638,6 +689,7 @@ int main(void)
                 cmocka_unit_test(test_manifest__alias_bomb_and_depth_are_capped),
                 cmocka_unit_test(test_manifest__folders_and_missing_files),
                 cmocka_unit_test(test_manifest__many_ports_and_containers_checked_linearly),
+                cmocka_unit_test(test_manifest__opts_pick_kinds_and_forms),
         };
         return cmocka_run_group_tests_name("manifest", tests, NULL, NULL);
 }
