@@ -123,7 +123,7 @@ EOF
         } >"$tmp/cluster.yaml"
 }
 
-serving() { metrics | grep -q 'svcenv_proxy_connections_total{service="e2e/web:p"'; }
+serving() { metrics | grep 'svcenv_proxy_connections_total{service="e2e/web:p"' >/dev/null; }
 start_proxy() { # start_proxy EXTRA...: waits until the services are served
         proxy_start -f "$tmp/cluster.yaml" --mode userspace --backend "$backend" \
                 --hostname-override node-a --min-sync-period 0 "$@"

@@ -481,7 +481,9 @@ pxu=$last_pid
 us_healthy() { healthy "$A" && grep -q '"nodeEligible":true,"healthy":true' "$tmp/healthz.$A"; }
 check "userspace: /healthz 200, the Node seen (nodeEligible true)" until_ok 90 us_healthy
 check "userspace: TCP to the ClusterIP through the proxy" until_ok 10 spread "$A" tcp 10.96.100.10 80 10 b2
-us_picks() { metrics | grep -q '^svcenv_proxy_scheduler_picks_total{service="px/web:p",protocol="TCP",endpoint="10.244.2.2:8080",scheduler="rr"} [1-9]'; }
-check "userspace: /metrics counts the scheduler's picks per endpoint" us_picks
+# (grep reads it all: a grep -q that quits early kills curl with SIGPIPE,
+# which pipefail takes for a failure)
+us_picks() { metrics | grep '^svcenv_proxy_scheduler_picks_total{service="px/web:p",protocol="TCP",endpoint="10.244.2.2:8080",scheduler="rr"} [1-9]' >/dev/null; }
+check "userspace: /metrics counts the scheduler's picks per endpoint" until_ok 5 us_picks
 kill "$pxu" && wait "$pxu" 2>/dev/null
 inns "$A" "$SVCENV/svcenv-proxy" --cleanup
